@@ -1,0 +1,1 @@
+//! Decoding real pylance 14 bytes.

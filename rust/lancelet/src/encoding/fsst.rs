@@ -1,0 +1,547 @@
+//! FSST string compression (`Fsst` compressive encoding) as Lance stores it.
+//!
+//! FSST replaces substrings of up to 8 bytes by one-byte codes. Code `c <
+//! n_symbols` stands for symbol `c`; code 255 is an escape and the next byte
+//! is copied literally. Each string is compressed on its own, so offsets stay
+//! per value, and the compressed strings then go through the inner `values`
+//! encoding (mini-block: `Variable` chunks).
+//!
+//! # Serialized symbol table (always 2312 bytes)
+//! ```text
+//! bytes 0..8       u64 LE header:
+//!                    bits  0..8   n_symbols (≤ 255)
+//!                    bits  8..16  terminator (compressor detail)
+//!                    bits 16..24  suffix_lim (compressor detail)
+//!                    bit  24      switch: 1 = data is FSST-compressed,
+//!                                 0 = data is stored uncompressed
+//!                    bits 32..64  0x46535354 ("FSST"; bytes read `54 53 53 46`)
+//! 8 + 8·i          symbol i as a u64 LE word (bytes beyond its length 0),
+//!                  for i < n_symbols — packed, not at fixed slots
+//! 8 + 8·n + i      length of symbol i (1..=8), for i < n_symbols
+//! rest             zero up to 2312 bytes
+//! ```
+//! Lance's decoder reads only the magic, the switch, `n_symbols`, the
+//! symbols and their lengths; `terminator` and `suffix_lim` only matter to
+//! the C-style compressor that produced the table, so any values are
+//! accepted. Our trainer writes the least frequent sample byte as
+//! terminator (as FSST does) and 0 as `suffix_lim`.
+//!
+//! # When Lance turns the switch on
+//! Lance picks FSST automatically for a string page only when its string
+//! data is ≥ 32 KiB ([`MIN_INPUT_BYTES`]) and the longest value is ≥ 5 bytes
+//! ([`MIN_MAX_LENGTH`]); then the switch is on. If FSST is forced through
+//! field metadata (`lance-encoding:compression=fsst`) on a page with less than
+//! 32 KiB of string data, Lance writes a table with the switch off (header =
+//! just the magic, everything else zero) and stores the strings verbatim.
+//! The decision uses the whole page's data, not a chunk's.
+
+use crate::corrupt;
+use crate::error::{Error, Result};
+
+/// Size of a serialized symbol table.
+pub const SYMBOL_TABLE_SIZE: usize = 8 + 256 * 8 + 256;
+/// Lance compresses only when a page has at least this much string data.
+pub const MIN_INPUT_BYTES: usize = 32 * 1024;
+/// Lance picks FSST only when the longest value has at least this many bytes.
+pub const MIN_MAX_LENGTH: usize = 5;
+
+const MAGIC: u64 = 0x4653_5354;
+const ESCAPE: u8 = 255;
+const MAX_SYMBOLS: usize = 255;
+const MAX_SYMBOL_LEN: usize = 8;
+
+/// An offset type of a variable-width array (i32/i64 Arrow offsets, or the
+/// u32/u64 offsets of Lance buffers).
+pub trait Offset: Copy + Default + Eq + std::fmt::Debug {
+    /// The offset as a position, if it is one.
+    fn to_usize(self) -> Option<usize>;
+    /// A position as an offset, if representable.
+    fn from_usize(v: usize) -> Option<Self>;
+}
+
+macro_rules! impl_offset {
+    ($($t:ty),*) => {$(
+        impl Offset for $t {
+            #[inline(always)]
+            fn to_usize(self) -> Option<usize> { usize::try_from(self).ok() }
+            #[inline(always)]
+            fn from_usize(v: usize) -> Option<Self> { <$t>::try_from(v).ok() }
+        }
+    )*};
+}
+impl_offset!(i32, i64, u32, u64);
+
+/// A parsed or trained FSST symbol table.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SymbolTable {
+    /// Symbol bytes, zero padded to 8; only the first `n_symbols` are used.
+    symbols: [[u8; 8]; 256],
+    /// Symbol lengths; 0 marks an unused code (which makes decoding fail).
+    lens: [u8; 256],
+    n_symbols: usize,
+    terminator: u8,
+    suffix_lim: u8,
+    enabled: bool,
+}
+
+impl std::fmt::Debug for SymbolTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymbolTable")
+            .field("n_symbols", &self.n_symbols)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SymbolTable {
+    /// The table Lance writes when the switch is off: no symbols, strings
+    /// stored verbatim.
+    pub fn uncompressed() -> Self {
+        SymbolTable {
+            symbols: [[0; 8]; 256],
+            lens: [0; 256],
+            n_symbols: 0,
+            terminator: 0,
+            suffix_lim: 0,
+            enabled: false,
+        }
+    }
+
+    /// Whether strings are compressed (the switch bit).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.n_symbols
+    }
+
+    /// True when there are no symbols.
+    pub fn is_empty(&self) -> bool {
+        self.n_symbols == 0
+    }
+
+    /// Symbol `code` as bytes, if defined.
+    pub fn symbol(&self, code: u8) -> Option<&[u8]> {
+        let i = code as usize;
+        (i < self.n_symbols).then(|| &self.symbols[i][..self.lens[i] as usize])
+    }
+
+    /// Parses the 2312-byte serialized table.
+    pub fn parse(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() != SYMBOL_TABLE_SIZE {
+            return Err(corrupt!("fsst: symbol table is {} bytes, expected {SYMBOL_TABLE_SIZE}", bytes.len()));
+        }
+        let header = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        if header >> 32 != MAGIC {
+            return Err(corrupt!("fsst: bad symbol table magic {:#x}", header >> 32));
+        }
+        let n = (header & 0xff) as usize;
+        if n > MAX_SYMBOLS {
+            return Err(corrupt!("fsst: {n} symbols (max {MAX_SYMBOLS})"));
+        }
+        let mut table = SymbolTable {
+            n_symbols: n,
+            terminator: (header >> 8) as u8,
+            suffix_lim: (header >> 16) as u8,
+            enabled: header & (1 << 24) != 0,
+            ..Self::uncompressed()
+        };
+        let lens_at = 8 + 8 * n;
+        for i in 0..n {
+            table.symbols[i].copy_from_slice(&bytes[8 + 8 * i..16 + 8 * i]);
+            let len = bytes[lens_at + i];
+            if !(1..=MAX_SYMBOL_LEN as u8).contains(&len) {
+                return Err(corrupt!("fsst: symbol {i} has length {len}"));
+            }
+            table.lens[i] = len;
+        }
+        Ok(table)
+    }
+
+    /// Serializes the table exactly as Lance does (2312 bytes).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = vec![0u8; SYMBOL_TABLE_SIZE];
+        let header = (MAGIC << 32)
+            | ((self.enabled as u64) << 24)
+            | ((self.suffix_lim as u64) << 16)
+            | ((self.terminator as u64) << 8)
+            | self.n_symbols as u64;
+        out[..8].copy_from_slice(&header.to_le_bytes());
+        let n = self.n_symbols;
+        for i in 0..n {
+            out[8 + 8 * i..16 + 8 * i].copy_from_slice(&self.symbols[i]);
+            out[8 + 8 * n + i] = self.lens[i];
+        }
+        out
+    }
+
+    /// Builds a table from symbols (each 1..=8 bytes, at most 255), with the
+    /// switch on.
+    pub fn from_symbols<S: AsRef<[u8]>>(symbols: &[S]) -> Result<Self> {
+        if symbols.len() > MAX_SYMBOLS {
+            return Err(Error::invalid_input(format!("fsst: {} symbols (max {MAX_SYMBOLS})", symbols.len())));
+        }
+        let mut t = SymbolTable { enabled: true, n_symbols: symbols.len(), ..Self::uncompressed() };
+        for (i, s) in symbols.iter().enumerate() {
+            let s = s.as_ref();
+            if s.is_empty() || s.len() > MAX_SYMBOL_LEN {
+                return Err(Error::invalid_input(format!("fsst: symbol of {} bytes", s.len())));
+            }
+            t.symbols[i][..s.len()].copy_from_slice(s);
+            t.lens[i] = s.len() as u8;
+        }
+        Ok(t)
+    }
+}
+
+/// Checks offsets (non-decreasing, within `data`) and returns `(first, last)`.
+fn check_offsets<O: Offset>(offsets: &[O], data_len: usize, what: &str) -> Result<(usize, usize)> {
+    let mut prev = match offsets.first() {
+        None => return Ok((0, 0)),
+        Some(o) => o.to_usize().ok_or_else(|| corrupt!("{what}: negative offset {o:?}"))?,
+    };
+    let first = prev;
+    for o in &offsets[1..] {
+        let cur = o.to_usize().ok_or_else(|| corrupt!("{what}: negative offset {o:?}"))?;
+        if cur < prev {
+            return Err(corrupt!("{what}: offsets decrease ({prev} then {cur})"));
+        }
+        prev = cur;
+    }
+    if prev > data_len {
+        return Err(corrupt!("{what}: offset {prev} beyond {data_len} data bytes"));
+    }
+    Ok((first, prev))
+}
+
+fn offset<O: Offset>(v: usize) -> Result<O> {
+    O::from_usize(v).ok_or_else(|| corrupt!("fsst: {v} bytes do not fit the offset type"))
+}
+
+/// Copies the strings between `offsets[0]` and the last offset, rebasing the
+/// offsets to start at 0 (what both directions do when the switch is off).
+fn passthrough<O: Offset>(offsets: &[O], data: &[u8], what: &str) -> Result<(Vec<O>, Vec<u8>)> {
+    let (first, last) = check_offsets(offsets, data.len(), what)?;
+    if offsets.is_empty() {
+        return Ok((vec![O::default()], Vec::new()));
+    }
+    let new_offsets = offsets
+        .iter()
+        .map(|o| offset(o.to_usize().expect("checked") - first))
+        .collect::<Result<Vec<O>>>()?;
+    Ok((new_offsets, data[first..last].to_vec()))
+}
+
+/// Decompresses FSST strings. `offsets` (n+1 entries, need not start at 0)
+/// delimit the compressed strings in `data`; returns offsets starting at 0
+/// and the decompressed bytes. With the switch off the strings are copied.
+pub fn decompress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) -> Result<(Vec<O>, Vec<u8>)> {
+    if !table.enabled {
+        return passthrough(offsets, data, "fsst");
+    }
+    let (first, last) = check_offsets(offsets, data.len(), "fsst")?;
+    if offsets.is_empty() {
+        return Ok((vec![O::default()], Vec::new()));
+    }
+    // Every code byte yields at most 8 bytes, so this bound lets the loop
+    // store whole 8-byte symbol words and advance by the real length.
+    let bound = (last - first)
+        .checked_mul(MAX_SYMBOL_LEN)
+        .and_then(|b| b.checked_add(MAX_SYMBOL_LEN))
+        .ok_or_else(|| corrupt!("fsst: input too large"))?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(bound).map_err(|_| corrupt!("fsst: cannot allocate {bound} bytes"))?;
+    out.resize(bound, 0);
+    let mut new_offsets = Vec::with_capacity(offsets.len());
+    new_offsets.push(O::default());
+    let mut pos = 0usize;
+    let mut start = first;
+    for o in &offsets[1..] {
+        let end = o.to_usize().expect("checked");
+        let src = &data[start..end];
+        let mut i = 0;
+        while i < src.len() {
+            let code = src[i];
+            if code == ESCAPE {
+                let Some(&b) = src.get(i + 1) else {
+                    return Err(corrupt!("fsst: escape code at the end of a string"));
+                };
+                out[pos] = b;
+                pos += 1;
+                i += 2;
+            } else {
+                let len = table.lens[code as usize] as usize;
+                if len == 0 {
+                    return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
+                }
+                out[pos..pos + 8].copy_from_slice(&table.symbols[code as usize]);
+                pos += len;
+                i += 1;
+            }
+        }
+        new_offsets.push(offset(pos)?);
+        start = end;
+    }
+    out.truncate(pos);
+    Ok((new_offsets, out))
+}
+
+/// Greedy longest-match lookup over a symbol table.
+struct Matcher {
+    /// For each first byte, codes of the symbols starting with it, longest
+    /// first.
+    by_first: Vec<Vec<u8>>,
+    words: [u64; 256],
+    lens: [u8; 256],
+}
+
+const fn len_mask(len: usize) -> u64 {
+    if len >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * len)) - 1
+    }
+}
+
+impl Matcher {
+    fn new(table: &SymbolTable) -> Self {
+        let mut by_first = vec![Vec::new(); 256];
+        let mut words = [0u64; 256];
+        for i in 0..table.n_symbols {
+            words[i] = u64::from_le_bytes(table.symbols[i]) & len_mask(table.lens[i] as usize);
+            by_first[table.symbols[i][0] as usize].push(i as u8);
+        }
+        for list in &mut by_first {
+            list.sort_by_key(|&c| std::cmp::Reverse(table.lens[c as usize]));
+        }
+        Matcher { by_first, words, lens: table.lens }
+    }
+
+    /// Longest symbol matching at the start of `s` (non-empty): its code
+    /// and length.
+    #[inline]
+    fn find(&self, s: &[u8]) -> Option<(u8, usize)> {
+        let mut buf = [0u8; 8];
+        let n = s.len().min(8);
+        buf[..n].copy_from_slice(&s[..n]);
+        let word = u64::from_le_bytes(buf);
+        for &c in &self.by_first[s[0] as usize] {
+            let len = self.lens[c as usize] as usize;
+            if len <= n && word & len_mask(len) == self.words[c as usize] {
+                return Some((c, len));
+            }
+        }
+        None
+    }
+
+    fn compress_into(&self, mut s: &[u8], out: &mut Vec<u8>) {
+        while !s.is_empty() {
+            match self.find(s) {
+                Some((code, len)) => {
+                    out.push(code);
+                    s = &s[len..];
+                }
+                None => {
+                    out.extend_from_slice(&[ESCAPE, s[0]]);
+                    s = &s[1..];
+                }
+            }
+        }
+    }
+}
+
+/// Compresses strings with `table`; returns offsets starting at 0 and the
+/// compressed bytes. With the switch off the strings are copied.
+pub fn compress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) -> Result<(Vec<O>, Vec<u8>)> {
+    if !table.enabled {
+        return passthrough(offsets, data, "fsst compress");
+    }
+    let (first, last) = check_offsets(offsets, data.len(), "fsst compress")?;
+    if offsets.is_empty() {
+        return Ok((vec![O::default()], Vec::new()));
+    }
+    let matcher = Matcher::new(table);
+    let mut out = Vec::with_capacity(last - first);
+    let mut new_offsets = Vec::with_capacity(offsets.len());
+    new_offsets.push(O::default());
+    for pair in offsets.windows(2) {
+        let (s, e) = (pair[0].to_usize().expect("checked"), pair[1].to_usize().expect("checked"));
+        matcher.compress_into(&data[s..e], &mut out);
+        new_offsets.push(offset(out.len())?);
+    }
+    Ok((new_offsets, out))
+}
+
+/// Trains a table following Lance's rule: switch off (verbatim strings) when
+/// the strings total less than [`MIN_INPUT_BYTES`], otherwise a trained table.
+pub fn train<O: Offset>(offsets: &[O], data: &[u8]) -> Result<SymbolTable> {
+    let (first, last) = check_offsets(offsets, data.len(), "fsst train")?;
+    if last - first < MIN_INPUT_BYTES {
+        return Ok(SymbolTable::uncompressed());
+    }
+    train_forced(offsets, data)
+}
+
+/// Trains a table with the switch on, whatever the input size.
+pub fn train_forced<O: Offset>(offsets: &[O], data: &[u8]) -> Result<SymbolTable> {
+    check_offsets(offsets, data.len(), "fsst train")?;
+    let sample = make_sample(offsets, data);
+    Ok(build_table(&sample))
+}
+
+/// About this many sample bytes are used for training.
+const SAMPLE_TARGET: usize = 16 * 1024;
+/// Longest piece of one string taken into the sample.
+const SAMPLE_PIECE: usize = 512;
+
+/// Picks whole strings (cut at [`SAMPLE_PIECE`]) spread evenly over the
+/// input until about [`SAMPLE_TARGET`] bytes are collected.
+fn make_sample<'a, O: Offset>(offsets: &[O], data: &'a [u8]) -> Vec<&'a [u8]> {
+    let n = offsets.len().saturating_sub(1);
+    let total = match (offsets.first(), offsets.last()) {
+        (Some(f), Some(l)) => l.to_usize().unwrap_or(0) - f.to_usize().unwrap_or(0),
+        _ => 0,
+    };
+    let stride = (total / SAMPLE_TARGET).max(1);
+    let mut sample = Vec::new();
+    let mut taken = 0;
+    let mut i = 0;
+    while i < n && taken < SAMPLE_TARGET {
+        let (s, e) = (offsets[i].to_usize().unwrap_or(0), offsets[i + 1].to_usize().unwrap_or(0));
+        let piece = &data[s..e.min(s + SAMPLE_PIECE)];
+        if !piece.is_empty() {
+            taken += piece.len();
+            sample.push(piece);
+        }
+        i += stride;
+    }
+    sample
+}
+
+/// A candidate symbol during training, as (word, length).
+type Candidate = (u64, u8);
+
+/// Codes used while counting: real symbols 0..n, then 256 + byte for an
+/// escaped byte (a "pseudo" single-byte symbol).
+const PSEUDO: usize = 256;
+const CODES: usize = 512;
+
+/// FSST-style training: a few rounds of compressing the sample with the
+/// current table, counting how often each symbol and each adjacent pair of
+/// symbols occur, and keeping the 255 candidates with the largest
+/// `count × length` (concatenated pairs included, cut at 8 bytes).
+fn build_table(sample: &[&[u8]]) -> SymbolTable {
+    let mut byte_histo = [0usize; 256];
+    for s in sample {
+        for &b in *s {
+            byte_histo[b as usize] += 1;
+        }
+    }
+    let terminator = (0..256).min_by_key(|&b| byte_histo[b]).unwrap_or(0) as u8;
+
+    let mut table = SymbolTable { enabled: true, terminator, ..SymbolTable::uncompressed() };
+    let mut count1 = vec![0u32; CODES];
+    let mut count2 = vec![0u32; CODES * CODES];
+    const ROUNDS: usize = 5;
+    for _round in 0..ROUNDS {
+        count1.iter_mut().for_each(|c| *c = 0);
+        count2.iter_mut().for_each(|c| *c = 0);
+        let matcher = Matcher::new(&table);
+        let code_of = |s: &[u8]| match matcher.find(s) {
+            Some((c, len)) => (c as usize, len),
+            None => (PSEUDO + s[0] as usize, 1),
+        };
+        for s in sample {
+            let mut rest: &[u8] = s;
+            let mut prev: Option<usize> = None;
+            while !rest.is_empty() {
+                let (code, len) = code_of(rest);
+                count1[code] += 1;
+                if let Some(p) = prev {
+                    count2[p * CODES + code] += 1;
+                }
+                prev = Some(code);
+                rest = &rest[len..];
+            }
+        }
+        let symbol_of = |code: usize| -> Candidate {
+            if code >= PSEUDO {
+                ((code - PSEUDO) as u64, 1)
+            } else {
+                (u64::from_le_bytes(table.symbols[code]) & len_mask(table.lens[code] as usize), table.lens[code])
+            }
+        };
+        let mut gains: std::collections::HashMap<Candidate, u64> = std::collections::HashMap::new();
+        for code in 0..CODES {
+            if count1[code] == 0 {
+                continue;
+            }
+            let sym = symbol_of(code);
+            *gains.entry(sym).or_default() += count1[code] as u64 * sym.1 as u64;
+            for next in 0..CODES {
+                let c = count2[code * CODES + next];
+                if c == 0 {
+                    continue;
+                }
+                // An 8-byte symbol cannot be extended.
+                if sym.1 as usize >= MAX_SYMBOL_LEN {
+                    break;
+                }
+                let (w2, l2) = symbol_of(next);
+                let len = (sym.1 as usize + l2 as usize).min(MAX_SYMBOL_LEN);
+                let word = (sym.0 | (w2 << (8 * sym.1 as u32))) & len_mask(len);
+                *gains.entry((word, len as u8)).or_default() += c as u64 * len as u64;
+            }
+        }
+        let mut ranked: Vec<(Candidate, u64)> = gains.into_iter().collect();
+        // Highest gain first; ties broken by the symbol for determinism.
+        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(MAX_SYMBOLS);
+        let mut next = SymbolTable { enabled: true, terminator, ..SymbolTable::uncompressed() };
+        next.n_symbols = ranked.len();
+        for (i, ((word, len), _)) in ranked.iter().enumerate() {
+            next.symbols[i] = word.to_le_bytes();
+            next.lens[i] = *len;
+        }
+        table = next;
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switch_off_table_is_the_bare_magic() {
+        let b = SymbolTable::uncompressed().to_bytes();
+        assert_eq!(b.len(), SYMBOL_TABLE_SIZE);
+        assert_eq!(&b[..8], &[0, 0, 0, 0, 0x54, 0x53, 0x53, 0x46]);
+        assert!(b[8..].iter().all(|&x| x == 0));
+        assert_eq!(SymbolTable::parse(&b).unwrap(), SymbolTable::uncompressed());
+    }
+
+    #[test]
+    fn hand_table() {
+        let t = SymbolTable::from_symbols(&["hello", " ", "world"]).unwrap();
+        let data = b"hello worldhello!";
+        let offsets = [0i32, 11, 17];
+        let (co, cd) = compress(&t, &offsets, data).unwrap();
+        assert_eq!(cd, vec![0, 1, 2, 0, 255, b'!']);
+        assert_eq!(co, vec![0, 3, 6]);
+        let (o, d) = decompress(&SymbolTable::parse(&t.to_bytes()).unwrap(), &co, &cd).unwrap();
+        assert_eq!(o, offsets);
+        assert_eq!(d, data);
+    }
+
+    #[test]
+    fn bad_codes_are_errors() {
+        let t = SymbolTable::from_symbols(&["ab"]).unwrap();
+        assert!(decompress(&t, &[0u32, 1], &[7]).is_err());
+        assert!(decompress(&t, &[0u32, 1], &[255]).is_err());
+        assert!(decompress(&t, &[0u32, 2], &[0]).is_err());
+        assert!(decompress(&t, &[1i64, 0], &[0]).is_err());
+    }
+}
