@@ -1,0 +1,101 @@
+"""Shared pytest configuration for the lancelet test-suite.
+
+Run from the repo root:  ``pytest tests/``  (fast subset; add ``-m slow`` / ``--runslow``
+for the big shapes).  There is deliberately *no* "is lancelet importable" guard:
+if the package is broken the tests must fail, not skip.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+FIXTURES_DIR = (REPO_ROOT / ".." / "shared" / "fixtures" / "pylance-14").resolve()
+
+if str(TESTS_DIR) not in sys.path:  # make `import datagen` work under any import mode
+    sys.path.insert(0, str(TESTS_DIR))
+
+
+def fixture_datasets() -> list[Path]:
+    """Every pylance-14 fixture dataset directory (those with a data/ folder)."""
+    if not FIXTURES_DIR.is_dir():
+        return []
+    return sorted(p for p in FIXTURES_DIR.iterdir() if (p / "data").is_dir())
+
+
+def fixture_data_files() -> list[Path]:
+    return [f for d in fixture_datasets() for f in sorted((d / "data").glob("*.lance"))]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run tests marked @pytest.mark.slow")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: big data (100k+ rows, multi-MB values); run with --runslow or -m slow")
+    config.addinivalue_line("markers", "spark: needs a Spark installation")
+    config.addinivalue_line("markers", "bench: benchmark, not a correctness test")
+    config.addinivalue_line("markers", "pylance: uses pylance (`import lance`) as the oracle")
+
+
+def pytest_collection_modifyitems(config, items):
+    # slow tests run when asked for explicitly: --runslow, or a -m expression mentioning "slow"
+    markexpr = config.getoption("-m") or ""
+    if config.getoption("--runslow") or "slow" in markexpr:
+        return
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow (or -m slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not FIXTURES_DIR.is_dir():
+        pytest.skip(f"pylance-14 fixtures not found at {FIXTURES_DIR} (expected ../shared/fixtures/pylance-14 "
+                    f"relative to the repo root)")
+    return FIXTURES_DIR
+
+
+@pytest.fixture
+def lance_path(tmp_path):
+    """Factory for fresh file paths inside tmp_path: ``lance_path("x")`` -> tmp_path/x.lance."""
+    counter = {"n": 0}
+
+    def make(stem: str | None = None) -> Path:
+        counter["n"] += 1
+        return tmp_path / f"{stem or 'file'}_{counter['n']}.lance"
+
+    return make
+
+
+@pytest.fixture
+def copy_fixture_file(tmp_path, fixtures_dir):
+    """Copy one fixture data file into tmp_path (so tests may mutate it)."""
+    def copy(dataset: str, index: int = 0) -> Path:
+        src = sorted((fixtures_dir / dataset / "data").glob("*.lance"))[index]
+        dst = tmp_path / f"{dataset}_{index}.lance"
+        shutil.copyfile(src, dst)
+        return dst
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def lance_mod():
+    """pylance (the oracle).  It is a hard requirement of the suite, so no skip."""
+    import lance
+    import lance.file  # noqa: F401
+    assert lance.__version__.startswith("14."), f"oracle must be pylance 14.x, found {lance.__version__}"
+    return lance
+
+
+def pytest_report_header(config):
+    return [f"lancelet fixtures: {FIXTURES_DIR} ({'found' if FIXTURES_DIR.is_dir() else 'MISSING'})",
+            f"pid {os.getpid()}"]
