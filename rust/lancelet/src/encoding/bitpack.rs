@@ -192,13 +192,8 @@ fn grow<T: Word>(out: &mut Vec<T>, extra: usize) -> Result<usize> {
     Ok(start)
 }
 
-/// Decodes one inline chunk straight into `out`, appending `num_values`
-/// values. Bytes after the packed block are ignored.
-pub fn unpack_inline_chunk_typed<T: Word>(
-    chunk: &[u8],
-    num_values: usize,
-    out: &mut Vec<T>,
-) -> Result<()> {
+/// Validates an inline chunk; returns its width and packed block.
+fn inline_parts<T: Word>(chunk: &[u8], num_values: usize) -> Result<(u32, &[u8])> {
     if num_values > VALUES_PER_BLOCK {
         return Err(corrupt!("inline bit packing: {num_values} values in one chunk (max 1024)"));
     }
@@ -210,6 +205,17 @@ pub fn unpack_inline_chunk_typed<T: Word>(
     let packed = chunk.get(T::BYTES..T::BYTES + need).ok_or_else(|| {
         corrupt!("inline bit packing: width {w} needs {need} packed bytes, chunk has {}", chunk.len() - T::BYTES)
     })?;
+    Ok((w, packed))
+}
+
+/// Decodes one inline chunk straight into `out`, appending `num_values`
+/// values. Bytes after the packed block are ignored.
+pub fn unpack_inline_chunk_typed<T: Word>(
+    chunk: &[u8],
+    num_values: usize,
+    out: &mut Vec<T>,
+) -> Result<()> {
+    let (w, packed) = inline_parts::<T>(chunk, num_values)?;
     // Unpack the full block in place, then drop the zero padding.
     let start = grow(out, VALUES_PER_BLOCK)?;
     unpack_block::<T>(w, packed, &mut out[start..]);
@@ -226,12 +232,15 @@ pub fn unpack_inline_chunk(
     num_values: usize,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    dispatch_width!(uncompressed_bits, T => {
-        let mut vals: Vec<T> = Vec::new();
-        unpack_inline_chunk_typed::<T>(chunk, num_values, &mut vals)?;
-        extend_le(out, &vals);
+    fn go<T: Word>(chunk: &[u8], num_values: usize, out: &mut Vec<u8>) -> Result<()> {
+        let (w, packed) = inline_parts::<T>(chunk, num_values)?;
+        // Unpack on the stack and copy only the real values out.
+        let mut block = [T::default(); VALUES_PER_BLOCK];
+        unpack_block::<T>(w, packed, &mut block);
+        extend_le(out, &block[..num_values]);
         Ok(())
-    })
+    }
+    dispatch_width!(uncompressed_bits, T => go::<T>(chunk, num_values, out))
 }
 
 /// Encodes ≤ 1024 values as one inline chunk with the smallest width,
