@@ -1,0 +1,34 @@
+"""lancelet: an independent implementation of the Lance columnar formats.
+
+``lancelet.file`` reads and writes Lance data files (``.lance``) of every
+version; all Arrow data crosses between Rust and Python through the Arrow
+PyCapsule interface without copies.
+"""
+
+from __future__ import annotations
+
+from lancelet import file
+from lancelet._native import __version__
+from lancelet.exceptions import (
+    AlreadyExistsError,
+    CommitConflictError,
+    CorruptFileError,
+    InvalidInputError,
+    LanceletError,
+    LanceletIOError,
+    NotFoundError,
+    UnsupportedError,
+)
+
+__all__ = [
+    "__version__",
+    "file",
+    "LanceletError",
+    "CorruptFileError",
+    "UnsupportedError",
+    "NotFoundError",
+    "AlreadyExistsError",
+    "InvalidInputError",
+    "CommitConflictError",
+    "LanceletIOError",
+]

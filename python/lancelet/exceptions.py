@@ -1,0 +1,54 @@
+"""The lancelet exception hierarchy.
+
+Every error lancelet raises is a :class:`LanceletError`. Subclasses also
+derive from the closest built-in exception so that ordinary ``except``
+clauses keep working (a missing file is a ``FileNotFoundError``, bad
+arguments are a ``ValueError``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LanceletError",
+    "CorruptFileError",
+    "UnsupportedError",
+    "NotFoundError",
+    "AlreadyExistsError",
+    "InvalidInputError",
+    "CommitConflictError",
+    "LanceletIOError",
+]
+
+
+class LanceletError(Exception):
+    """Base class of every lancelet error."""
+
+
+class CorruptFileError(LanceletError):
+    """A file's bytes do not follow the Lance format; the message names the
+    file and where in it."""
+
+
+class UnsupportedError(LanceletError, NotImplementedError):
+    """Valid data using a feature (version, encoding, flag) lancelet does not
+    handle."""
+
+
+class NotFoundError(LanceletError, FileNotFoundError):
+    """A file, dataset, version or tag does not exist."""
+
+
+class AlreadyExistsError(LanceletError, FileExistsError):
+    """Something that must not exist yet already does."""
+
+
+class InvalidInputError(LanceletError, ValueError):
+    """The arguments or data passed in are wrong (e.g. a schema mismatch)."""
+
+
+class CommitConflictError(LanceletError):
+    """A concurrent writer committed a change that conflicts with this one."""
+
+
+class LanceletIOError(LanceletError, OSError):
+    """The storage layer failed."""

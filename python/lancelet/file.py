@@ -1,0 +1,137 @@
+"""Reading and writing Lance data files (``.lance``).
+
+>>> import pyarrow as pa, lancelet.file as lf
+>>> lf.write_table(pa.table({"x": [1, 2, 3]}), "/tmp/x.lance")
+>>> lf.LanceFileReader("/tmp/x.lance").read().to_pylist()
+[{'x': 1}, {'x': 2}, {'x': 3}]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from lancelet import _native
+from lancelet.exceptions import InvalidInputError
+
+__all__ = ["LanceFileReader", "LanceFileWriter", "read_table", "write_table"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _uri(path: PathLike) -> str:
+    if isinstance(path, (str, os.PathLike)):
+        return os.fspath(path)
+    raise InvalidInputError(f"expected a path or URI string, got {type(path).__name__}")
+
+
+def _columns(columns: Optional[Iterable[str]]) -> Optional[list]:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise InvalidInputError("columns must be a list of names, not a single string")
+    return list(columns)
+
+
+class LanceFileReader:
+    """A Lance data file opened for reading.
+
+    ``path_or_uri`` is a local path, ``file://`` or ``memory://`` URI.
+    """
+
+    def __init__(self, path_or_uri: PathLike) -> None:
+        self._path = _uri(path_or_uri)
+        self._native = _native.FileReader(self._path)
+        self._schema = pa.schema(self._native.schema())
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the file."""
+        return self._schema
+
+    @property
+    def num_rows(self) -> int:
+        """Number of rows in the file."""
+        return self._native.num_rows
+
+    @property
+    def version(self) -> str:
+        """The file format version: ``"0.1"``, ``"2.0"``, ``"2.1"`` or ``"2.2"``."""
+        return self._native.version
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def read(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        offset: int = 0,
+        limit: Optional[int] = None,
+    ) -> pa.Table:
+        """Rows ``offset`` to ``offset + limit`` (to the end if ``limit`` is
+        None) of the given columns (all if None)."""
+        if offset < 0 or (limit is not None and limit < 0):
+            raise InvalidInputError("offset and limit must be non-negative")
+        stream = self._native.read(_columns(columns), int(offset), None if limit is None else int(limit))
+        return pa.RecordBatchReader.from_stream(stream).read_all()
+
+    def take(self, indices: Iterable[int], columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """The rows at ``indices`` (any order, repeats allowed)."""
+        if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+            indices = indices.to_pylist()
+        idx = [int(i) for i in indices]
+        if any(i < 0 for i in idx):
+            raise InvalidInputError("row indices must be non-negative")
+        stream = self._native.take(idx, _columns(columns))
+        return pa.RecordBatchReader.from_stream(stream).read_all()
+
+    def to_batches(
+        self, columns: Optional[Sequence[str]] = None, batch_size: Optional[int] = None
+    ) -> pa.RecordBatchReader:
+        """Stream the file as record batches of at most ``batch_size`` rows
+        (default 8192), decoding one batch at a time."""
+        bs = 8192 if batch_size is None else int(batch_size)
+        if bs <= 0:
+            raise InvalidInputError("batch_size must be positive")
+        stream = self._native.read(_columns(columns), 0, None, bs)
+        return pa.RecordBatchReader.from_stream(stream)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.to_batches().__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        return f"LanceFileReader({self._path!r}, version={self.version}, rows={self.num_rows})"
+
+
+def _as_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchReader:
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatchReader.from_batches(data.schema, [data])
+    if isinstance(data, pa.Table):
+        return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data)
+    if hasattr(data, "__arrow_c_array__"):
+        batch = pa.record_batch(data)
+        return pa.RecordBatchReader.from_batches(batch.schema, [batch])
+    try:
+        import pandas as pd  # noqa: F401
+
+        if isinstance(data, pd.DataFrame):
+            t = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+            return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+    except ImportError:  # pragma: no cover
+        pass
+    raise InvalidInputError(
+        f"cannot write {type(data).__name__}: expected a pyarrow Table, RecordBatch, "
+        "RecordBatchReader, pandas DataFrame or an object with __arrow_c_stream__"
+    )
+
+
+def read_table(path: PathLike, columns: Optional[Sequence[str]] = None) -> pa.Table:
+    """Read a whole Lance data file into a table."""
+    return LanceFileReader(path).read(columns=columns)

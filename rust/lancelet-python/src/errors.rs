@@ -1,0 +1,45 @@
+//! Mapping core errors to the Python exception hierarchy defined in
+//! `lancelet.exceptions` (so it can use multiple inheritance, e.g.
+//! `NotFoundError` is also a `FileNotFoundError`).
+
+use lancelet::Error;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+fn class_name(e: &Error) -> &'static str {
+    match e {
+        Error::NotFound { .. } => "NotFoundError",
+        Error::AlreadyExists { .. } => "AlreadyExistsError",
+        Error::Corrupt { .. } => "CorruptFileError",
+        Error::Unsupported { .. } => "UnsupportedError",
+        Error::InvalidInput { .. } => "InvalidInputError",
+        Error::Conflict { .. } => "CommitConflictError",
+        Error::Io { .. } => "LanceletIOError",
+    }
+}
+
+/// Convert a core error into the matching Python exception.
+pub fn to_py(e: Error) -> PyErr {
+    let name = class_name(&e);
+    let msg = e.to_string();
+    Python::attach(|py| {
+        match py.import("lancelet.exceptions").and_then(|m| m.getattr(name)) {
+            Ok(cls) => match cls.call1((msg.clone(),)) {
+                Ok(inst) => PyErr::from_value(inst),
+                Err(err) => err,
+            },
+            Err(_) => PyRuntimeError::new_err(msg),
+        }
+    })
+}
+
+/// `Result` with the error converted for Python.
+pub trait IntoPy<T> {
+    fn py_err(self) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for lancelet::Result<T> {
+    fn py_err(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,123 @@
+//! Python classes for Lance data files.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use lancelet::file::FileReader;
+use pyo3::prelude::*;
+
+use crate::arrow_ffi::{ArrowSchemaHolder, ArrowStream};
+use crate::errors::IntoPy;
+
+/// A Lance data file opened for reading.
+#[pyclass(module = "lancelet._native", name = "FileReader", frozen)]
+pub struct NativeFileReader {
+    inner: Arc<FileReader>,
+}
+
+impl NativeFileReader {
+    fn projection(&self, columns: Option<Vec<String>>) -> PyResult<Vec<usize>> {
+        self.inner.projection(columns.as_deref()).py_err()
+    }
+}
+
+#[pymethods]
+impl NativeFileReader {
+    #[new]
+    fn new(py: Python<'_>, uri: String) -> PyResult<Self> {
+        let inner = py.detach(|| FileReader::open(&uri)).py_err()?;
+        Ok(NativeFileReader { inner: Arc::new(inner) })
+    }
+
+    /// The Arrow schema (as an object with `__arrow_c_schema__`).
+    fn schema(&self) -> ArrowSchemaHolder {
+        ArrowSchemaHolder { schema: self.inner.schema().clone() }
+    }
+
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.inner.num_rows()
+    }
+
+    #[getter]
+    fn version(&self) -> &'static str {
+        self.inner.version().as_str()
+    }
+
+    #[getter]
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+
+    #[getter]
+    fn read_count(&self) -> u64 {
+        self.inner.read_count()
+    }
+
+    /// Rows `offset .. offset+limit` of the projected columns, as a stream of
+    /// batches of at most `batch_size` rows.
+    #[pyo3(signature = (columns=None, offset=0, limit=None, batch_size=None))]
+    fn read(&self, py: Python<'_>, columns: Option<Vec<String>>, offset: u64, limit: Option<u64>, batch_size: Option<u64>) -> PyResult<ArrowStream> {
+        let projection = self.projection(columns)?;
+        let total = self.inner.num_rows();
+        let start = offset.min(total);
+        let end = match limit {
+            Some(l) => start.saturating_add(l).min(total),
+            None => total,
+        };
+        let schema = Arc::new(self.inner.schema().project(&projection).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?);
+        match batch_size {
+            None => {
+                let batch = py.detach(|| self.inner.read_range(&projection, start..end)).py_err()?;
+                Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+            }
+            Some(0) => Err(pyo3::exceptions::PyValueError::new_err("batch_size must be positive")),
+            Some(bs) => Ok(ArrowStream::new(Box::new(BatchIter {
+                reader: self.inner.clone(),
+                projection,
+                schema,
+                next: start,
+                end,
+                batch_size: bs,
+            }))),
+        }
+    }
+
+    /// Rows at `indices` (any order, duplicates allowed).
+    #[pyo3(signature = (indices, columns=None))]
+    fn take(&self, py: Python<'_>, indices: Vec<u64>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
+        let projection = self.projection(columns)?;
+        let batch = py.detach(|| self.inner.take(&projection, &indices)).py_err()?;
+        Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+    }
+}
+
+/// Streams a row range in fixed-size batches, decoding one batch per call.
+struct BatchIter {
+    reader: Arc<FileReader>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    next: u64,
+    end: u64,
+    batch_size: u64,
+}
+
+impl Iterator for BatchIter {
+    type Item = Result<RecordBatch, ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
+        }
+        let range: Range<u64> = self.next..(self.next + self.batch_size).min(self.end);
+        self.next = range.end;
+        Some(self.reader.read_range(&self.projection, range).map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl RecordBatchReader for BatchIter {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}

@@ -1,0 +1,19 @@
+//! PyO3 glue for lancelet: argument conversion, Arrow in and out through
+//! the Arrow PyCapsule interface (no copies), and error → exception
+//! mapping. No format logic lives here.
+
+#[allow(dead_code)]
+mod arrow_ffi;
+mod errors;
+mod file;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<arrow_ffi::ArrowStream>()?;
+    m.add_class::<arrow_ffi::ArrowSchemaHolder>()?;
+    m.add_class::<file::NativeFileReader>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

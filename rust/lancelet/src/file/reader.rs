@@ -1,0 +1,421 @@
+//! Reading Lance 2.x data files.
+//!
+//! Opening reads the tail of the file once (footer, column metadata, offset
+//! tables, and usually the schema). A read names top-level columns and a
+//! sorted set of row ranges; the reader works out which pages of which
+//! columns cover them, fetches all their buffers in one coalesced request,
+//! decodes the columns in parallel and assembles Arrow arrays.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use bytes::Bytes;
+use prost::Message;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
+use crate::file::schema::LanceSchema;
+use crate::file::structural::levels::LevelStream;
+use crate::file::structural::pages::{decode_page, PageInput};
+use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
+use crate::file::structural::unravel::{unravel, Unraveled};
+use crate::file::version::{FileVersion, PageFamily};
+use crate::io::Storage;
+use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata};
+use crate::proto::file::FileDescriptor;
+use crate::proto::type_url;
+
+/// How much of the tail to read when opening, in one request.
+const TAIL_READ: u64 = 64 * 1024;
+
+/// An open Lance data file.
+pub struct FileReader {
+    storage: Storage,
+    size: u64,
+    version: FileVersion,
+    schema: LanceSchema,
+    arrow_schema: SchemaRef,
+    num_rows: u64,
+    columns: Vec<ColumnMetadata>,
+    /// Columns owned by each top-level field.
+    field_columns: Vec<Range<usize>>,
+}
+
+impl std::fmt::Debug for FileReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileReader").field("path", &self.storage).field("version", &self.version).finish()
+    }
+}
+
+fn slice_of(tail: &Bytes, tail_start: u64, r: &Range<u64>) -> Option<Bytes> {
+    if r.start < tail_start {
+        return None;
+    }
+    let s = (r.start - tail_start) as usize;
+    let e = (r.end - tail_start) as usize;
+    (e <= tail.len()).then(|| tail.slice(s..e))
+}
+
+/// Number of columns a field owns in a file of this page family.
+fn columns_of(field: &Field, family: PageFamily) -> usize {
+    match family {
+        PageFamily::Structural => leaf_count(field),
+        PageFamily::ArrayEncoding => {
+            // 2.0: every field has a column, parents included.
+            1 + match field.data_type() {
+                DataType::Struct(fs) => fs.iter().map(|f| columns_of(f, family)).sum(),
+                DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => columns_of(f, family),
+                _ => 0,
+            }
+        }
+    }
+}
+
+impl FileReader {
+    /// Open a file by URI or local path.
+    pub fn open(uri: &str) -> Result<Self> {
+        let storage = Storage::open(uri)?;
+        Self::open_storage(storage)
+    }
+
+    /// Open a file through an existing storage handle.
+    pub fn open_storage(storage: Storage) -> Result<Self> {
+        let path = storage.display().to_string();
+        Self::open_inner(storage).map_err(|e| e.in_file(&path))
+    }
+
+    fn open_inner(storage: Storage) -> Result<Self> {
+        let size = storage.size()?;
+        if size < 8 {
+            return Err(Error::corrupt(format!("file is {size} bytes, too short to be a Lance file")));
+        }
+        let tail_start = size.saturating_sub(TAIL_READ);
+        let mut tail = storage.read_range(tail_start..size)?;
+        let mut tail_start = tail_start;
+        let version = crate::file::footer::parse_version_tail(&tail)?;
+        if version == FileVersion::Legacy {
+            return Err(Error::unsupported("reading legacy (v0.1) data files"));
+        }
+        let footer = Footer::parse(&tail, size)?;
+        let meta = footer.metadata_range(size);
+        if meta.start < tail_start {
+            tail = storage.read_range(meta.start..size)?;
+            tail_start = meta.start;
+        }
+        let body_end = size - FOOTER_LEN;
+        let cmo_bytes = slice_of(&tail, tail_start, &(footer.cmo_table_offset..footer.cmo_table_offset + 16 * footer.num_columns as u64))
+            .ok_or_else(|| Error::corrupt("column metadata offset table outside the file"))?;
+        let col_ranges = parse_offset_table(&cmo_bytes, footer.num_columns as usize, body_end, "column metadata")?;
+        let gbo_bytes = slice_of(&tail, tail_start, &(footer.gbo_table_offset..footer.gbo_table_offset + 16 * footer.num_global_buffers as u64))
+            .ok_or_else(|| Error::corrupt("global buffer offset table outside the file"))?;
+        let gb_ranges = parse_offset_table(&gbo_bytes, footer.num_global_buffers as usize, body_end, "global buffer")?;
+        let columns = col_ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let bytes = match slice_of(&tail, tail_start, r) {
+                    Some(b) => b,
+                    None => storage.read_range(r.clone())?,
+                };
+                ColumnMetadata::decode(bytes).map_err(|e| Error::corrupt(format!("column metadata {i}: bad protobuf: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let gb0 = &gb_ranges[0];
+        let gb0_bytes = match slice_of(&tail, tail_start, gb0) {
+            Some(b) => b,
+            None => storage.read_range(gb0.clone())?,
+        };
+        let desc = FileDescriptor::decode(gb0_bytes).map_err(|e| Error::corrupt(format!("file descriptor (global buffer 0): bad protobuf: {e}")))?;
+        let pb_schema = desc.schema.ok_or_else(|| Error::corrupt("file descriptor has no schema"))?;
+        let schema = LanceSchema::from_pb(&pb_schema.fields, &pb_schema.metadata)?;
+        let arrow_schema = Arc::new(schema.to_arrow());
+        let family = version.traits().expect("2.x version").family;
+        let mut field_columns = Vec::with_capacity(arrow_schema.fields().len());
+        let mut next = 0;
+        for f in arrow_schema.fields() {
+            let n = columns_of(f, family);
+            field_columns.push(next..next + n);
+            next += n;
+        }
+        if next != columns.len() {
+            return Err(Error::corrupt(format!("schema needs {next} columns but the file has {}", columns.len())));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            let mut rows = 0u64;
+            for (pi, p) in c.pages.iter().enumerate() {
+                if p.buffer_offsets.len() != p.buffer_sizes.len() {
+                    return Err(Error::corrupt(format!("column {i} page {pi}: buffer offsets and sizes differ in count")));
+                }
+                for (o, s) in p.buffer_offsets.iter().zip(&p.buffer_sizes) {
+                    if o.checked_add(*s).is_none_or(|e| e > body_end) {
+                        return Err(Error::corrupt(format!("column {i} page {pi}: buffer at {o}+{s} lies outside the file ({size} bytes)")));
+                    }
+                }
+                rows = rows.checked_add(p.length).ok_or_else(|| Error::corrupt("page lengths overflow"))?;
+            }
+            if family == PageFamily::Structural && rows != desc.length {
+                return Err(Error::corrupt(format!("column {i} pages hold {rows} rows, file says {}", desc.length)));
+            }
+        }
+        Ok(FileReader { storage, size, version, schema, arrow_schema, num_rows: desc.length, columns, field_columns })
+    }
+
+    /// The file's version.
+    pub fn version(&self) -> FileVersion {
+        self.version
+    }
+    /// Rows in the file.
+    pub fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+    /// The Arrow schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.arrow_schema
+    }
+    /// The Lance schema (with field ids).
+    pub fn lance_schema(&self) -> &LanceSchema {
+        &self.schema
+    }
+    /// File size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// Storage requests made so far.
+    pub fn read_count(&self) -> u64 {
+        self.storage.read_count()
+    }
+    /// Where this file lives.
+    pub fn path(&self) -> &str {
+        self.storage.display()
+    }
+
+    /// Indices of top-level fields by name (all fields if `None`).
+    pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
+        match columns {
+            None => Ok((0..self.arrow_schema.fields().len()).collect()),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    self.arrow_schema.index_of(n).map_err(|_| {
+                        Error::invalid_input(format!(
+                            "no column {n:?} in {} (columns: {})",
+                            self.path(),
+                            self.arrow_schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                        ))
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Read rows `range` of the projected columns.
+    pub fn read_range(&self, projection: &[usize], range: Range<u64>) -> Result<RecordBatch> {
+        if range.start > range.end || range.end > self.num_rows {
+            return Err(Error::invalid_input(format!(
+                "rows {}..{} out of bounds for {} with {} rows",
+                range.start,
+                range.end,
+                self.path(),
+                self.num_rows
+            )));
+        }
+        self.read_ranges(projection, &[range])
+    }
+
+    /// Read the rows at `indices` (any order, duplicates allowed).
+    pub fn take(&self, projection: &[usize], indices: &[u64]) -> Result<RecordBatch> {
+        if let Some(bad) = indices.iter().find(|&&i| i >= self.num_rows) {
+            return Err(Error::invalid_input(format!("row index {bad} out of bounds for {} with {} rows", self.path(), self.num_rows)));
+        }
+        let mut sorted: Vec<u64> = indices.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        for &i in &sorted {
+            match ranges.last_mut() {
+                Some(r) if r.end == i => r.end += 1,
+                _ => ranges.push(i..i + 1),
+            }
+        }
+        let batch = self.read_ranges(projection, &ranges)?;
+        let already_in_order = sorted.len() == indices.len() && sorted.as_slice() == indices;
+        if already_in_order {
+            return Ok(batch);
+        }
+        let positions: UInt32Array = indices.iter().map(|i| sorted.binary_search(i).expect("present") as u32).collect();
+        let columns = batch
+            .columns()
+            .iter()
+            .map(|c| arrow_select::take::take(c.as_ref(), &positions, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new_with_options(batch.schema(), columns, &RecordBatchOptions::new().with_row_count(Some(indices.len())))?)
+    }
+
+    /// Read the sorted, non-overlapping row `ranges` of the projected columns.
+    pub fn read_ranges(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
+        self.read_ranges_inner(projection, ranges).map_err(|e| e.in_file(self.path()))
+    }
+
+    fn read_ranges_inner(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
+        let fields: Vec<Arc<Field>> = projection.iter().map(|&i| self.arrow_schema.fields()[i].clone()).collect();
+        let schema = Arc::new(Schema::new(fields.clone()).with_metadata(self.arrow_schema.metadata().clone()));
+        let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        let family = self.version.traits().expect("2.x version").family;
+        let arrays = match family {
+            PageFamily::Structural => self.read_structural(projection, ranges)?,
+            PageFamily::ArrayEncoding => projection
+                .iter()
+                .map(|&fi| {
+                    crate::file::v2_0::read_field(self, &self.arrow_schema.fields()[fi], self.field_columns[fi].clone(), ranges)
+                        .map_err(|e| e.context(format!("column {:?}", self.arrow_schema.field(fi).name())))
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+        for (a, f) in arrays.iter().zip(&fields) {
+            if a.len() as u64 != num_rows {
+                return Err(Error::corrupt(format!("column {:?} decoded {} rows, expected {num_rows}", f.name(), a.len())));
+            }
+        }
+        Ok(RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(num_rows as usize)))?)
+    }
+
+    /// The pages of `column` that overlap `ranges`, with their first rows.
+    pub(crate) fn pages_for(&self, column: usize, ranges: &[Range<u64>]) -> Vec<(u64, &Page)> {
+        let mut out = Vec::new();
+        let mut start = 0u64;
+        let mut ri = 0;
+        for p in &self.columns[column].pages {
+            let end = start + p.length;
+            while ri < ranges.len() && ranges[ri].end <= start {
+                ri += 1;
+            }
+            let overlaps = ranges[ri..].iter().take_while(|r| r.start < end).any(|r| r.end > start && r.start < r.end);
+            if overlaps {
+                out.push((start, p));
+            }
+            start = end;
+        }
+        out
+    }
+
+    /// Fetch the buffers of the given pages with one coalesced request.
+    pub(crate) fn fetch_pages(&self, pages: &[&Page]) -> Result<Vec<Vec<Bytes>>> {
+        let mut ranges = Vec::new();
+        for p in pages {
+            for (o, s) in p.buffer_offsets.iter().zip(&p.buffer_sizes) {
+                ranges.push(*o..*o + *s);
+            }
+        }
+        let mut fetched = self.storage.read_ranges(&ranges)?.into_iter();
+        Ok(pages.iter().map(|p| (0..p.buffer_offsets.len()).map(|_| fetched.next().expect("one per range")).collect()).collect())
+    }
+
+    fn read_structural(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<Vec<ArrayRef>> {
+        // (leaf field, column index) for every projected leaf, in order.
+        let mut leaves: Vec<(Field, usize)> = Vec::new();
+        for &fi in projection {
+            let f = self.arrow_schema.field(fi);
+            let mut cols = self.field_columns[fi].clone();
+            collect_leaves(f, &mut cols, &mut leaves);
+        }
+        let plans: Vec<Vec<(u64, &Page)>> = leaves.iter().map(|(_, c)| self.pages_for(*c, ranges)).collect();
+        let all_pages: Vec<&Page> = plans.iter().flatten().map(|(_, p)| *p).collect();
+        let fetched = self.fetch_pages(&all_pages)?;
+        let mut per_leaf = Vec::with_capacity(leaves.len());
+        let mut it = fetched.into_iter();
+        for plan in &plans {
+            per_leaf.push((0..plan.len()).map(|_| it.next().expect("fetched")).collect::<Vec<_>>());
+        }
+        let unraveled: Vec<Result<Unraveled>> = leaves
+            .par_iter()
+            .zip(plans.par_iter())
+            .zip(per_leaf.par_iter())
+            .map(|(((field, col), plan), bufs)| {
+                decode_leaf(field, plan, bufs, ranges).map_err(|e| e.context(format!("column {col} ({:?})", field.name())))
+            })
+            .collect();
+        let mut unraveled = unraveled.into_iter().map(|r| r.map(Some)).collect::<Result<Vec<_>>>()?;
+        let mut iter = unraveled.iter_mut();
+        projection.iter().map(|&fi| assemble(self.arrow_schema.field(fi), &mut iter, 0)).collect()
+    }
+}
+
+fn collect_leaves(f: &Field, cols: &mut Range<usize>, out: &mut Vec<(Field, usize)>) {
+    if owns_column(f) {
+        out.push((f.clone(), cols.next().expect("column count checked at open")));
+        return;
+    }
+    match f.data_type() {
+        DataType::Struct(fs) => fs.iter().for_each(|c| collect_leaves(c, cols, out)),
+        DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) => collect_leaves(c, cols, out),
+        _ => {}
+    }
+}
+
+fn decode_leaf(field: &Field, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges: &[Range<u64>]) -> Result<Unraveled> {
+    let dt = match field.data_type() {
+        DataType::Dictionary(_, v) => v.as_ref().clone(),
+        dt => dt.clone(),
+    };
+    let fsl_dim = match &dt {
+        DataType::FixedSizeList(_, n) => Some(*n as usize),
+        _ => None,
+    };
+    let fixed_bits = match &dt {
+        DataType::Struct(fs) => fs.iter().map(|f| fixed_width_bits(f.data_type())).sum::<Option<u64>>(),
+        dt => fixed_width_bits(dt),
+    };
+    let wide = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
+    let mut layers = None;
+    let mut streams = Vec::with_capacity(plan.len());
+    for ((first_row, page), page_bufs) in plan.iter().zip(bufs) {
+        let layout = page_layout(page)?;
+        let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
+        let input = PageInput { buffers: &refs, num_rows: page.length as usize, wide_offsets: wide, fixed_bits, fsl_dim };
+        let (l, s) = decode_page(&layout, &input).map_err(|e| e.context(format!("page at row {first_row}")))?;
+        if let Some(prev) = &layers {
+            if prev != &l {
+                return Err(Error::corrupt("pages of one column have different rep/def layers"));
+            }
+        }
+        layers = Some(l);
+        streams.push(s);
+    }
+    let Some(layers) = layers else {
+        return Err(Error::corrupt("no pages cover the requested rows"));
+    };
+    let span_start = plan[0].0;
+    let span_rows: usize = streams.iter().map(|s| s.num_rows).sum();
+    let stream = LevelStream::concat(streams)?;
+    // Rows of the requested ranges, relative to the decoded pages.
+    let span_end = span_start + span_rows as u64;
+    let rel: Vec<(usize, usize)> = ranges
+        .iter()
+        .filter(|r| r.end > span_start && r.start < span_end)
+        .map(|r| ((r.start.max(span_start) - span_start) as usize, (r.end.min(span_end) - span_start) as usize))
+        .collect();
+    let whole = rel.len() == 1 && rel[0] == (0, span_rows);
+    let stream = if whole { stream } else { stream.select_rows(&layers, &rel)? };
+    unravel(&layers, stream)
+}
+
+fn page_layout(page: &Page) -> Result<crate::proto::encodings21::PageLayout> {
+    let any = page_encoding_any(page)?;
+    if any.type_url != type_url::PAGE_LAYOUT {
+        return Err(Error::unsupported(format!("page encoding {:?} in a 2.1+ file", any.type_url)));
+    }
+    Ok(crate::proto::encodings21::PageLayout::decode(any.value.as_slice())?)
+}
+
+/// The `google.protobuf.Any` holding a page's encoding.
+pub(crate) fn page_encoding_any(page: &Page) -> Result<prost_types::Any> {
+    let enc = page.encoding.as_ref().and_then(|e| e.location.as_ref()).ok_or_else(|| Error::corrupt("page without encoding"))?;
+    match enc {
+        Location::Direct(d) => Ok(prost_types::Any::decode(d.encoding.as_slice())?),
+        Location::Indirect(_) => Err(Error::unsupported("deferred (indirect) page encodings")),
+        Location::None(_) => Err(Error::corrupt("page with empty encoding")),
+    }
+}

@@ -1,0 +1,307 @@
+//! Decoded value buffers, before they become Arrow arrays.
+//!
+//! A [`DataBlock`] holds the *visible items* of a page (or of several pages
+//! concatenated): every leaf slot that exists in the Arrow output, including
+//! null items (whose bytes are zero / empty), but not the invisible entries
+//! of null or empty lists.
+
+use arrow_buffer::{bit_util, BooleanBufferBuilder};
+
+use crate::error::{Error, Result};
+
+/// Offsets of variable-width values, 0-based, `len + 1` entries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Offsets {
+    /// 32-bit offsets (string, binary).
+    I32(Vec<i32>),
+    /// 64-bit offsets (large_string, large_binary).
+    I64(Vec<i64>),
+}
+
+impl Offsets {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Offsets::I32(o) => o.len().saturating_sub(1),
+            Offsets::I64(o) => o.len().saturating_sub(1),
+        }
+    }
+    /// True if there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Start and end of value `i`.
+    pub fn range(&self, i: usize) -> (usize, usize) {
+        match self {
+            Offsets::I32(o) => (o[i] as usize, o[i + 1] as usize),
+            Offsets::I64(o) => (o[i] as usize, o[i + 1] as usize),
+        }
+    }
+    /// Empty offsets of the given width.
+    pub fn new(wide: bool) -> Self {
+        if wide {
+            Offsets::I64(vec![0])
+        } else {
+            Offsets::I32(vec![0])
+        }
+    }
+    /// Append one value end (absolute position in the data buffer).
+    pub fn push_end(&mut self, end: usize) -> Result<()> {
+        match self {
+            Offsets::I32(o) => {
+                let e = i32::try_from(end).map_err(|_| {
+                    Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary")
+                })?;
+                o.push(e)
+            }
+            Offsets::I64(o) => o.push(end as i64),
+        }
+        Ok(())
+    }
+}
+
+/// Decoded values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataBlock {
+    /// Fixed-width values; `bits` is 1 for booleans (a bitmap, LSB first),
+    /// else a multiple of 8 (little-endian values).
+    Fixed { bits: u64, data: Vec<u8>, len: usize },
+    /// Variable-width values.
+    Variable { offsets: Offsets, data: Vec<u8> },
+    /// Fixed-size lists: `dim` items per value, optional item validity.
+    FixedSizeList { dim: usize, items: Box<DataBlock>, item_validity: Option<Vec<u8>> },
+    /// Values that are all null (no bytes): only a count.
+    Nulls { len: usize },
+}
+
+impl DataBlock {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            DataBlock::Fixed { len, .. } => *len,
+            DataBlock::Variable { offsets, .. } => offsets.len(),
+            DataBlock::FixedSizeList { dim, items, .. } => {
+                if *dim == 0 {
+                    0
+                } else {
+                    items.len() / dim
+                }
+            }
+            DataBlock::Nulls { len } => *len,
+        }
+    }
+
+    /// True if there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// An empty block shaped like `self`.
+    pub fn empty_like(&self) -> DataBlock {
+        match self {
+            DataBlock::Fixed { bits, .. } => DataBlock::Fixed { bits: *bits, data: Vec::new(), len: 0 },
+            DataBlock::Variable { offsets, .. } => {
+                DataBlock::Variable { offsets: Offsets::new(matches!(offsets, Offsets::I64(_))), data: Vec::new() }
+            }
+            DataBlock::FixedSizeList { dim, items, item_validity } => DataBlock::FixedSizeList {
+                dim: *dim,
+                items: Box::new(items.empty_like()),
+                item_validity: item_validity.as_ref().map(|_| Vec::new()),
+            },
+            DataBlock::Nulls { .. } => DataBlock::Nulls { len: 0 },
+        }
+    }
+
+    /// Concatenate blocks of the same shape.
+    pub fn concat(blocks: Vec<DataBlock>) -> Result<DataBlock> {
+        let mut it = blocks.into_iter();
+        let Some(first) = it.next() else { return Ok(DataBlock::Nulls { len: 0 }) };
+        let mut acc = Appender::new(&first);
+        acc.append_all(&first)?;
+        for b in it {
+            acc.append_all(&b)?;
+        }
+        Ok(acc.finish())
+    }
+
+    /// Keep the values in the given `[start, end)` ranges, in order.
+    pub fn gather_ranges(&self, ranges: &[(usize, usize)]) -> Result<DataBlock> {
+        let mut acc = Appender::new(self);
+        for &(s, e) in ranges {
+            acc.append_range(self, s, e)?;
+        }
+        Ok(acc.finish())
+    }
+
+    /// Values at the given indices (used to expand dictionaries).
+    pub fn take(&self, indices: &[u32]) -> Result<DataBlock> {
+        let n = self.len();
+        let mut acc = Appender::new(self);
+        for &i in indices {
+            let i = i as usize;
+            if i >= n {
+                return Err(Error::corrupt(format!("dictionary index {i} out of range ({n} entries)")));
+            }
+            acc.append_range(self, i, i + 1)?;
+        }
+        Ok(acc.finish())
+    }
+
+    /// Repeat one value `n` times (constant pages).
+    pub fn repeat(&self, n: usize) -> Result<DataBlock> {
+        let mut acc = Appender::new(self);
+        for _ in 0..n {
+            acc.append_range(self, 0, 1)?;
+        }
+        Ok(acc.finish())
+    }
+}
+
+/// Builds a block by appending ranges of other blocks of the same shape.
+pub struct Appender {
+    inner: AppenderKind,
+}
+
+enum AppenderKind {
+    Fixed { bits: u64, data: Vec<u8>, len: usize, bools: Option<BooleanBufferBuilder> },
+    Variable { offsets: Offsets, data: Vec<u8> },
+    Fsl { dim: usize, items: Box<Appender>, validity: Option<BooleanBufferBuilder> },
+    Nulls { len: usize },
+}
+
+impl Appender {
+    /// An appender for blocks shaped like `like`.
+    pub fn new(like: &DataBlock) -> Self {
+        let inner = match like {
+            DataBlock::Fixed { bits, .. } => AppenderKind::Fixed {
+                bits: *bits,
+                data: Vec::new(),
+                len: 0,
+                bools: (*bits == 1).then(|| BooleanBufferBuilder::new(0)),
+            },
+            DataBlock::Variable { offsets, .. } => AppenderKind::Variable {
+                offsets: Offsets::new(matches!(offsets, Offsets::I64(_))),
+                data: Vec::new(),
+            },
+            DataBlock::FixedSizeList { dim, items, item_validity } => AppenderKind::Fsl {
+                dim: *dim,
+                items: Box::new(Appender::new(items)),
+                validity: item_validity.as_ref().map(|_| BooleanBufferBuilder::new(0)),
+            },
+            DataBlock::Nulls { .. } => AppenderKind::Nulls { len: 0 },
+        };
+        Appender { inner }
+    }
+
+    /// Append all of `b`.
+    pub fn append_all(&mut self, b: &DataBlock) -> Result<()> {
+        self.append_range(b, 0, b.len())
+    }
+
+    /// Append values `start..end` of `b`.
+    pub fn append_range(&mut self, b: &DataBlock, start: usize, end: usize) -> Result<()> {
+        if start > end || end > b.len() {
+            return Err(Error::corrupt(format!("value range {start}..{end} outside block of {}", b.len())));
+        }
+        let mismatch = || Error::corrupt("pages of one column decode to different value shapes");
+        match (&mut self.inner, b) {
+            (AppenderKind::Fixed { bits, data, len, bools }, DataBlock::Fixed { bits: b_bits, data: src, .. }) => {
+                if bits != b_bits {
+                    return Err(mismatch());
+                }
+                if let Some(bb) = bools {
+                    bb.append_packed_range(start..end, src);
+                } else {
+                    let w = (*bits / 8) as usize;
+                    data.extend_from_slice(&src[start * w..end * w]);
+                }
+                *len += end - start;
+            }
+            (AppenderKind::Variable { offsets, data }, DataBlock::Variable { offsets: so, data: sd }) => {
+                if end > start {
+                    let (s, _) = so.range(start);
+                    let (_, e) = so.range(end - 1);
+                    let base = data.len();
+                    data.extend_from_slice(&sd[s..e]);
+                    for i in start..end {
+                        let (_, ve) = so.range(i);
+                        offsets.push_end(base + ve - s)?;
+                    }
+                }
+            }
+            (AppenderKind::Fsl { dim, items, validity }, DataBlock::FixedSizeList { dim: bd, items: bi, item_validity }) => {
+                if dim != bd {
+                    return Err(mismatch());
+                }
+                items.append_range(bi, start * *dim, end * *dim)?;
+                match (validity, item_validity) {
+                    (Some(v), Some(src)) => v.append_packed_range(start * *dim..end * *dim, src),
+                    (Some(v), None) => v.append_n((end - start) * *dim, true),
+                    (None, Some(_)) => return Err(mismatch()),
+                    (None, None) => {}
+                }
+            }
+            (AppenderKind::Nulls { len }, DataBlock::Nulls { .. }) => *len += end - start,
+            // A constant all-null page next to real values: pad with zeroes.
+            (_, DataBlock::Nulls { .. }) => self.append_zeroes(end - start)?,
+            (AppenderKind::Nulls { len }, other) => {
+                let n = *len;
+                let mut fresh = Appender::new(other);
+                fresh.append_zeroes(n)?;
+                fresh.append_range(other, start, end)?;
+                *self = fresh;
+            }
+            _ => return Err(mismatch()),
+        }
+        Ok(())
+    }
+
+    /// Append `n` zero / empty values.
+    pub fn append_zeroes(&mut self, n: usize) -> Result<()> {
+        match &mut self.inner {
+            AppenderKind::Fixed { bits, data, len, bools } => {
+                if let Some(bb) = bools {
+                    bb.append_n(n, false);
+                } else {
+                    data.resize(data.len() + n * (*bits / 8) as usize, 0);
+                }
+                *len += n;
+            }
+            AppenderKind::Variable { offsets, data } => {
+                for _ in 0..n {
+                    offsets.push_end(data.len())?;
+                }
+            }
+            AppenderKind::Fsl { dim, items, validity } => {
+                items.append_zeroes(n * *dim)?;
+                if let Some(v) = validity {
+                    v.append_n(n * *dim, false);
+                }
+            }
+            AppenderKind::Nulls { len } => *len += n,
+        }
+        Ok(())
+    }
+
+    /// The finished block.
+    pub fn finish(self) -> DataBlock {
+        match self.inner {
+            AppenderKind::Fixed { bits, data, len, bools } => match bools {
+                Some(mut bb) => DataBlock::Fixed { bits, data: bb.finish().into_inner().to_vec(), len },
+                None => DataBlock::Fixed { bits, data, len },
+            },
+            AppenderKind::Variable { offsets, data } => DataBlock::Variable { offsets, data },
+            AppenderKind::Fsl { dim, items, validity } => DataBlock::FixedSizeList {
+                dim,
+                items: Box::new(items.finish()),
+                item_validity: validity.map(|mut v| v.finish().into_inner().to_vec()),
+            },
+            AppenderKind::Nulls { len } => DataBlock::Nulls { len },
+        }
+    }
+}
+
+/// Bytes needed for a bitmap of `n` bits.
+pub fn bitmap_len(n: usize) -> usize {
+    bit_util::ceil(n, 8)
+}

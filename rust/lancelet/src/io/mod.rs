@@ -1,0 +1,148 @@
+//! Storage access through `object_store`.
+//!
+//! Every byte lancelet reads or writes goes through [`Storage`], which wraps
+//! an `object_store::ObjectStore` plus the path of one object. URIs are
+//! `file:///abs/path`, plain local paths, or `memory://name/path` (an
+//! in-process store, shared by name, used by tests).
+//!
+//! The core API is synchronous; a single process-wide Tokio runtime drives
+//! the async object_store calls ([`block_on`]).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use crate::error::{Error, Result};
+
+/// The process-wide runtime used for object_store I/O.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("lancelet-io")
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+    })
+}
+
+/// Run a future to completion on the I/O runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
+
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    stores.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
+}
+
+/// An object store plus one path inside it, with a count of the reads made
+/// through it (benchmarks check how many storage requests a take costs).
+#[derive(Clone)]
+pub struct Storage {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    display: String,
+    reads: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display)
+    }
+}
+
+fn io_err(path: &str, e: object_store::Error) -> Error {
+    match e {
+        object_store::Error::NotFound { .. } => Error::NotFound { what: path.to_string() },
+        object_store::Error::AlreadyExists { .. } => Error::AlreadyExists { what: path.to_string() },
+        other => Error::Io { path: path.to_string(), message: other.to_string() },
+    }
+}
+
+impl Storage {
+    /// Resolve a URI or local path to a store and object path.
+    pub fn open(uri: &str) -> Result<Self> {
+        if let Some(rest) = uri.strip_prefix("memory://") {
+            let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
+            return Ok(Self::new(memory_store(name), path, uri.to_string()));
+        }
+        let local = if let Some(rest) = uri.strip_prefix("file://") {
+            std::path::PathBuf::from(rest)
+        } else if uri.contains("://") {
+            return Err(Error::invalid_input(format!(
+                "unsupported URI scheme in {uri:?} (supported: file://, memory://, local paths)"
+            )));
+        } else {
+            std::path::PathBuf::from(uri)
+        };
+        let abs = std::path::absolute(&local)
+            .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
+        let path = Path::from_absolute_path(&abs)
+            .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
+        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string()))
+    }
+
+    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String) -> Self {
+        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// How this object is named in messages.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+
+    /// Number of storage requests made through this handle so far.
+    pub fn read_count(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// Size of the object in bytes.
+    pub fn size(&self) -> Result<u64> {
+        let meta = block_on(self.store.head(&self.path)).map_err(|e| io_err(&self.display, e))?;
+        Ok(meta.size)
+    }
+
+    /// Read one byte range.
+    pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))
+    }
+
+    /// Read several byte ranges; object_store coalesces nearby ranges into
+    /// fewer requests.
+    pub fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if ranges.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))
+    }
+
+    /// Read the whole object.
+    pub fn read_all(&self) -> Result<Bytes> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        block_on(async {
+            let r = self.store.get(&self.path).await?;
+            r.bytes().await
+        })
+        .map_err(|e| io_err(&self.display, e))
+    }
+
+    /// Write the whole object (replacing any previous content).
+    pub fn write_all(&self, data: Bytes) -> Result<()> {
+        block_on(self.store.put(&self.path, PutPayload::from_bytes(data)))
+            .map(|_| ())
+            .map_err(|e| io_err(&self.display, e))
+    }
+}

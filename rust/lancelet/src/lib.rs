@@ -1,0 +1,13 @@
+//! lancelet: an independent implementation of the Lance columnar formats.
+//!
+//! Layers, bottom up: [`io`] (object_store access), [`encoding`] (in-memory
+//! codecs, no I/O, no format versions), [`file`] (the `.lance` container and
+//! each file version's composition of encodings).
+
+pub mod encoding;
+pub mod error;
+pub mod file;
+pub mod io;
+pub mod proto;
+
+pub use error::{Error, Result};
