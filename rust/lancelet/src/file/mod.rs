@@ -1,0 +1,12 @@
+//! The Lance data file (`.lance`): container, schema, versions, and the
+//! readers and writers of each version's pages.
+
+pub mod footer;
+pub mod reader;
+pub mod schema;
+pub mod structural;
+pub mod v2_0;
+pub mod version;
+
+pub use reader::FileReader;
+pub use version::FileVersion;
