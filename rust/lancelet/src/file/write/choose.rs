@@ -1,0 +1,494 @@
+//! Choosing and applying the mini-block value compression of a page.
+//!
+//! Candidates are the encodings pylance uses (digest §11): `flat`,
+//! `inline_bitpacking` (FastLanes, 1024-value chunks), `rle` (≤ 4096 values
+//! per chunk, u8 run lengths), structural dictionaries (indices bitpacked,
+//! items in block form, LZ4-wrapped where the version allows), `variable`
+//! and `fsst` for strings, `fixed_size_list`, `packed_struct` and
+//! `byte_stream_split`. Where pylance applies a fixed rule we estimate the
+//! encoded size of every allowed candidate and keep the smallest, so files
+//! are never larger than pylance's for the same page. Field metadata
+//! (`lance-encoding:compression`, `-compression-level`, `bss`,
+//! `dict-size-ratio`) is honoured.
+//!
+//! The result is a list of chunks, each holding a power-of-two number of
+//! values (but the last) and one or more value buffers, ready for
+//! [`super::miniblock`] to frame.
+
+use std::collections::HashMap;
+
+use crate::encoding::{bitpack, bss, fsst, general, rle};
+use crate::error::{Error, Result};
+use crate::file::write::shred::Values;
+use crate::proto::encodings21 as pb;
+use crate::proto::encodings21::compressive_encoding::Compression as Enc;
+
+/// Field-metadata knobs that steer encoding.
+#[derive(Debug, Clone, Default)]
+pub struct FieldOptions {
+    /// `lance-encoding:compression` (lowercased): zstd, lz4, fsst, none.
+    pub compression: Option<String>,
+    /// `lance-encoding:compression-level`.
+    pub level: Option<i32>,
+    /// `lance-encoding:structural-encoding`: miniblock or fullzip.
+    pub structural: Option<String>,
+    /// `lance-encoding:bss`: on / off / auto.
+    pub bss: Option<String>,
+    /// `lance-encoding:dict-size-ratio` (default 0.8).
+    pub dict_ratio: Option<f64>,
+}
+
+impl FieldOptions {
+    /// Read the options from Arrow field metadata.
+    pub fn from_metadata(md: &arrow_schema::Metadata) -> Self {
+        let get = |k: &str| md.get(k).map(|v| v.trim().to_ascii_lowercase());
+        FieldOptions {
+            compression: get("lance-encoding:compression"),
+            level: get("lance-encoding:compression-level").and_then(|v| v.parse().ok()),
+            structural: get("lance-encoding:structural-encoding"),
+            bss: get("lance-encoding:bss"),
+            dict_ratio: get("lance-encoding:dict-size-ratio").and_then(|v| v.parse().ok()),
+        }
+    }
+    /// The general compression scheme asked for, if any.
+    pub fn general(&self) -> Option<general::CompressionScheme> {
+        match self.compression.as_deref() {
+            Some("zstd") => Some(general::CompressionScheme::Zstd),
+            Some("lz4") => Some(general::CompressionScheme::Lz4),
+            _ => None,
+        }
+    }
+}
+
+/// One mini-block chunk of values before framing.
+#[derive(Debug, Clone)]
+pub struct ChunkData {
+    /// Values in the chunk.
+    pub n: usize,
+    /// The chunk's value buffers.
+    pub bufs: Vec<Vec<u8>>,
+}
+
+/// A page's values, compressed and cut into chunks.
+#[derive(Debug, Clone)]
+pub struct Chunked {
+    /// The value encoding description.
+    pub encoding: pb::CompressiveEncoding,
+    /// Value buffers per chunk.
+    pub num_buffers: usize,
+    /// The chunks.
+    pub chunks: Vec<ChunkData>,
+    /// Dictionary: (block encoding, buffer, number of items).
+    pub dictionary: Option<(pb::CompressiveEncoding, Vec<u8>, u64)>,
+}
+
+impl Chunked {
+    fn size(&self) -> usize {
+        let chunks: usize = self.chunks.iter().map(|c| 8 + c.bufs.iter().map(|b| b.len().div_ceil(8) * 8 + 4).sum::<usize>()).sum();
+        chunks + self.dictionary.as_ref().map_or(0, |d| d.1.len())
+    }
+}
+
+/// What the version allows.
+#[derive(Debug, Clone, Copy)]
+pub struct Allowed {
+    /// Dictionaries for fixed-width values.
+    pub fixed_dict: bool,
+    /// LZ4-wrap dictionary buffers.
+    pub compress_dict: bool,
+}
+
+/// Shorthand constructors for encoding descriptions.
+pub fn enc(c: Enc) -> pb::CompressiveEncoding {
+    pb::CompressiveEncoding { compression: Some(c) }
+}
+/// `Flat{bits}`.
+pub fn flat(bits: u64) -> pb::CompressiveEncoding {
+    enc(Enc::Flat(pb::Flat { bits_per_value: bits, data: None }))
+}
+/// `Variable{offsets: Flat{bits}}`.
+pub fn variable(bits: u64) -> pb::CompressiveEncoding {
+    enc(Enc::Variable(Box::new(pb::Variable { offsets: Some(Box::new(flat(bits))), values: None })))
+}
+/// `BufferCompression` for a scheme.
+pub fn buffer_compression(s: general::CompressionScheme, level: Option<i32>) -> pb::BufferCompression {
+    let scheme = match s {
+        general::CompressionScheme::Lz4 => pb::CompressionScheme::CompressionAlgorithmLz4,
+        general::CompressionScheme::Zstd => pb::CompressionScheme::CompressionAlgorithmZstd,
+    };
+    pb::BufferCompression { scheme: scheme as i32, level }
+}
+/// `General{scheme, values: inner}`.
+pub fn general_enc(s: general::CompressionScheme, level: Option<i32>, inner: pb::CompressiveEncoding) -> pb::CompressiveEncoding {
+    enc(Enc::General(Box::new(pb::General { compression: Some(buffer_compression(s, level)), values: Some(Box::new(inner)) })))
+}
+
+/// Largest power of two `n ≤ max_values` with `n · bytes` below ~4 KiB
+/// (pylance's flat rule: double while twice the size stays under 8 KiB − 6).
+fn flat_chunk_values(bytes_per_value: usize, max_values: usize) -> usize {
+    let mut n = 1usize;
+    while 2 * (2 * n * bytes_per_value) < 8 * 1024 - 6 && 2 * n <= max_values {
+        n *= 2;
+    }
+    n
+}
+
+fn cut_fixed(data: &[u8], bytes: usize, per_chunk: usize) -> Vec<ChunkData> {
+    data.chunks(per_chunk * bytes).map(|c| ChunkData { n: c.len() / bytes, bufs: vec![c.to_vec()] }).collect()
+}
+
+/// Pack bools LSB-first.
+pub fn pack_bools(b: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; b.len().div_ceil(8)];
+    for (i, v) in b.iter().enumerate() {
+        if *v {
+            out[i / 8] |= 1 << (i % 8);
+        }
+    }
+    out
+}
+
+fn read_word(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a[..b.len()].copy_from_slice(b);
+    u64::from_le_bytes(a)
+}
+
+/// Estimated inline-bitpacked size of `data` (values of `bytes` bytes).
+fn bitpack_size(data: &[u8], bytes: usize) -> usize {
+    data.chunks(1024 * bytes)
+        .map(|c| {
+            let or = c.chunks_exact(bytes).fold(0u64, |a, v| a | read_word(v));
+            let w = 64 - or.leading_zeros() as usize;
+            bytes + 128 * w.min(bytes * 8)
+        })
+        .sum()
+}
+
+fn bitpack_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData> {
+    data.chunks(1024.min(max_values) * bytes)
+        .map(|c| {
+            let mut out = Vec::new();
+            bitpack::pack_inline_chunk(8 * bytes as u32, c, &mut out);
+            ChunkData { n: c.len() / bytes, bufs: vec![out] }
+        })
+        .collect()
+}
+
+fn run_count(data: &[u8], bytes: usize) -> usize {
+    let mut runs = 0;
+    let mut prev: Option<&[u8]> = None;
+    let mut len = 0;
+    for v in data.chunks_exact(bytes) {
+        if prev == Some(v) && len < 255 {
+            len += 1;
+        } else {
+            runs += 1;
+            len = 1;
+        }
+        prev = Some(v);
+    }
+    runs
+}
+
+fn rle_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData> {
+    fn plan<T: bitpack::Word>(data: &[u8]) -> Vec<usize> {
+        let v: Vec<T> = data.chunks_exact(T::BYTES).map(T::read_le).collect();
+        rle::plan_chunks(&v)
+    }
+    let plan = match bytes {
+        1 => plan::<u8>(data),
+        2 => plan::<u16>(data),
+        4 => plan::<u32>(data),
+        _ => plan::<u64>(data),
+    };
+    let mut out = Vec::with_capacity(plan.len());
+    let mut at = 0;
+    for n in plan {
+        // Respect a smaller cap by splitting further (halves stay powers of two).
+        let mut left = n;
+        while left > 0 {
+            let take = if left > max_values { max_values } else { left };
+            let (v, l) = rle::encode(8 * bytes as u32, &data[at * bytes..(at + take) * bytes]);
+            out.push(ChunkData { n: take, bufs: vec![v, l] });
+            at += take;
+            left -= take;
+        }
+    }
+    out
+}
+
+/// Distinct values in first-appearance order and the index of each value,
+/// or None once there are more than `limit` distinct values.
+fn dictionary_of<'a>(items: impl Iterator<Item = Option<&'a [u8]>>, limit: usize) -> Option<(Vec<&'a [u8]>, Vec<u32>)> {
+    let mut map: HashMap<&[u8], u32> = HashMap::new();
+    let mut dict = Vec::new();
+    let mut idx = Vec::new();
+    for it in items {
+        match it {
+            None => idx.push(0),
+            Some(v) => {
+                let next = dict.len() as u32;
+                let i = *map.entry(v).or_insert_with(|| {
+                    dict.push(v);
+                    next
+                });
+                if dict.len() > limit {
+                    return None;
+                }
+                idx.push(i);
+            }
+        }
+    }
+    if dict.is_empty() {
+        return None;
+    }
+    Some((dict, idx))
+}
+
+fn indices_chunked(idx: &[u32], max_values: usize) -> Vec<ChunkData> {
+    let bytes: Vec<u8> = idx.iter().flat_map(|i| i.to_le_bytes()).collect();
+    bitpack_chunks(&bytes, 4, max_values)
+}
+
+fn inline_bitpacking(bits: u64) -> pb::CompressiveEncoding {
+    enc(Enc::InlineBitpacking(pb::InlineBitpacking { uncompressed_bits_per_value: bits, values: None }))
+}
+
+/// Variable-width values as a dictionary block: `u32 32 | u32 data start |
+/// offsets (n+1, from 0) | bytes`.
+pub fn variable_block(items: &[&[u8]]) -> Vec<u8> {
+    let start = 8 + 4 * (items.len() + 1);
+    let mut out = Vec::with_capacity(start + items.iter().map(|i| i.len()).sum::<usize>());
+    out.extend_from_slice(&32u32.to_le_bytes());
+    out.extend_from_slice(&(start as u32).to_le_bytes());
+    let mut o = 0u32;
+    out.extend_from_slice(&o.to_le_bytes());
+    for i in items {
+        o += i.len() as u32;
+        out.extend_from_slice(&o.to_le_bytes());
+    }
+    for i in items {
+        out.extend_from_slice(i);
+    }
+    out
+}
+
+fn maybe_wrap_dict(block: Vec<u8>, inner: pb::CompressiveEncoding, allowed: Allowed) -> (pb::CompressiveEncoding, Vec<u8>) {
+    if allowed.compress_dict {
+        let c = general::compress(general::CompressionScheme::Lz4, None, &block);
+        (general_enc(general::CompressionScheme::Lz4, None, inner), c)
+    } else {
+        (inner, block)
+    }
+}
+
+/// Cut variable-width values into chunks of ≤ 4 KiB (power-of-two counts):
+/// `(n+1)` offsets relative to the chunk start, bytes, 0x48 padding to the
+/// offset width.
+fn variable_chunks(offsets: &[u64], data: &[u8], wide: bool, max_values: usize) -> Vec<ChunkData> {
+    const AIM: usize = 4 * 1024;
+    let w = if wide { 8 } else { 4 };
+    let n = offsets.len() - 1;
+    let mut out = Vec::new();
+    let mut s = 0;
+    while s < n {
+        let size = |k: usize| (offsets[s + k] - offsets[s]) as usize + (k + 1) * w;
+        let mut k = 1;
+        while 2 * k <= max_values && s + 2 * k <= n && size(2 * k) <= AIM {
+            k *= 2;
+        }
+        if s + 2 * k > n && n - s <= max_values && size(n - s) <= AIM {
+            k = n - s;
+        }
+        let hdr = (k + 1) * w;
+        let mut buf = Vec::with_capacity(size(k) + 8);
+        for j in 0..=k {
+            let o = hdr as u64 + offsets[s + j] - offsets[s];
+            if wide {
+                buf.extend_from_slice(&o.to_le_bytes());
+            } else {
+                buf.extend_from_slice(&(o as u32).to_le_bytes());
+            }
+        }
+        buf.extend_from_slice(&data[offsets[s] as usize..offsets[s + k] as usize]);
+        while buf.len() % w != 0 {
+            buf.push(0x48);
+        }
+        out.push(ChunkData { n: k, bufs: vec![buf] });
+        s += k;
+    }
+    out
+}
+
+fn wrap_general(c: Chunked, opts: &FieldOptions) -> Chunked {
+    let Some(scheme) = opts.general() else { return c };
+    if c.num_buffers != 1 || c.dictionary.is_some() {
+        return c;
+    }
+    let total: usize = c.chunks.iter().map(|ch| ch.bufs[0].len()).sum();
+    if total < 4 * 1024 {
+        return c;
+    }
+    let chunks: Vec<ChunkData> =
+        c.chunks.iter().map(|ch| ChunkData { n: ch.n, bufs: vec![general::compress(scheme, opts.level, &ch.bufs[0])] }).collect();
+    let after: usize = chunks.iter().map(|ch| ch.bufs[0].len()).sum();
+    if after >= total {
+        return c;
+    }
+    Chunked { encoding: general_enc(scheme, opts.level, c.encoding), num_buffers: 1, chunks, dictionary: None }
+}
+
+/// Compress and chunk a page's visible values. `valid` marks null slots
+/// (None = all valid); `max_values` caps values per chunk.
+pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Option<&[u64]>, opts: &FieldOptions, allowed: Allowed, max_values: usize) -> Result<Chunked> {
+    let none = opts.compression.as_deref() == Some("none");
+    let n = values.len();
+    let ok = |i: usize| valid.is_none_or(|v| v[i]);
+    let c = match values {
+        Values::Bool(b) => {
+            let per = max_values.min(4096);
+            let chunks = b.chunks(per).map(|c| ChunkData { n: c.len(), bufs: vec![pack_bools(c)] }).collect();
+            Chunked { encoding: flat(1), num_buffers: 1, chunks, dictionary: None }
+        }
+        Values::Fixed { bytes, data } => {
+            let bytes = *bytes;
+            if let Some(bits) = packed {
+                let per = flat_chunk_values(bytes, max_values.min(4096));
+                let e = enc(Enc::PackedStruct(Box::new(pb::PackedStruct { bits_per_value: bits.to_vec(), values: Some(Box::new(flat(8 * bytes as u64))) })));
+                return Ok(Chunked { encoding: e, num_buffers: 1, chunks: cut_fixed(data, bytes, per), dictionary: None });
+            }
+            let per = flat_chunk_values(bytes, max_values.min(4096));
+            let plain = Chunked { encoding: flat(8 * bytes as u64), num_buffers: 1, chunks: cut_fixed(data, bytes, per), dictionary: None };
+            if none {
+                return Ok(plain);
+            }
+            let word = matches!(bytes, 1 | 2 | 4 | 8);
+            let bss_on = matches!(opts.bss.as_deref(), Some("on") | Some("true")) && opts.general().is_some() && matches!(bytes, 4 | 8);
+            if bss_on {
+                let per = bss::chunk_values(bytes).min(max_values);
+                let chunks = data.chunks(per * bytes).map(|c| ChunkData { n: c.len() / bytes, bufs: vec![bss::encode(bytes, c)] }).collect();
+                let e = enc(Enc::ByteStreamSplit(Box::new(pb::ByteStreamSplit { values: Some(Box::new(flat(8 * bytes as u64))) })));
+                return Ok(wrap_general(Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None }, opts));
+            }
+            let mut best = (data.len() + 8 * plain.chunks.len(), 0u8);
+            if word {
+                let bp = bitpack_size(data, bytes) + 8 * n.div_ceil(1024);
+                if bp < best.0 {
+                    best = (bp, 1);
+                }
+                let runs = run_count(data, bytes);
+                let rl = runs * (bytes + 1) + 16 * (n.div_ceil(4096) + 1);
+                if rl < best.0 {
+                    best = (rl, 2);
+                }
+            }
+            let mut dict = None;
+            if allowed.fixed_dict && n >= 100 {
+                let limit = n / 4;
+                if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes])), limit) {
+                    let w = 32 - (d.len() as u32 - 1).leading_zeros() as usize;
+                    let est = d.len() * bytes + n.div_ceil(1024) * (12 + 128 * w);
+                    let ratio = opts.dict_ratio.unwrap_or(0.8);
+                    if est < best.0 && (est as f64) < ratio * data.len() as f64 {
+                        best = (est, 3);
+                        dict = Some((d, idx));
+                    }
+                }
+            }
+            let c = match best.1 {
+                0 => plain,
+                1 => Chunked { encoding: inline_bitpacking(8 * bytes as u64), num_buffers: 1, chunks: bitpack_chunks(data, bytes, max_values), dictionary: None },
+                2 => {
+                    let e = enc(Enc::Rle(Box::new(pb::Rle { values: Some(Box::new(flat(8 * bytes as u64))), run_lengths: Some(Box::new(flat(8))) })));
+                    return Ok(Chunked { encoding: e, num_buffers: 2, chunks: rle_chunks(data, bytes, max_values.min(4096)), dictionary: None });
+                }
+                _ => {
+                    let (d, idx) = dict.expect("chosen");
+                    let block: Vec<u8> = d.concat();
+                    let (denc, dbuf) = maybe_wrap_dict(block, flat(8 * bytes as u64), allowed);
+                    return Ok(Chunked {
+                        encoding: inline_bitpacking(32),
+                        num_buffers: 1,
+                        chunks: indices_chunked(&idx, max_values),
+                        dictionary: Some((denc, dbuf, d.len() as u64)),
+                    });
+                }
+            };
+            wrap_general(c, opts)
+        }
+        Values::Variable { offsets, data } => {
+            let item = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
+            let ow: usize = if wide { 8 } else { 4 };
+            let plain_size = data.len() + ow * (n + 1);
+            if !none && n >= 100 {
+                let limit = n / 2;
+                if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), limit) {
+                    let w = 32 - (d.len() as u32 - 1).leading_zeros() as usize;
+                    let dbytes: usize = d.iter().map(|x| x.len() + 4).sum::<usize>() + 12;
+                    let est = dbytes + n.div_ceil(1024) * (12 + 128 * w);
+                    let ratio = opts.dict_ratio.unwrap_or(0.8);
+                    if (est as f64) < ratio * plain_size as f64 && est < plain_size {
+                        let block = variable_block(&d);
+                        let (denc, dbuf) = maybe_wrap_dict(block, variable(32), allowed);
+                        return Ok(Chunked {
+                            encoding: inline_bitpacking(32),
+                            num_buffers: 1,
+                            chunks: indices_chunked(&idx, max_values),
+                            dictionary: Some((denc, dbuf, d.len() as u64)),
+                        });
+                    }
+                }
+            }
+            let plain = Chunked { encoding: variable(8 * ow as u64), num_buffers: 1, chunks: variable_chunks(offsets, data, wide, max_values.min(4096)), dictionary: None };
+            if none {
+                return Ok(plain);
+            }
+            let max_len = (0..n).map(|i| offsets[i + 1] - offsets[i]).max().unwrap_or(0) as usize;
+            let forced = opts.compression.as_deref() == Some("fsst");
+            let auto = data.len() >= fsst::MIN_INPUT_BYTES && max_len >= fsst::MIN_MAX_LENGTH;
+            let c = if forced || auto {
+                let table = fsst::train(offsets, data)?;
+                let (co, cd) = fsst::compress(&table, offsets, data)?;
+                let inner = variable(8 * ow as u64);
+                let chunks = variable_chunks(&co, &cd, wide, max_values.min(4096));
+                let e = enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(inner)) })));
+                let f = Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None };
+                if forced || f.size() + fsst::SYMBOL_TABLE_SIZE < plain.size() {
+                    f
+                } else {
+                    plain
+                }
+            } else {
+                plain
+            };
+            wrap_general(c, opts)
+        }
+        Values::Fsl { dim, item_bytes, items, item_valid } => {
+            let row = dim * item_bytes;
+            let per = flat_chunk_values(row.max(1), max_values.min(4096));
+            let has_validity = item_valid.is_some();
+            let chunks = items
+                .chunks((per * row).max(1))
+                .enumerate()
+                .map(|(ci, c)| {
+                    let rows = c.len() / row.max(1);
+                    let mut bufs = Vec::with_capacity(2);
+                    if let Some(v) = item_valid {
+                        bufs.push(pack_bools(&v[ci * per * dim..ci * per * dim + rows * dim]));
+                    }
+                    bufs.push(c.to_vec());
+                    ChunkData { n: rows, bufs }
+                })
+                .collect();
+            let e = enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList {
+                items_per_value: *dim as u64,
+                has_validity,
+                values: Some(Box::new(flat(8 * *item_bytes as u64))),
+            })));
+            Chunked { encoding: e, num_buffers: 1 + usize::from(has_validity), chunks, dictionary: None }
+        }
+        Values::Null(_) => return Err(Error::invalid_input("null-typed values cannot be mini-block encoded")),
+    };
+    Ok(c)
+}

@@ -1,0 +1,167 @@
+//! The pieces of the file writer.
+//!
+//! * [`shred`]: Arrow arrays → rep/def levels and visible leaf values (2.1+).
+//! * [`choose`]: which compressive encoding a mini-block page gets.
+//! * [`miniblock`], [`fullzip`], [`constant`]: the 2.1/2.2 page layouts.
+//! * [`v2_0`]: 2.0 `ArrayEncoding` pages (a column per field).
+//!
+//! [`LeafEncoder`] buffers one 2.1+ leaf column and cuts it into pages of
+//! about [`PAGE_BYTES`] of value data, like pylance.
+
+pub mod choose;
+pub mod constant;
+pub mod fullzip;
+pub mod miniblock;
+pub mod shred;
+pub mod v2_0;
+
+use arrow_schema::Field;
+use prost::Message;
+
+use crate::error::Result;
+use crate::file::structural::to_arrow::is_packed_struct;
+use crate::file::version::VersionTraits;
+use crate::proto::encodings21 as pb;
+use choose::{Allowed, FieldOptions};
+use shred::{LeafPath, PageLevels, Piece, Values};
+
+/// A column flushes a page once it has buffered this much value data.
+pub const PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Values wider than this go to full-zip pages (pylance's "narrow" rule).
+pub const MINIBLOCK_MAX_VALUE_BYTES: usize = 256;
+
+/// One encoded page, ready to be placed in the file.
+#[derive(Debug, Clone)]
+pub struct EncodedPage {
+    /// The page's buffers, in order.
+    pub buffers: Vec<Vec<u8>>,
+    /// The page encoding as a `google.protobuf.Any`.
+    pub encoding: prost_types::Any,
+    /// Rows (2.0 list children: items) in the page.
+    pub num_rows: u64,
+    /// First row of the page (the `priority`).
+    pub first_row: u64,
+}
+
+/// Buffers one leaf column of a 2.1+ file and encodes it into pages.
+pub struct LeafEncoder {
+    path: LeafPath,
+    opts: FieldOptions,
+    wide: bool,
+    packed: Option<Vec<u64>>,
+    traits: VersionTraits,
+    pieces: Vec<Piece>,
+    pending_bytes: usize,
+    next_row: u64,
+    /// Finished pages.
+    pub pages: Vec<EncodedPage>,
+    /// Page size threshold in bytes (tests lower it).
+    pub page_bytes: usize,
+}
+
+impl LeafEncoder {
+    /// A new encoder for the leaf `field` at `path`.
+    pub fn new(field: &Field, path: LeafPath, traits: VersionTraits) -> Self {
+        let dt = match field.data_type() {
+            arrow_schema::DataType::Dictionary(_, v) => v.as_ref().clone(),
+            dt => dt.clone(),
+        };
+        let wide = matches!(dt, arrow_schema::DataType::LargeUtf8 | arrow_schema::DataType::LargeBinary);
+        let packed = if is_packed_struct(field) {
+            match field.data_type() {
+                arrow_schema::DataType::Struct(fs) => {
+                    fs.iter().map(|f| shred::fixed_bytes(f.data_type()).map(|b| 8 * b as u64)).collect::<Option<Vec<_>>>()
+                }
+                _ => None,
+            }
+        } else {
+            None
+        };
+        LeafEncoder {
+            path,
+            opts: FieldOptions::from_metadata(field.metadata()),
+            wide,
+            packed,
+            traits,
+            pieces: Vec::new(),
+            pending_bytes: 0,
+            next_row: 0,
+            pages: Vec::new(),
+            page_bytes: PAGE_BYTES,
+        }
+    }
+
+    /// Buffer a shredded piece; flush a page when enough data is buffered.
+    pub fn push(&mut self, piece: Piece) -> Result<()> {
+        self.pending_bytes += piece.values.data_bytes() + 2 * piece.def.len();
+        self.pieces.push(piece);
+        if self.pending_bytes >= self.page_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Encode whatever is buffered as a page.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.pieces.is_empty() {
+            return Ok(());
+        }
+        let piece = Piece::concat(std::mem::take(&mut self.pieces));
+        self.pending_bytes = 0;
+        if piece.num_rows == 0 {
+            return Ok(());
+        }
+        let num_rows = piece.num_rows as u64;
+        let (buffers, layout) = self.encode_page(piece)?;
+        self.pages.push(EncodedPage {
+            buffers,
+            encoding: prost_types::Any { type_url: crate::proto::type_url::PAGE_LAYOUT.to_string(), value: layout.encode_to_vec() },
+            num_rows,
+            first_row: self.next_row,
+        });
+        self.next_row += num_rows;
+        Ok(())
+    }
+
+    fn encode_page(&self, piece: Piece) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
+        let levels = PageLevels::finish(&self.path, piece.rep, piece.def);
+        let values = piece.values;
+        let valid = levels.visible_validity();
+        let any_valid = match &valid {
+            Some(v) => v.iter().any(|x| *x),
+            None => !values.is_empty(),
+        };
+        if matches!(values, Values::Null(_)) || !any_valid {
+            return Ok(if self.traits.constant_pages {
+                constant::constant_v22(&levels, None, self.wide)
+            } else {
+                constant::all_null_v21(&levels)
+            });
+        }
+        if self.traits.constant_pages && self.packed.is_none() {
+            if let Some(v) = constant::constant_value(&values, valid.as_deref()) {
+                let variable = matches!(values, Values::Variable { .. });
+                return Ok(constant::constant_v22(&levels, Some((&v, variable)), self.wide));
+            }
+        }
+        let max_bytes = match &values {
+            Values::Fixed { bytes, .. } => *bytes,
+            Values::Variable { offsets, .. } => offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0),
+            Values::Fsl { dim, item_bytes, .. } => dim * item_bytes,
+            Values::Bool(_) | Values::Null(_) => 0,
+        };
+        let fullzip_ok = !matches!(values, Values::Bool(_)) && self.packed.is_none();
+        let use_fullzip = fullzip_ok
+            && match self.opts.structural.as_deref() {
+                Some("fullzip") => true,
+                Some("miniblock") => false,
+                _ => max_bytes >= MINIBLOCK_MAX_VALUE_BYTES,
+            };
+        if use_fullzip {
+            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts);
+        }
+        let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
+        miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words)
+    }
+}

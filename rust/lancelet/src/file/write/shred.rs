@@ -1,0 +1,603 @@
+//! Arrow arrays → repetition/definition levels and visible leaf values
+//! (the write side of the 2.1+ structural encoding, digest §10.2).
+//!
+//! Every leaf column (a primitive, a fixed-size list, a `null` column or a
+//! packed struct) sees the chain of Arrow nodes above it. Each node is one
+//! *layer*: structs and the leaf itself are *item* layers, lists and maps are
+//! *list* layers (a map's `entries` struct is a further item layer).
+//!
+//! While shredding we do not yet know which layers of a page will actually
+//! hold nulls or empty lists, so levels are first produced in a *full*
+//! numbering where every item layer owns one definition code ("null") and
+//! every list layer two ("null", then "empty"), handed out innermost first
+//! from 1. When a page is encoded, [`PageLevels::finish`] looks at which codes
+//! occur, picks the smallest layer kinds that can express them (as pylance
+//! does: a nullable column without nulls in a page is `ALL_VALID_ITEM`) and
+//! renumbers.
+//!
+//! Repetition levels count lists from the inside: the innermost list is 1,
+//! the outermost `max_rep`; an entry with `rep == max_rep` starts a row.
+//! Null and empty lists are one entry each and own no value slot
+//! ("invisible"); null items (leaf or struct) keep a zero-filled slot.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, GenericListArray, MapArray, OffsetSizeTrait, StructArray};
+use arrow_schema::{DataType, Field};
+
+use crate::error::{Error, Result};
+use crate::file::structural::to_arrow::{is_packed_struct, owns_column};
+use crate::proto::encodings21::RepDefLayer;
+
+/// Whether a layer is an item (leaf/struct) or a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerKind {
+    /// A leaf or struct: may be null.
+    Item,
+    /// A list or map: may be null or empty.
+    List,
+}
+
+/// The layers above one leaf column, innermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafPath {
+    /// Innermost (the leaf) first.
+    pub kinds: Vec<LayerKind>,
+    /// Number of list layers.
+    pub max_rep: u16,
+}
+
+impl LeafPath {
+    /// Full-numbering code for "layer `k` (innermost first) is null".
+    pub fn null_code(&self, k: usize) -> u16 {
+        let mut code = 1;
+        for kind in &self.kinds[..k] {
+            code += if *kind == LayerKind::List { 2 } else { 1 };
+        }
+        code
+    }
+    /// Full-numbering code for "list layer `k` is empty".
+    pub fn empty_code(&self, k: usize) -> u16 {
+        self.null_code(k) + 1
+    }
+    /// Number of codes in the full numbering (highest code).
+    pub fn max_code(&self) -> u16 {
+        self.null_code(self.kinds.len()) - 1
+    }
+}
+
+/// Visible leaf values, null slots zero-filled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// Little-endian fixed-width values of `bytes` bytes each.
+    Fixed { bytes: usize, data: Vec<u8> },
+    /// Booleans, one per value.
+    Bool(Vec<bool>),
+    /// Variable-width values; `offsets` has `len + 1` entries from 0.
+    Variable { offsets: Vec<u64>, data: Vec<u8> },
+    /// Fixed-size lists of fixed-width items.
+    Fsl { dim: usize, item_bytes: usize, items: Vec<u8>, item_valid: Option<Vec<bool>> },
+    /// A `null`-typed column: only a count.
+    Null(usize),
+}
+
+impl Values {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Fixed { bytes, data } => data.len().checked_div(*bytes).unwrap_or(0),
+            Values::Bool(b) => b.len(),
+            Values::Variable { offsets, .. } => offsets.len() - 1,
+            Values::Fsl { dim, item_bytes, items, .. } => items.len().checked_div(dim * item_bytes).unwrap_or(0),
+            Values::Null(n) => *n,
+        }
+    }
+    /// True if there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes of value data (what page size limits count).
+    pub fn data_bytes(&self) -> usize {
+        match self {
+            Values::Fixed { data, .. } => data.len(),
+            Values::Bool(b) => b.len() / 8,
+            Values::Variable { offsets, data } => data.len() + 4 * offsets.len(),
+            Values::Fsl { items, .. } => items.len(),
+            Values::Null(_) => 0,
+        }
+    }
+    /// Append `other` (same variant) to `self`.
+    pub fn append(&mut self, other: Values) {
+        match (self, other) {
+            (Values::Fixed { data, .. }, Values::Fixed { data: d, .. }) => data.extend_from_slice(&d),
+            (Values::Bool(b), Values::Bool(o)) => b.extend(o),
+            (Values::Variable { offsets, data }, Values::Variable { offsets: o, data: d }) => {
+                let base = *offsets.last().unwrap();
+                offsets.extend(o[1..].iter().map(|x| x + base));
+                data.extend_from_slice(&d);
+            }
+            (Values::Fsl { item_bytes, items, item_valid, .. }, Values::Fsl { items: it, item_valid: iv, .. }) => {
+                let (have, add) = (items.len() / *item_bytes, it.len() / *item_bytes);
+                match (item_valid.as_mut(), iv) {
+                    (Some(v), Some(o)) => v.extend(o),
+                    (Some(v), None) => v.extend(std::iter::repeat_n(true, add)),
+                    (None, Some(o)) => {
+                        let mut v = vec![true; have];
+                        v.extend(o);
+                        *item_valid = Some(v);
+                    }
+                    (None, None) => {}
+                }
+                items.extend_from_slice(&it);
+            }
+            (Values::Null(n), Values::Null(m)) => *n += m,
+            _ => unreachable!("pieces of one column have one value kind"),
+        }
+    }
+}
+
+/// Levels and values of one leaf over some rows, in the full numbering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Piece {
+    /// Repetition level per entry (lists only).
+    pub rep: Option<Vec<u16>>,
+    /// Full-numbering definition level per entry.
+    pub def: Vec<u16>,
+    /// Visible values.
+    pub values: Values,
+    /// Rows covered.
+    pub num_rows: usize,
+}
+
+impl Piece {
+    /// Concatenate consecutive pieces.
+    pub fn concat(mut pieces: Vec<Piece>) -> Piece {
+        let mut first = pieces.remove(0);
+        for p in pieces {
+            if let (Some(r), Some(pr)) = (first.rep.as_mut(), p.rep) {
+                r.extend(pr);
+            }
+            first.def.extend(p.def);
+            first.values.append(p.values);
+            first.num_rows += p.num_rows;
+        }
+        first
+    }
+}
+
+/// The leaf columns of a top-level field, with their paths, in column order.
+pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
+    fn walk(f: &Field, outer: &mut Vec<LayerKind>, out: &mut Vec<(Field, LeafPath)>) {
+        if owns_column(f) {
+            outer.push(LayerKind::Item);
+            let kinds: Vec<LayerKind> = outer.iter().rev().copied().collect();
+            let max_rep = kinds.iter().filter(|k| **k == LayerKind::List).count() as u16;
+            out.push((f.clone(), LeafPath { kinds, max_rep }));
+            outer.pop();
+            return;
+        }
+        match f.data_type() {
+            DataType::Struct(fs) => {
+                outer.push(LayerKind::Item);
+                for c in fs {
+                    walk(c, outer, out);
+                }
+                outer.pop();
+            }
+            DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) => {
+                outer.push(LayerKind::List);
+                walk(c, outer, out);
+                outer.pop();
+            }
+            _ => unreachable!("owns_column covers leaves"),
+        }
+    }
+    let mut out = Vec::new();
+    walk(field, &mut Vec::new(), &mut out);
+    out
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    rep: u16,
+    /// 0 = not decided yet; else the full-numbering code of the null/empty layer.
+    def: u16,
+    visible: bool,
+    idx: usize,
+}
+
+/// Shred one top-level column into one [`Piece`] per leaf column.
+pub fn shred(field: &Field, array: &ArrayRef) -> Result<Vec<Piece>> {
+    let paths = leaf_paths(field);
+    let mut out = Vec::with_capacity(paths.len());
+    let mut leaf_no = 0;
+    let n = array.len();
+    descend(field, array, 0, &paths, &mut leaf_no, None, n, &mut out)?;
+    Ok(out)
+}
+
+/// `slots` = None means "one slot per row of `array`, nothing decided"
+/// (avoids materializing slots for the top level).
+#[allow(clippy::too_many_arguments)]
+fn descend(
+    field: &Field,
+    array: &ArrayRef,
+    depth: usize,
+    paths: &[(Field, LeafPath)],
+    leaf_no: &mut usize,
+    slots: Option<&[Slot]>,
+    num_rows: usize,
+    out: &mut Vec<Piece>,
+) -> Result<()> {
+    // The path of the first leaf under this node tells us the layer index
+    // (innermost first) of this node: kinds.len() - 1 - depth.
+    let path = &paths[*leaf_no].1;
+    let layer = path.kinds.len() - 1 - depth;
+    let top_slots;
+    let slots = match slots {
+        Some(s) => s,
+        None => {
+            top_slots = (0..array.len()).map(|i| Slot { rep: path.max_rep, def: 0, visible: true, idx: i }).collect::<Vec<_>>();
+            &top_slots[..]
+        }
+    };
+    if owns_column(field) {
+        let piece = emit_leaf(field, array, path, layer, slots, num_rows)?;
+        out.push(piece);
+        *leaf_no += 1;
+        return Ok(());
+    }
+    match field.data_type() {
+        DataType::Struct(children) => {
+            let s = array.as_any().downcast_ref::<StructArray>().ok_or_else(|| Error::invalid_input("expected a struct array"))?;
+            let nulls = s.logical_nulls();
+            let code = path.null_code(layer);
+            let decided: Vec<Slot> = slots
+                .iter()
+                .map(|sl| {
+                    let mut sl = *sl;
+                    if sl.def == 0 && nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
+                        sl.def = code;
+                    }
+                    sl
+                })
+                .collect();
+            for (i, c) in children.iter().enumerate() {
+                descend(c, s.column(i), depth + 1, paths, leaf_no, Some(&decided), num_rows, out)?;
+            }
+            Ok(())
+        }
+        DataType::List(c) => {
+            let l = array.as_any().downcast_ref::<GenericListArray<i32>>().ok_or_else(|| Error::invalid_input("expected a list array"))?;
+            let next = expand_list(l.offsets(), l.logical_nulls(), slots, path, layer);
+            descend(c, l.values(), depth + 1, paths, leaf_no, Some(&next), num_rows, out)
+        }
+        DataType::LargeList(c) => {
+            let l = array.as_any().downcast_ref::<GenericListArray<i64>>().ok_or_else(|| Error::invalid_input("expected a large list array"))?;
+            let next = expand_list(l.offsets(), l.logical_nulls(), slots, path, layer);
+            descend(c, l.values(), depth + 1, paths, leaf_no, Some(&next), num_rows, out)
+        }
+        DataType::Map(c, _) => {
+            let m = array.as_any().downcast_ref::<MapArray>().ok_or_else(|| Error::invalid_input("expected a map array"))?;
+            let next = expand_list(m.offsets(), m.logical_nulls(), slots, path, layer);
+            let entries: ArrayRef = Arc::new(m.entries().clone());
+            descend(c, &entries, depth + 1, paths, leaf_no, Some(&next), num_rows, out)
+        }
+        other => Err(Error::invalid_input(format!("cannot shred type {other}"))),
+    }
+}
+
+fn expand_list<O: OffsetSizeTrait>(
+    offsets: &arrow_buffer::OffsetBuffer<O>,
+    nulls: Option<arrow_buffer::NullBuffer>,
+    slots: &[Slot],
+    path: &LeafPath,
+    layer: usize,
+) -> Vec<Slot> {
+    // Rep level of this list: count list layers at or outside it.
+    let rep_here = path.kinds[layer..].iter().filter(|k| **k == LayerKind::List).count() as u16;
+    let null_code = path.null_code(layer);
+    let empty_code = path.empty_code(layer);
+    let mut next = Vec::with_capacity(slots.len());
+    for sl in slots {
+        if sl.def != 0 {
+            next.push(Slot { visible: false, ..*sl });
+            continue;
+        }
+        if nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
+            next.push(Slot { rep: sl.rep, def: null_code, visible: false, idx: 0 });
+            continue;
+        }
+        let (s, e) = (offsets[sl.idx].as_usize(), offsets[sl.idx + 1].as_usize());
+        if s == e {
+            next.push(Slot { rep: sl.rep, def: empty_code, visible: false, idx: 0 });
+            continue;
+        }
+        for j in s..e {
+            next.push(Slot { rep: if j == s { sl.rep } else { rep_here }, def: 0, visible: true, idx: j });
+        }
+    }
+    next
+}
+
+fn emit_leaf(field: &Field, array: &ArrayRef, path: &LeafPath, layer: usize, slots: &[Slot], num_rows: usize) -> Result<Piece> {
+    let array = plain_leaf(array)?;
+    let nulls = if matches!(array.data_type(), DataType::Null) { None } else { array.logical_nulls() };
+    let is_null_type = matches!(array.data_type(), DataType::Null);
+    let code = path.null_code(layer);
+    let mut rep = (path.max_rep > 0).then(|| Vec::with_capacity(slots.len()));
+    let mut def = Vec::with_capacity(slots.len());
+    let mut picks: Vec<Option<usize>> = Vec::with_capacity(slots.len());
+    for sl in slots {
+        if let Some(r) = rep.as_mut() {
+            r.push(sl.rep);
+        }
+        let d = if sl.def != 0 {
+            sl.def
+        } else if is_null_type || nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
+            code
+        } else {
+            0
+        };
+        def.push(d);
+        if sl.visible {
+            picks.push((d == 0).then_some(sl.idx));
+        }
+    }
+    let values = gather(field, &array, &picks)?;
+    Ok(Piece { rep, def, values, num_rows })
+}
+
+/// Dictionary arrays are stored as their values.
+fn plain_leaf(array: &ArrayRef) -> Result<ArrayRef> {
+    if let DataType::Dictionary(_, _) = array.data_type() {
+        let dict = arrow_array::cast::AsArray::as_any_dictionary(array.as_ref());
+        let keys = arrow_array::cast::AsArray::as_primitive_opt::<arrow_array::types::UInt32Type>(
+            &arrow_cast_keys(dict.keys())?,
+        )
+        .cloned()
+        .ok_or_else(|| Error::invalid_input("dictionary keys"))?;
+        return Ok(arrow_select::take::take(dict.values().as_ref(), &keys, None)?);
+    }
+    Ok(array.clone())
+}
+
+fn arrow_cast_keys(keys: &dyn Array) -> Result<ArrayRef> {
+    use arrow_array::UInt32Array;
+    let n = keys.len();
+    let mut out = Vec::with_capacity(n);
+    let nulls = keys.logical_nulls();
+    for i in 0..n {
+        let valid = nulls.as_ref().is_none_or(|nb| nb.is_valid(i));
+        out.push(if valid { Some(key_at(keys, i)?) } else { None });
+    }
+    Ok(Arc::new(UInt32Array::from(out)))
+}
+
+fn key_at(keys: &dyn Array, i: usize) -> Result<u32> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    let v: i128 = match keys.data_type() {
+        DataType::Int8 => keys.as_primitive::<Int8Type>().value(i) as i128,
+        DataType::Int16 => keys.as_primitive::<Int16Type>().value(i) as i128,
+        DataType::Int32 => keys.as_primitive::<Int32Type>().value(i) as i128,
+        DataType::Int64 => keys.as_primitive::<Int64Type>().value(i) as i128,
+        DataType::UInt8 => keys.as_primitive::<UInt8Type>().value(i) as i128,
+        DataType::UInt16 => keys.as_primitive::<UInt16Type>().value(i) as i128,
+        DataType::UInt32 => keys.as_primitive::<UInt32Type>().value(i) as i128,
+        DataType::UInt64 => keys.as_primitive::<UInt64Type>().value(i) as i128,
+        other => return Err(Error::invalid_input(format!("dictionary key type {other}"))),
+    };
+    u32::try_from(v).map_err(|_| Error::invalid_input("negative or huge dictionary key"))
+}
+
+/// Width in bytes of a fixed-width non-bool leaf type.
+pub fn fixed_bytes(dt: &DataType) -> Option<usize> {
+    match dt {
+        DataType::FixedSizeBinary(n) => Some(*n as usize),
+        DataType::Boolean => None,
+        dt => dt.primitive_width(),
+    }
+}
+
+/// Gather the visible values (`None` = zero-filled null slot).
+fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Values> {
+    let dt = array.data_type();
+    if matches!(dt, DataType::Null) {
+        return Ok(Values::Null(picks.len()));
+    }
+    if is_packed_struct(field) {
+        let s = array.as_any().downcast_ref::<StructArray>().ok_or_else(|| Error::invalid_input("packed struct"))?;
+        let widths: Vec<usize> = s
+            .columns()
+            .iter()
+            .map(|c| fixed_bytes(c.data_type()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Error::invalid_input(format!("packed struct {:?} needs fixed-width children", field.name())))?;
+        let row: usize = widths.iter().sum();
+        let mut data = vec![0u8; row * picks.len()];
+        let datas: Vec<arrow_data::ArrayData> = s.columns().iter().map(|c| c.to_data()).collect();
+        for (k, p) in picks.iter().enumerate() {
+            if let Some(i) = p {
+                let mut at = k * row;
+                for (d, w) in datas.iter().zip(&widths) {
+                    let b = d.buffers()[0].as_slice();
+                    let j = d.offset() + i;
+                    data[at..at + w].copy_from_slice(&b[j * w..(j + 1) * w]);
+                    at += w;
+                }
+            }
+        }
+        return Ok(Values::Fixed { bytes: row, data });
+    }
+    match dt {
+        DataType::Boolean => {
+            let b = array.as_any().downcast_ref::<arrow_array::BooleanArray>().expect("bool");
+            Ok(Values::Bool(picks.iter().map(|p| p.is_some_and(|i| b.value(i))).collect()))
+        }
+        DataType::Utf8 | DataType::Binary => Ok(gather_var::<i32>(array, picks)),
+        DataType::LargeUtf8 | DataType::LargeBinary => Ok(gather_var::<i64>(array, picks)),
+        DataType::FixedSizeList(item, dim) => {
+            let l = array.as_any().downcast_ref::<FixedSizeListArray>().expect("fsl");
+            let dim = *dim as usize;
+            let child = l.values();
+            let item_bytes = fixed_bytes(item.data_type()).ok_or_else(|| {
+                Error::invalid_input(format!("fixed-size list {:?}: items of type {} are not supported", field.name(), item.data_type()))
+            })?;
+            let cdata = child.to_data();
+            let buf = cdata.buffers()[0].as_slice();
+            let coff = cdata.offset();
+            let cnulls = child.logical_nulls();
+            let mut items = vec![0u8; picks.len() * dim * item_bytes];
+            let mut valid = cnulls.as_ref().map(|_| Vec::with_capacity(picks.len() * dim));
+            for (k, p) in picks.iter().enumerate() {
+                match p {
+                    Some(i) => {
+                        let start = l.value_offset_at(*i);
+                        items[k * dim * item_bytes..(k + 1) * dim * item_bytes]
+                            .copy_from_slice(&buf[(coff + start) * item_bytes..(coff + start + dim) * item_bytes]);
+                        if let (Some(v), Some(nb)) = (valid.as_mut(), cnulls.as_ref()) {
+                            v.extend((start..start + dim).map(|j| nb.is_valid(j)));
+                        }
+                    }
+                    None => {
+                        if let Some(v) = valid.as_mut() {
+                            v.extend(std::iter::repeat_n(false, dim));
+                        }
+                    }
+                }
+            }
+            // Zero the bytes of null items, as pylance does.
+            if let Some(v) = &valid {
+                for (j, ok) in v.iter().enumerate() {
+                    if !ok {
+                        items[j * item_bytes..(j + 1) * item_bytes].fill(0);
+                    }
+                }
+            }
+            let item_valid = valid.filter(|v| v.iter().any(|x| !x));
+            Ok(Values::Fsl { dim, item_bytes, items, item_valid })
+        }
+        dt => {
+            let w = fixed_bytes(dt).ok_or_else(|| Error::invalid_input(format!("unsupported leaf type {dt}")))?;
+            let data = array.to_data();
+            let buf = data.buffers()[0].as_slice();
+            let off = data.offset();
+            let mut out = vec![0u8; picks.len() * w];
+            for (k, p) in picks.iter().enumerate() {
+                if let Some(i) = p {
+                    out[k * w..(k + 1) * w].copy_from_slice(&buf[(off + i) * w..(off + i + 1) * w]);
+                }
+            }
+            Ok(Values::Fixed { bytes: w, data: out })
+        }
+    }
+}
+
+fn gather_var<O: OffsetSizeTrait>(array: &ArrayRef, picks: &[Option<usize>]) -> Values {
+    let data = array.to_data();
+    let offs: &[O] = &data.buffer::<O>(0)[data.offset()..];
+    let bytes = data.buffers()[1].as_slice();
+    let mut offsets = Vec::with_capacity(picks.len() + 1);
+    offsets.push(0u64);
+    let mut out = Vec::new();
+    for p in picks {
+        if let Some(i) = p {
+            out.extend_from_slice(&bytes[offs[*i].as_usize()..offs[i + 1].as_usize()]);
+        }
+        offsets.push(out.len() as u64);
+    }
+    Values::Variable { offsets, data: out }
+}
+
+/// Levels of a page after renumbering to the layers that occur.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageLevels {
+    /// Protobuf layer kinds, innermost first.
+    pub layers: Vec<RepDefLayer>,
+    /// Repetition levels (None without lists).
+    pub rep: Option<Vec<u16>>,
+    /// Definition levels (None when no entry is null or empty).
+    pub def: Option<Vec<u16>>,
+    /// Highest repetition level.
+    pub max_rep: u16,
+    /// Highest definition level.
+    pub max_def: u16,
+    /// Lowest definition level that hides the value slot.
+    pub first_invisible: u16,
+    /// Null code of the leaf layer, if the leaf has nulls.
+    pub leaf_null: Option<u16>,
+}
+
+impl PageLevels {
+    /// Choose layer kinds from the codes that occur and renumber `def`.
+    pub fn finish(path: &LeafPath, rep: Option<Vec<u16>>, def: Vec<u16>) -> PageLevels {
+        let max_code = path.max_code() as usize;
+        let mut seen = vec![false; max_code + 1];
+        for &d in &def {
+            seen[d as usize] = true;
+        }
+        let mut map = vec![0u16; max_code + 1];
+        let mut next = 1u16;
+        let mut layers = Vec::with_capacity(path.kinds.len());
+        let mut first_invisible = u16::MAX;
+        let mut leaf_null = None;
+        let mut item_max = 0u16;
+        let mut found_list = false;
+        for (k, kind) in path.kinds.iter().enumerate() {
+            let nc = path.null_code(k) as usize;
+            match kind {
+                LayerKind::Item => {
+                    if seen[nc] {
+                        map[nc] = next;
+                        if k == 0 {
+                            leaf_null = Some(next);
+                        }
+                        if !found_list {
+                            item_max = next;
+                        }
+                        next += 1;
+                        layers.push(RepDefLayer::RepdefNullableItem);
+                    } else {
+                        layers.push(RepDefLayer::RepdefAllValidItem);
+                    }
+                }
+                LayerKind::List => {
+                    if !found_list {
+                        found_list = true;
+                        first_invisible = item_max + 1;
+                    }
+                    let (n, e) = (seen[nc], seen[nc + 1]);
+                    if n {
+                        map[nc] = next;
+                        next += 1;
+                    }
+                    if e {
+                        map[nc + 1] = next;
+                        next += 1;
+                    }
+                    layers.push(match (n, e) {
+                        (true, true) => RepDefLayer::RepdefNullAndEmptyList,
+                        (true, false) => RepDefLayer::RepdefNullableList,
+                        (false, true) => RepDefLayer::RepdefEmptyableList,
+                        (false, false) => RepDefLayer::RepdefAllValidList,
+                    });
+                }
+            }
+        }
+        let max_def = next - 1;
+        let def = (max_def > 0).then(|| def.iter().map(|&d| map[d as usize]).collect());
+        PageLevels { layers, rep, def, max_rep: path.max_rep, max_def, first_invisible, leaf_null }
+    }
+
+    /// Number of level entries (or `None` when there are no levels).
+    pub fn num_entries(&self) -> Option<usize> {
+        self.rep.as_ref().map(|r| r.len()).or(self.def.as_ref().map(|d| d.len()))
+    }
+
+    /// Whether each visible value is valid (None when all are).
+    pub fn visible_validity(&self) -> Option<Vec<bool>> {
+        let def = self.def.as_ref()?;
+        Some(def.iter().filter(|&&d| d < self.first_invisible).map(|&d| d == 0).collect())
+    }
+}

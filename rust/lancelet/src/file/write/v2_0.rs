@@ -1,0 +1,366 @@
+//! Lance 2.0 pages (`lance.encodings.ArrayEncoding`, digest §12).
+//!
+//! Every field owns a column, parents included, in pre-order: a struct
+//! column holds `struct{}` pages without buffers (2.0 cannot store struct
+//! validity), a list column holds the offsets and the item column follows
+//! with one entry per item. Leaf encodings, with buffers numbered in the
+//! page:
+//!
+//! * primitives: `nullable{no_nulls{flat}}` (buffer 0 = values),
+//!   `nullable{some_nulls{validity: flat 1-bit, values: flat}}` (0 =
+//!   validity LSB-first, 1 = values, null slots zero) or
+//!   `nullable{all_nulls{}}` (no buffers);
+//! * strings/binary: `binary{indices: nullable{no_nulls{flat 64}}, bytes:
+//!   flat 8, null_adjustment}` with u64 *end* offsets (no leading 0); a null
+//!   is `previous end + null_adjustment`, `null_adjustment = bytes + 1`;
+//! * lists: `list{offsets: nullable{no_nulls{flat 64}},
+//!   null_offset_adjustment = items + 1, num_items}`, the same end-offset
+//!   trick, relative to the page's first item;
+//! * fixed-size lists: `nullable{…values: fixed_size_list{dimension,
+//!   items: nullable{…}}}` (row validity, item validity, items);
+//! * dictionaries of strings: `dictionary{indices: nullable{…flat 32},
+//!   items: binary{…}, num_dictionary_items}`.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, GenericListArray, OffsetSizeTrait, StructArray, UInt32Array};
+use arrow_schema::{DataType, Field};
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::file::write::choose::pack_bools;
+use crate::file::write::EncodedPage;
+use crate::proto::encodings as pb;
+use crate::proto::encodings::array_encoding::ArrayEncoding as AE;
+
+/// What a 2.0 column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A struct parent.
+    Struct,
+    /// A list parent (offsets).
+    List,
+    /// A leaf.
+    Leaf,
+}
+
+/// The columns of a top-level field, in pre-order.
+pub fn columns_of(field: &Field) -> Vec<(Field, Kind)> {
+    let mut out = Vec::new();
+    fn walk(f: &Field, out: &mut Vec<(Field, Kind)>) {
+        match f.data_type() {
+            DataType::Struct(fs) => {
+                out.push((f.clone(), Kind::Struct));
+                fs.iter().for_each(|c| walk(c, out));
+            }
+            DataType::List(c) | DataType::LargeList(c) => {
+                out.push((f.clone(), Kind::List));
+                walk(c, out);
+            }
+            _ => out.push((f.clone(), Kind::Leaf)),
+        }
+    }
+    walk(field, &mut out);
+    out
+}
+
+/// Split a top-level array into one array per column (pre-order). List
+/// children are reduced to the items of valid lists.
+pub fn split(field: &Field, array: &ArrayRef) -> Result<Vec<ArrayRef>> {
+    let mut out = Vec::new();
+    fn walk(f: &Field, a: &ArrayRef, out: &mut Vec<ArrayRef>) -> Result<()> {
+        match f.data_type() {
+            DataType::Struct(fs) => {
+                if a.null_count() > 0 {
+                    return Err(Error::invalid_input(format!(
+                        "field {:?}: Lance file version 2.0 does not encode struct validity (the struct has null rows); use 2.1 or later",
+                        f.name()
+                    )));
+                }
+                out.push(a.clone());
+                let s = a.as_any().downcast_ref::<StructArray>().expect("struct");
+                for (i, c) in fs.iter().enumerate() {
+                    walk(c, s.column(i), out)?;
+                }
+            }
+            DataType::List(c) => {
+                out.push(a.clone());
+                walk(c, &list_items::<i32>(a)?, out)?;
+            }
+            DataType::LargeList(c) => {
+                out.push(a.clone());
+                walk(c, &list_items::<i64>(a)?, out)?;
+            }
+            _ => out.push(a.clone()),
+        }
+        Ok(())
+    }
+    walk(field, array, &mut out)?;
+    Ok(out)
+}
+
+fn list_items<O: OffsetSizeTrait>(a: &ArrayRef) -> Result<ArrayRef> {
+    let l = a.as_any().downcast_ref::<GenericListArray<O>>().expect("list");
+    let offs = l.value_offsets();
+    let (first, last) = (offs[0].as_usize(), offs[offs.len() - 1].as_usize());
+    let garbage = (0..l.len()).any(|i| l.is_null(i) && offs[i] != offs[i + 1]);
+    if !garbage {
+        return Ok(l.values().slice(first, last - first));
+    }
+    let idx: UInt32Array = (0..l.len()).filter(|&i| l.is_valid(i)).flat_map(|i| offs[i].as_usize() as u32..offs[i + 1].as_usize() as u32).collect();
+    Ok(arrow_select::take::take(l.values().as_ref(), &idx, None)?)
+}
+
+fn buf(i: u32) -> Option<pb::Buffer> {
+    Some(pb::Buffer { buffer_index: i, buffer_type: pb::buffer::BufferType::Page as i32 })
+}
+fn ae(e: AE) -> pb::ArrayEncoding {
+    pb::ArrayEncoding { array_encoding: Some(e) }
+}
+fn flat(bits: u64, i: u32) -> pb::ArrayEncoding {
+    ae(AE::Flat(pb::Flat { bits_per_value: bits, buffer: buf(i), compression: None }))
+}
+fn no_nulls(values: pb::ArrayEncoding) -> pb::ArrayEncoding {
+    ae(AE::Nullable(Box::new(pb::Nullable {
+        nullability: Some(pb::nullable::Nullability::NoNulls(Box::new(pb::nullable::NoNull { values: Some(Box::new(values)) }))),
+    })))
+}
+fn some_nulls(validity: pb::ArrayEncoding, values: pb::ArrayEncoding) -> pb::ArrayEncoding {
+    ae(AE::Nullable(Box::new(pb::Nullable {
+        nullability: Some(pb::nullable::Nullability::SomeNulls(Box::new(pb::nullable::SomeNull {
+            validity: Some(Box::new(validity)),
+            values: Some(Box::new(values)),
+        }))),
+    })))
+}
+fn all_nulls() -> pb::ArrayEncoding {
+    ae(AE::Nullable(Box::new(pb::Nullable { nullability: Some(pb::nullable::Nullability::AllNulls(pb::nullable::AllNull {})) })))
+}
+
+fn validity_bits(a: &dyn Array) -> Option<Vec<bool>> {
+    let n = a.logical_nulls()?;
+    (n.null_count() > 0).then(|| n.iter().collect())
+}
+
+/// Fixed-width bytes of a leaf (None for bool).
+fn fixed_values(a: &dyn Array, w: usize) -> Vec<u8> {
+    let d = a.to_data();
+    let b = &d.buffers()[0].as_slice()[d.offset() * w..(d.offset() + a.len()) * w];
+    let mut v = b.to_vec();
+    if let Some(nb) = a.logical_nulls() {
+        for i in 0..a.len() {
+            if nb.is_null(i) {
+                v[i * w..(i + 1) * w].fill(0);
+            }
+        }
+    }
+    v
+}
+
+/// Encode a leaf array as a nullable-wrapped value; buffers appended to `bufs`.
+fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
+    let n = a.len();
+    if matches!(a.data_type(), DataType::Null) || (n > 0 && a.logical_null_count() == n && !matches!(a.data_type(), DataType::FixedSizeList(_, _))) {
+        return Ok(all_nulls());
+    }
+    match a.data_type() {
+        DataType::Utf8 | DataType::Binary => Ok(binary::<i32>(a, bufs)),
+        DataType::LargeUtf8 | DataType::LargeBinary => Ok(binary::<i64>(a, bufs)),
+        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary) => {
+            let d = a.as_any_dictionary();
+            let keys: ArrayRef = arrow_cast_u32(d.keys())?;
+            let idx_enc = nullable_wrap(keys.as_ref(), bufs, |bufs| {
+                let i = bufs.len() as u32;
+                bufs.push(fixed_values(keys.as_ref(), 4));
+                flat(32, i)
+            });
+            let items = match v.as_ref() {
+                DataType::LargeUtf8 | DataType::LargeBinary => binary::<i64>(d.values(), bufs),
+                _ => binary::<i32>(d.values(), bufs),
+            };
+            Ok(ae(AE::Dictionary(Box::new(pb::Dictionary {
+                indices: Some(Box::new(idx_enc)),
+                items: Some(Box::new(items)),
+                num_dictionary_items: d.values().len() as u32,
+            }))))
+        }
+        DataType::Dictionary(_, _) => {
+            let d = a.as_any_dictionary();
+            let keys = arrow_cast_u32(d.keys())?;
+            let plain = arrow_select::take::take(d.values().as_ref(), keys.as_primitive::<arrow_array::types::UInt32Type>(), None)?;
+            leaf(&plain, bufs)
+        }
+        DataType::FixedSizeList(item, dim) => {
+            let l = a.as_any().downcast_ref::<FixedSizeListArray>().expect("fsl");
+            let child = l.values().slice(l.offset() * *dim as usize, l.len() * *dim as usize);
+            let w = crate::file::write::shred::fixed_bytes(item.data_type())
+                .ok_or_else(|| Error::invalid_input(format!("2.0 fixed-size list of {}", item.data_type())))?;
+            Ok(nullable_wrap(a.as_ref(), bufs, |bufs| {
+                let items = nullable_wrap(child.as_ref(), bufs, |bufs| {
+                    let i = bufs.len() as u32;
+                    bufs.push(fixed_values(child.as_ref(), w));
+                    flat(8 * w as u64, i)
+                });
+                ae(AE::FixedSizeList(Box::new(pb::FixedSizeList { dimension: *dim as u32, items: Some(Box::new(items)), has_validity: false })))
+            }))
+        }
+        DataType::Boolean => Ok(nullable_wrap(a.as_ref(), bufs, |bufs| {
+            let b = a.as_boolean();
+            let i = bufs.len() as u32;
+            bufs.push(pack_bools(&(0..n).map(|j| b.is_valid(j) && b.value(j)).collect::<Vec<_>>()));
+            flat(1, i)
+        })),
+        dt => {
+            let w = crate::file::write::shred::fixed_bytes(dt).ok_or_else(|| Error::invalid_input(format!("type {dt} in a 2.0 file")))?;
+            Ok(nullable_wrap(a.as_ref(), bufs, |bufs| {
+                let i = bufs.len() as u32;
+                bufs.push(fixed_values(a.as_ref(), w));
+                flat(8 * w as u64, i)
+            }))
+        }
+    }
+}
+
+fn nullable_wrap(a: &dyn Array, bufs: &mut Vec<Vec<u8>>, values: impl FnOnce(&mut Vec<Vec<u8>>) -> pb::ArrayEncoding) -> pb::ArrayEncoding {
+    match validity_bits(a) {
+        None => no_nulls(values(bufs)),
+        Some(v) => {
+            let i = bufs.len() as u32;
+            bufs.push(pack_bools(&v));
+            let validity = flat(1, i);
+            some_nulls(validity, values(bufs))
+        }
+    }
+}
+
+fn arrow_cast_u32(keys: &dyn Array) -> Result<ArrayRef> {
+    Ok(arrow_cast_keys(keys))
+}
+
+fn arrow_cast_keys(keys: &dyn Array) -> ArrayRef {
+    use arrow_array::types::*;
+    let n = keys.len();
+    let get = |i: usize| -> u32 {
+        match keys.data_type() {
+            DataType::Int8 => keys.as_primitive::<Int8Type>().value(i) as u32,
+            DataType::Int16 => keys.as_primitive::<Int16Type>().value(i) as u32,
+            DataType::Int32 => keys.as_primitive::<Int32Type>().value(i) as u32,
+            DataType::Int64 => keys.as_primitive::<Int64Type>().value(i) as u32,
+            DataType::UInt8 => keys.as_primitive::<UInt8Type>().value(i) as u32,
+            DataType::UInt16 => keys.as_primitive::<UInt16Type>().value(i) as u32,
+            DataType::UInt32 => keys.as_primitive::<UInt32Type>().value(i),
+            _ => keys.as_primitive::<UInt64Type>().value(i) as u32,
+        }
+    };
+    let nulls = keys.logical_nulls();
+    Arc::new((0..n).map(|i| nulls.as_ref().is_none_or(|nb| nb.is_valid(i)).then(|| get(i))).collect::<UInt32Array>())
+}
+
+fn binary<O: OffsetSizeTrait>(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> pb::ArrayEncoding {
+    let d = a.to_data();
+    let offs: &[O] = &d.buffer::<O>(0)[d.offset()..d.offset() + a.len() + 1];
+    let bytes = d.buffers()[1].as_slice();
+    let nulls = a.logical_nulls();
+    let mut data = Vec::new();
+    let mut ends = Vec::with_capacity(a.len());
+    let mut is_null = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        let null = nulls.as_ref().is_some_and(|nb| nb.is_null(i));
+        if !null {
+            data.extend_from_slice(&bytes[offs[i].as_usize()..offs[i + 1].as_usize()]);
+        }
+        ends.push(data.len() as u64);
+        is_null.push(null);
+    }
+    let adj = data.len() as u64 + 1;
+    let idx: Vec<u8> = ends.iter().zip(&is_null).flat_map(|(e, n)| (e + if *n { adj } else { 0 }).to_le_bytes()).collect();
+    let i = bufs.len() as u32;
+    bufs.push(idx);
+    bufs.push(data);
+    ae(AE::Binary(Box::new(pb::Binary { indices: Some(Box::new(no_nulls(flat(64, i)))), bytes: Some(Box::new(flat(8, i + 1))), null_adjustment: adj })))
+}
+
+fn list_page<O: OffsetSizeTrait>(a: &ArrayRef) -> (Vec<Vec<u8>>, pb::ArrayEncoding) {
+    let l = a.as_any().downcast_ref::<GenericListArray<O>>().expect("list");
+    let offs = l.value_offsets();
+    let mut total = 0u64;
+    let mut ends = Vec::with_capacity(l.len());
+    for i in 0..l.len() {
+        let null = l.is_null(i);
+        if !null {
+            total += (offs[i + 1].as_usize() - offs[i].as_usize()) as u64;
+        }
+        ends.push((total, null));
+    }
+    let adj = total + 1;
+    let bytes: Vec<u8> = ends.iter().flat_map(|(e, n)| (e + if *n { adj } else { 0 }).to_le_bytes()).collect();
+    let enc = ae(AE::List(Box::new(pb::List { offsets: Some(Box::new(no_nulls(flat(64, 0)))), null_offset_adjustment: adj, num_items: total })));
+    (vec![bytes], enc)
+}
+
+/// Encode one page of a 2.0 column.
+pub fn encode_page(field: &Field, kind: Kind, a: &ArrayRef) -> Result<(Vec<Vec<u8>>, pb::ArrayEncoding)> {
+    Ok(match kind {
+        Kind::Struct => (vec![], ae(AE::Struct(pb::SimpleStruct {}))),
+        Kind::List => match field.data_type() {
+            DataType::LargeList(_) => list_page::<i64>(a),
+            _ => list_page::<i32>(a),
+        },
+        Kind::Leaf => {
+            let mut bufs = Vec::new();
+            let e = leaf(a, &mut bufs)?;
+            (bufs, e)
+        }
+    })
+}
+
+/// Buffers one 2.0 column and cuts it into pages.
+pub struct ColumnEncoder20 {
+    field: Field,
+    kind: Kind,
+    pending: Vec<ArrayRef>,
+    pending_bytes: usize,
+    next_row: u64,
+    /// Finished pages.
+    pub pages: Vec<EncodedPage>,
+    /// Page size threshold in bytes.
+    pub page_bytes: usize,
+}
+
+impl ColumnEncoder20 {
+    /// A new encoder.
+    pub fn new(field: Field, kind: Kind) -> Self {
+        ColumnEncoder20 { field, kind, pending: vec![], pending_bytes: 0, next_row: 0, pages: vec![], page_bytes: super::PAGE_BYTES }
+    }
+    /// Buffer an array; flush when enough data is buffered.
+    pub fn push(&mut self, a: ArrayRef) -> Result<()> {
+        self.pending_bytes += a.get_array_memory_size();
+        self.pending.push(a);
+        if self.pending_bytes >= self.page_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    /// Encode the buffered arrays as a page.
+    pub fn flush(&mut self) -> Result<()> {
+        let parts = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let parts: Vec<ArrayRef> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+        let a = if refs.len() == 1 { parts[0].clone() } else { arrow_select::concat::concat(&refs)? };
+        let (buffers, enc) = encode_page(&self.field, self.kind, &a)?;
+        let n = a.len() as u64;
+        self.pages.push(EncodedPage {
+            buffers,
+            encoding: prost_types::Any { type_url: crate::proto::type_url::ARRAY_ENCODING.to_string(), value: enc.encode_to_vec() },
+            num_rows: n,
+            first_row: self.next_row,
+        });
+        self.next_row += n;
+        Ok(())
+    }
+}

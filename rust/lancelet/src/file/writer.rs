@@ -1,0 +1,313 @@
+//! Writing Lance 2.x data files.
+//!
+//! The whole file is built in memory and stored with one
+//! [`Storage::write_all`] at [`FileWriter::finish`], so a failed write leaves
+//! no file behind. Columns are cut into pages independently once a column
+//! has buffered ~8 MiB of data (see [`crate::file::write`]).
+//!
+//! Container layout written (digest §9):
+//!
+//! ```text
+//! [page buffers]           each starts 64-byte aligned, gaps padded with 0x48
+//! [global buffer 0]        FileDescriptor{schema, length}, 64-byte aligned
+//! [column metadata 0..C-1] ColumnMetadata protobufs, back to back
+//! [CMO table]              C × (u64 position, u64 size)
+//! [GBO table]              1 × (u64 position, u64 size)
+//! [footer, 40 bytes]
+//! ```
+//!
+//! Every `ColumnMetadata.encoding` is
+//! `Any("/lance.encodings.ColumnEncoding", ColumnEncoding{values: {}})`; each
+//! page's encoding is a direct `Any` (`/lance.encodings21.PageLayout` for
+//! 2.1/2.2, `/lance.encodings.ArrayEncoding` for 2.0) and its `priority` is
+//! its first row.
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema};
+use bytes::Bytes;
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::file::footer::{Footer, BUFFER_ALIGNMENT, PAD_BYTE};
+use crate::file::schema::LanceSchema;
+use crate::file::version::{FileVersion, PageFamily, VersionTraits};
+use crate::file::write::shred::{leaf_paths, shred};
+use crate::file::write::v2_0::{columns_of, split, ColumnEncoder20};
+use crate::file::write::{EncodedPage, LeafEncoder};
+use crate::io::Storage;
+use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata, DirectEncoding, Encoding};
+use crate::proto::file::{FileDescriptor, Schema as PbSchema};
+use crate::proto::type_url;
+
+enum Columns {
+    Structural(Vec<Vec<LeafEncoder>>),
+    V20(Vec<Vec<ColumnEncoder20>>),
+}
+
+/// Writes one Lance data file (2.0, 2.1 or 2.2).
+pub struct FileWriter {
+    storage: Storage,
+    schema: LanceSchema,
+    arrow_schema: Schema,
+    version: FileVersion,
+    columns: Columns,
+    num_rows: u64,
+}
+
+impl std::fmt::Debug for FileWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileWriter").field("path", &self.storage).field("version", &self.version).field("rows", &self.num_rows).finish()
+    }
+}
+
+fn has_map(dt: &DataType) -> bool {
+    match dt {
+        DataType::Map(_, _) => true,
+        DataType::Struct(fs) => fs.iter().any(|f| has_map(f.data_type())),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => has_map(f.data_type()),
+        _ => false,
+    }
+}
+
+/// Compare two fields ignoring metadata; describe the first difference.
+fn field_mismatch(path: &str, want: &Field, got: &Field) -> Option<String> {
+    let here = if path.is_empty() { want.name().clone() } else { format!("{path}.{}", want.name()) };
+    if want.name() != got.name() {
+        return Some(format!("expected field {here:?}, got {:?}", got.name()));
+    }
+    if want.is_nullable() != got.is_nullable() {
+        return Some(format!("field {here:?}: expected nullable={}, got nullable={}", want.is_nullable(), got.is_nullable()));
+    }
+    let kids = |dt: &DataType| -> Option<Vec<Field>> {
+        match dt {
+            DataType::Struct(fs) => Some(fs.iter().map(|f| f.as_ref().clone()).collect()),
+            DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => Some(vec![f.as_ref().clone()]),
+            DataType::FixedSizeList(f, _) => Some(vec![f.as_ref().clone()]),
+            _ => None,
+        }
+    };
+    let (wd, gd) = (want.data_type(), got.data_type());
+    let same_shape = std::mem::discriminant(wd) == std::mem::discriminant(gd)
+        && match (wd, gd) {
+            (DataType::FixedSizeList(_, a), DataType::FixedSizeList(_, b)) => a == b,
+            (DataType::Struct(a), DataType::Struct(b)) => a.len() == b.len(),
+            (DataType::List(_), _) | (DataType::LargeList(_), _) | (DataType::Map(_, _), _) => true,
+            _ => wd == gd,
+        };
+    if !same_shape {
+        return Some(format!("field {here:?}: expected type {wd}, got {gd}"));
+    }
+    if let (Some(a), Some(b)) = (kids(wd), kids(gd)) {
+        for (x, y) in a.iter().zip(&b) {
+            if let Some(m) = field_mismatch(&here, x, y) {
+                return Some(m);
+            }
+        }
+    }
+    None
+}
+
+impl FileWriter {
+    /// Create a writer for `uri`; field ids are assigned depth-first from 0.
+    pub fn create(uri: &str, schema: &Schema, version: FileVersion) -> Result<Self> {
+        let storage = Storage::open(uri)?;
+        Self::create_with_lance_schema(storage, LanceSchema::from_arrow(schema)?, version)
+    }
+
+    /// Create a writer with an existing Lance schema (dataset field ids).
+    pub fn create_with_lance_schema(storage: Storage, schema: LanceSchema, version: FileVersion) -> Result<Self> {
+        let traits: VersionTraits = version
+            .traits()
+            .ok_or_else(|| Error::invalid_input("writing legacy (v0.1) files is not supported; use 2.0, 2.1 or 2.2"))?;
+        let arrow_schema = schema.to_arrow();
+        for f in arrow_schema.fields() {
+            if !traits.maps && has_map(f.data_type()) {
+                return Err(Error::invalid_input(format!(
+                    "field {:?}: Lance file version {version} does not support map columns; use 2.2 or later",
+                    f.name()
+                )));
+            }
+            crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())))?;
+        }
+        let columns = match traits.family {
+            PageFamily::Structural => Columns::Structural(
+                arrow_schema
+                    .fields()
+                    .iter()
+                    .map(|f| leaf_paths(f).into_iter().map(|(lf, p)| LeafEncoder::new(&lf, p, traits)).collect())
+                    .collect(),
+            ),
+            PageFamily::ArrayEncoding => Columns::V20(
+                arrow_schema
+                    .fields()
+                    .iter()
+                    .map(|f| columns_of(f).into_iter().map(|(cf, k)| ColumnEncoder20::new(cf, k)).collect())
+                    .collect(),
+            ),
+        };
+        Ok(FileWriter { storage, schema, arrow_schema, version, columns, num_rows: 0 })
+    }
+
+    /// Rows written so far.
+    pub fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    /// Lower the page-size threshold (tests use it to force several pages).
+    pub fn set_page_bytes(&mut self, bytes: usize) {
+        match &mut self.columns {
+            Columns::Structural(cols) => cols.iter_mut().flatten().for_each(|c| c.page_bytes = bytes),
+            Columns::V20(cols) => cols.iter_mut().flatten().for_each(|c| c.page_bytes = bytes),
+        }
+    }
+
+    /// Append a batch; its schema must match the file's (names, types,
+    /// nullability; metadata is ignored).
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let want = self.arrow_schema.fields();
+        let got = batch.schema();
+        if want.len() != got.fields().len() {
+            return Err(Error::invalid_input(format!(
+                "batch has {} columns but the file schema has {}",
+                got.fields().len(),
+                want.len()
+            )));
+        }
+        for (w, g) in want.iter().zip(got.fields()) {
+            if let Some(m) = field_mismatch("", w, g) {
+                return Err(Error::invalid_input(format!("batch schema does not match the file schema: {m}")));
+            }
+        }
+        // Shred everything before buffering anything, so a rejected batch
+        // leaves the writer unchanged.
+        match &mut self.columns {
+            Columns::Structural(cols) => {
+                let mut all = Vec::with_capacity(cols.len());
+                for (f, a) in want.iter().zip(batch.columns()) {
+                    all.push(shred(f, a).map_err(|e| e.context(format!("field {:?}", f.name())))?);
+                }
+                for (enc, pieces) in cols.iter_mut().zip(all) {
+                    for (e, p) in enc.iter_mut().zip(pieces) {
+                        e.push(p)?;
+                    }
+                }
+            }
+            Columns::V20(cols) => {
+                let mut all = Vec::with_capacity(cols.len());
+                for (f, a) in want.iter().zip(batch.columns()) {
+                    all.push(split(f, a)?);
+                }
+                for (enc, arrays) in cols.iter_mut().zip(all) {
+                    for (e, a) in enc.iter_mut().zip(arrays) {
+                        e.push(a)?;
+                    }
+                }
+            }
+        }
+        self.num_rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    /// Encode the remaining data, lay out the file and store it. Returns the
+    /// file size in bytes.
+    pub fn finish(mut self) -> Result<u64> {
+        let columns: Vec<Vec<EncodedPage>> = match &mut self.columns {
+            Columns::Structural(cols) => {
+                let mut out = Vec::new();
+                for c in cols.iter_mut().flatten() {
+                    c.flush()?;
+                    out.push(std::mem::take(&mut c.pages));
+                }
+                out
+            }
+            Columns::V20(cols) => {
+                let mut out = Vec::new();
+                for c in cols.iter_mut().flatten() {
+                    c.flush()?;
+                    out.push(std::mem::take(&mut c.pages));
+                }
+                out
+            }
+        };
+        let bytes = self.assemble(columns)?;
+        let size = bytes.len() as u64;
+        self.storage.write_all(Bytes::from(bytes))?;
+        Ok(size)
+    }
+
+    fn assemble(&self, columns: Vec<Vec<EncodedPage>>) -> Result<Vec<u8>> {
+        let mut out: Vec<u8> = Vec::new();
+        let pad = |out: &mut Vec<u8>| {
+            let rem = out.len() % BUFFER_ALIGNMENT as usize;
+            if rem != 0 {
+                out.resize(out.len() + BUFFER_ALIGNMENT as usize - rem, PAD_BYTE);
+            }
+        };
+        let mut metas = Vec::with_capacity(columns.len());
+        for pages in columns {
+            let mut pb_pages = Vec::with_capacity(pages.len());
+            for p in pages {
+                let mut offsets = Vec::with_capacity(p.buffers.len());
+                let mut sizes = Vec::with_capacity(p.buffers.len());
+                for b in &p.buffers {
+                    pad(&mut out);
+                    offsets.push(out.len() as u64);
+                    sizes.push(b.len() as u64);
+                    out.extend_from_slice(b);
+                }
+                pb_pages.push(Page {
+                    buffer_offsets: offsets,
+                    buffer_sizes: sizes,
+                    length: p.num_rows,
+                    encoding: Some(direct(&p.encoding)),
+                    priority: p.first_row,
+                });
+            }
+            let col_enc = prost_types::Any {
+                type_url: type_url::COLUMN_ENCODING.to_string(),
+                value: crate::proto::encodings::ColumnEncoding {
+                    column_encoding: Some(crate::proto::encodings::column_encoding::ColumnEncoding::Values(())),
+                }
+                .encode_to_vec(),
+            };
+            metas.push(ColumnMetadata { encoding: Some(direct(&col_enc)), pages: pb_pages, buffer_offsets: vec![], buffer_sizes: vec![] });
+        }
+        pad(&mut out);
+        let desc = FileDescriptor {
+            schema: Some(PbSchema { fields: self.schema.to_pb()?, metadata: self.schema.metadata_pb(), ..Default::default() }),
+            length: self.num_rows,
+        };
+        let gb0_pos = out.len() as u64;
+        let gb0 = desc.encode_to_vec();
+        out.extend_from_slice(&gb0);
+        let column_meta_start = out.len() as u64;
+        let mut cmo = Vec::with_capacity(metas.len());
+        for m in &metas {
+            let b = m.encode_to_vec();
+            cmo.push((out.len() as u64, b.len() as u64));
+            out.extend_from_slice(&b);
+        }
+        let cmo_table_offset = out.len() as u64;
+        for (p, s) in &cmo {
+            out.extend_from_slice(&p.to_le_bytes());
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        let gbo_table_offset = out.len() as u64;
+        out.extend_from_slice(&gb0_pos.to_le_bytes());
+        out.extend_from_slice(&(gb0.len() as u64).to_le_bytes());
+        let footer = Footer {
+            column_meta_start,
+            cmo_table_offset,
+            gbo_table_offset,
+            num_global_buffers: 1,
+            num_columns: metas.len() as u32,
+            version: self.version,
+        };
+        out.extend_from_slice(&footer.to_bytes());
+        Ok(out)
+    }
+}
+
+fn direct(any: &prost_types::Any) -> Encoding {
+    Encoding { location: Some(Location::Direct(DirectEncoding { encoding: any.encode_to_vec() })) }
+}
