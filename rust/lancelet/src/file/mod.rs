@@ -7,6 +7,9 @@ pub mod schema;
 pub mod structural;
 pub mod v2_0;
 pub mod version;
+pub mod write;
+pub mod writer;
 
 pub use reader::FileReader;
 pub use version::FileVersion;
+pub use writer::FileWriter;
