@@ -264,7 +264,10 @@ impl FileReader {
         let schema = Arc::new(Schema::new(fields.clone()).with_metadata(self.arrow_schema.metadata().clone()));
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         let family = self.version.traits().expect("2.x version").family;
+        let ranges: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+        let ranges = ranges.as_slice();
         let arrays = match family {
+            _ if ranges.is_empty() => fields.iter().map(|f| arrow_array::new_empty_array(f.data_type())).collect(),
             PageFamily::Structural => self.read_structural(projection, ranges)?,
             PageFamily::ArrayEncoding => projection
                 .iter()

@@ -38,6 +38,9 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
         return dictionary_encode(&plain, key, value);
     }
     let validity = validity.filter(|v| v.null_count() > 0);
+    if let (DataType::Struct(children), DataBlock::Fixed { bits, data, len }) = (dt, &values) {
+        return packed_struct(children, *bits, data, *len, validity);
+    }
     match values {
         DataBlock::Nulls { len } => Ok(new_null_array(dt, len)),
         DataBlock::Fixed { bits, data, len } => {
@@ -50,7 +53,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
             if data.len() < need {
                 return Err(Error::corrupt(format!("{} bytes for {len} values of {bits} bits", data.len())));
             }
-            let data = ArrayDataBuilder::new(dt.clone())
+            let data = ArrayDataBuilder::new(dt.clone()).align_buffers(true).align_buffers(true)
                 .len(len)
                 .add_buffer(Buffer::from_vec(data))
                 .nulls(validity)
@@ -72,7 +75,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                         .collect::<Result<Vec<_>>>()?,
                 ),
             };
-            let data = ArrayDataBuilder::new(dt.clone())
+            let data = ArrayDataBuilder::new(dt.clone()).align_buffers(true).align_buffers(true)
                 .len(len)
                 .add_buffer(offsets_buf)
                 .add_buffer(Buffer::from_vec(data))
@@ -91,7 +94,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 NullBuffer::new(arrow_buffer::BooleanBuffer::new(Buffer::from_vec(bits), 0, items.len()))
             });
             let child = leaf_array(*items, item_validity, item_field.data_type())?;
-            let data = ArrayDataBuilder::new(dt.clone())
+            let data = ArrayDataBuilder::new(dt.clone()).align_buffers(true).align_buffers(true)
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
@@ -99,6 +102,34 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
             Ok(make_array(data))
         }
     }
+}
+
+/// Split row-major packed struct rows into one array per child.
+fn packed_struct(children: &arrow_schema::Fields, bits: u64, data: &[u8], len: usize, validity: Option<NullBuffer>) -> Result<ArrayRef> {
+    let widths = children
+        .iter()
+        .map(|c| match fixed_width_bits(c.data_type()) {
+            Some(b) if b % 8 == 0 => Ok((b / 8) as usize),
+            _ => Err(Error::unsupported(format!("packed struct child {:?} of type {}", c.name(), c.data_type()))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let row: usize = widths.iter().sum();
+    if row as u64 * 8 != bits || data.len() < row * len {
+        return Err(Error::corrupt(format!("packed struct rows of {bits} bits do not match its children")));
+    }
+    let mut arrays = Vec::with_capacity(children.len());
+    let mut at = 0;
+    for (c, w) in children.iter().zip(&widths) {
+        let mut col = Vec::with_capacity(w * len);
+        for r in 0..len {
+            col.extend_from_slice(&data[r * row + at..r * row + at + w]);
+        }
+        at += w;
+        let block = DataBlock::Fixed { bits: 8 * *w as u64, data: col, len };
+        arrays.push(leaf_array(block, None, c.data_type())?.to_data());
+    }
+    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build()?;
+    Ok(make_array(data))
 }
 
 fn dict_prim<K: ArrowDictionaryKeyType, V: ArrowPrimitiveType>(plain: &ArrayRef) -> Result<ArrayRef> {
@@ -256,7 +287,7 @@ fn assemble_inner(
                 }
                 arrays.push(a.to_data());
             }
-            let data = ArrayDataBuilder::new(field.data_type().clone())
+            let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true).align_buffers(true)
                 .len(len)
                 .child_data(arrays)
                 .nulls(validity)
@@ -278,7 +309,7 @@ fn assemble_inner(
                     .collect::<Result<Vec<i32>>>()?;
                 Buffer::from_vec(o32)
             };
-            let data = ArrayDataBuilder::new(field.data_type().clone())
+            let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true).align_buffers(true)
                 .len(len)
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
