@@ -239,6 +239,26 @@ pub fn decode_block(enc: &CompressiveEncoding, buf: &[u8], n: usize, wide: bool)
             bitpack::unpack_out_of_line(bits as u32, w as u32, buf, n, &mut out)?;
             Ok(DataBlock::Fixed { bits, data: out, len: n })
         }
+        Enc::InlineBitpacking(b) => {
+            // Short level buffers: consecutive 1024-value inline chunks.
+            let bits = b.uncompressed_bits_per_value as u32;
+            if ![8, 16, 32, 64].contains(&bits) {
+                return Err(Error::corrupt(format!("inline bitpacking of {bits}-bit values")));
+            }
+            let word = bits as usize / 8;
+            let mut out = Vec::with_capacity(n * word);
+            let (mut rest, mut left) = (buf, n);
+            while left > 0 {
+                let take = left.min(bitpack::VALUES_PER_BLOCK);
+                let w = read_width(rest, word).ok_or_else(|| Error::corrupt("inline bitpacking block truncated"))?;
+                let len = bitpack::inline_chunk_bytes(bits, w);
+                let chunk = rest.get(..len).ok_or_else(|| Error::corrupt("inline bitpacking block truncated"))?;
+                bitpack::unpack_inline_chunk(bits, chunk, take, &mut out)?;
+                rest = &rest[len..];
+                left -= take;
+            }
+            Ok(DataBlock::Fixed { bits: bits as u64, data: out, len: n })
+        }
         Enc::Rle(r) => {
             let bits = flat_bits(inner(&r.values, "rle")?)?;
             let mut data = Vec::with_capacity(n * (bits as usize / 8));
@@ -257,6 +277,13 @@ pub fn decode_block(enc: &CompressiveEncoding, buf: &[u8], n: usize, wide: bool)
         }
         other => Err(Error::unsupported(format!("block encoding {}", name_of(other)))),
     }
+}
+
+fn read_width(buf: &[u8], word: usize) -> Option<u32> {
+    let b = buf.get(..word)?;
+    let mut v = [0u8; 8];
+    v[..word].copy_from_slice(b);
+    u32::try_from(u64::from_le_bytes(v)).ok().filter(|&w| w as usize <= word * 8)
 }
 
 /// Decode levels (u16) from a block.

@@ -15,6 +15,9 @@ pub mod miniblock;
 pub mod shred;
 pub mod v2_0;
 
+#[cfg(test)]
+mod tests;
+
 use arrow_schema::Field;
 use prost::Message;
 

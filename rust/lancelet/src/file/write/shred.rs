@@ -294,8 +294,8 @@ fn expand_list<O: OffsetSizeTrait>(
     path: &LeafPath,
     layer: usize,
 ) -> Vec<Slot> {
-    // Rep level of this list: count list layers at or outside it.
-    let rep_here = path.kinds[layer..].iter().filter(|k| **k == LayerKind::List).count() as u16;
+    // Items after the first continue this list: rep = lists strictly inside it.
+    let rep_here = path.kinds[..layer].iter().filter(|k| **k == LayerKind::List).count() as u16;
     let null_code = path.null_code(layer);
     let empty_code = path.empty_code(layer);
     let mut next = Vec::with_capacity(slots.len());
