@@ -1,0 +1,331 @@
+//! Writer tests: round trips through [`crate::file::FileReader`], shredder
+//! properties, and an ignored interop helper used with pylance.
+
+use std::sync::Arc;
+
+use arrow_array::builder::*;
+use arrow_array::*;
+use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_schema::{DataType, Field, Fields, Schema};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::file::write::shred::{shred, LeafPath, PageLevels};
+use crate::file::{FileReader, FileVersion, FileWriter};
+
+fn nulls(rng: &mut StdRng, n: usize, p: f64) -> Option<NullBuffer> {
+    Some(NullBuffer::from((0..n).map(|_| !rng.random_bool(p)).collect::<Vec<bool>>()))
+}
+
+fn strings(rng: &mut StdRng, n: usize, maxlen: usize, card: Option<usize>) -> ArrayRef {
+    let mut b = StringBuilder::new();
+    for _ in 0..n {
+        if rng.random_bool(0.1) {
+            b.append_null();
+        } else {
+            let k = match card {
+                Some(c) => rng.random_range(0..c),
+                None => rng.random_range(0..1_000_000),
+            };
+            let len = (k * 7) % (maxlen + 1);
+            let s: String = format!("v{k}-").chars().cycle().take(len).collect();
+            b.append_value(s);
+        }
+    }
+    Arc::new(b.finish())
+}
+
+/// A batch with one column per interesting type.
+fn sample(rng: &mut StdRng, n: usize, maps: bool, struct_nulls: bool) -> RecordBatch {
+    let i32s: ArrayRef = Arc::new(Int32Array::new((0..n).map(|_| rng.random_range(-1000..1000)).collect(), nulls(rng, n, 0.2)));
+    let seq: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n as i64));
+    let f64s: ArrayRef = Arc::new(Float64Array::from_iter_values((0..n).map(|_| rng.random::<f64>())));
+    let bools: ArrayRef = Arc::new(BooleanArray::new((0..n).map(|_| rng.random_bool(0.5)).collect(), nulls(rng, n, 0.1)));
+    let runs: ArrayRef = Arc::new(Int32Array::from_iter_values((0..n).map(|i| (i / 300) as i32)));
+    let konst: ArrayRef = Arc::new(Int16Array::from_iter_values((0..n).map(|_| 7)));
+    let allnull: ArrayRef = Arc::new(Int32Array::new_null(n));
+    let s = strings(rng, n, 20, None);
+    let lowcard = strings(rng, n, 12, Some(5));
+    let big = strings(rng, n, 600, None);
+    let dec: ArrayRef = Arc::new(Decimal128Array::from_iter_values((0..n).map(|i| i as i128 * 3)).with_precision_and_scale(20, 2).unwrap());
+    let fsb: ArrayRef = Arc::new(FixedSizeBinaryArray::try_from_iter((0..n).map(|i| [(i % 251) as u8; 3])).unwrap());
+    let ts: ArrayRef = Arc::new(TimestampMicrosecondArray::from_iter_values((0..n).map(|i| i as i64 * 1000)).with_timezone("UTC"));
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let fsl: ArrayRef = Arc::new(FixedSizeListArray::new(
+        item.clone(),
+        4,
+        Arc::new(Float32Array::new((0..4 * n).map(|i| i as f32).collect(), nulls(rng, 4 * n, 0.05))),
+        nulls(rng, n, 0.1),
+    ));
+    let wide_item = Arc::new(Field::new("item", DataType::Float32, true));
+    let wide: ArrayRef = Arc::new(FixedSizeListArray::new(wide_item.clone(), 80, Arc::new(Float32Array::from_iter_values((0..80 * n).map(|i| i as f32))), nulls(rng, n, 0.2)));
+    // list<int32> with nulls, empties and null items.
+    let mut offs = vec![0i32];
+    for _ in 0..n {
+        let len = rng.random_range(0..4);
+        offs.push(offs.last().unwrap() + len);
+    }
+    let total = *offs.last().unwrap() as usize;
+    let li = Arc::new(Field::new("item", DataType::Int32, true));
+    let list: ArrayRef = Arc::new(ListArray::new(
+        li.clone(),
+        OffsetBuffer::new(offs.clone().into()),
+        Arc::new(Int32Array::new((0..total as i32).collect(), nulls(rng, total, 0.1))),
+        nulls(rng, n, 0.1).map(|nb| {
+            // Null lists must be empty here (arrow allows garbage; keep it simple).
+            NullBuffer::from((0..n).map(|i| nb.is_valid(i) || offs[i] != offs[i + 1]).collect::<Vec<_>>())
+        }),
+    ));
+    // struct<x: int32, y: string>
+    let sf = Fields::from(vec![Field::new("x", DataType::Int32, true), Field::new("y", DataType::Utf8, true)]);
+    let st: ArrayRef = Arc::new(StructArray::new(
+        sf.clone(),
+        vec![Arc::new(Int32Array::from_iter_values(0..n as i32)), strings(rng, n, 8, None)],
+        if struct_nulls { nulls(rng, n, 0.2) } else { None },
+    ));
+    // large_list<struct<a: int64>>
+    let ef = Fields::from(vec![Field::new("a", DataType::Int64, true)]);
+    let mut loffs = vec![0i64];
+    for _ in 0..n {
+        loffs.push(loffs.last().unwrap() + rng.random_range(0..3));
+    }
+    let lt = *loffs.last().unwrap() as usize;
+    let items = StructArray::new(ef.clone(), vec![Arc::new(Int64Array::from_iter_values(0..lt as i64))], if struct_nulls { nulls(rng, lt, 0.1) } else { None });
+    let litem = Arc::new(Field::new("item", DataType::Struct(ef.clone()), true));
+    let lls: ArrayRef = Arc::new(LargeListArray::new(litem.clone(), OffsetBuffer::new(loffs.into()), Arc::new(items), None));
+    let dict: ArrayRef = Arc::new((0..n).map(|i| ["a", "bb", "ccc"][i % 3]).collect::<DictionaryArray<arrow_array::types::Int32Type>>());
+    let nul: ArrayRef = Arc::new(NullArray::new(n));
+    let mut fields = vec![
+        Field::new("i32", DataType::Int32, true),
+        Field::new("seq", DataType::Int64, false),
+        Field::new("f64", DataType::Float64, false),
+        Field::new("b", DataType::Boolean, true),
+        Field::new("runs", DataType::Int32, false),
+        Field::new("konst", DataType::Int16, false),
+        Field::new("allnull", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("lowcard", DataType::Utf8, true),
+        Field::new("big", DataType::Utf8, true),
+        Field::new("dec", DataType::Decimal128(20, 2), false),
+        Field::new("fsb", DataType::FixedSizeBinary(3), false),
+        Field::new("ts", DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, Some("UTC".into())), false),
+        Field::new("fsl", DataType::FixedSizeList(item, 4), true),
+        Field::new("wide", DataType::FixedSizeList(wide_item, 80), true),
+        Field::new("list", DataType::List(li), true),
+        Field::new("st", DataType::Struct(sf), true),
+        Field::new("lls", DataType::LargeList(litem), false),
+        Field::new("dict", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), false),
+        Field::new("nul", DataType::Null, true),
+    ];
+    let mut cols = vec![i32s, seq, f64s, bools, runs, konst, allnull, s, lowcard, big, dec, fsb, ts, fsl, wide, list, st, lls, dict, nul];
+    if maps {
+        let mut mb = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+        for i in 0..n {
+            match i % 4 {
+                0 => mb.append(false).unwrap(),
+                1 => mb.append(true).unwrap(),
+                _ => {
+                    mb.keys().append_value(format!("k{i}"));
+                    mb.values().append_value(i as i32);
+                    mb.append(true).unwrap();
+                }
+            }
+        }
+        let m = mb.finish();
+        fields.push(Field::new("m", m.data_type().clone(), true));
+        cols.push(Arc::new(m));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+fn path(name: &str) -> String {
+    let dir = std::env::temp_dir().join("lancelet-writer-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name).display().to_string()
+}
+
+fn write_file(p: &str, batches: &[RecordBatch], version: FileVersion, page_bytes: Option<usize>) -> u64 {
+    let mut w = FileWriter::create(p, &batches[0].schema(), version).unwrap();
+    if let Some(b) = page_bytes {
+        w.set_page_bytes(b);
+    }
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn check_roundtrip(version: FileVersion, maps: bool, struct_nulls: bool, page_bytes: Option<usize>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let batches = vec![sample(&mut rng, 700, maps, struct_nulls), sample(&mut rng, 1500, maps, struct_nulls)];
+    let p = path(&format!("rt-{version}-{seed}-{}.lance", page_bytes.unwrap_or(0)));
+    write_file(&p, &batches, version, page_bytes);
+    let r = FileReader::open(&p).unwrap();
+    assert_eq!(r.num_rows(), 2200);
+    let all = r.read_range(&r.projection(None).unwrap(), 0..2200).unwrap();
+    let expected = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let mut bad = Vec::new();
+    for (i, f) in expected.schema().fields().iter().enumerate() {
+        let (got, want) = (all.column(i), expected.column(i));
+        if got.data_type() != want.data_type() {
+            bad.push(format!("{}: type {} vs {}", f.name(), got.data_type(), want.data_type()));
+            continue;
+        }
+        if let Some(row) = (0..want.len()).find(|&r| got.slice(r, 1).to_data() != want.slice(r, 1).to_data()) {
+            bad.push(format!("{}: row {row}: got {:?} want {:?}", f.name(), got.slice(row, 1), want.slice(row, 1)));
+        }
+    }
+    assert!(bad.is_empty(), "{version}: {}", bad.join("\n"));
+}
+
+#[test]
+fn roundtrip_v2_2() {
+    check_roundtrip(FileVersion::V2_2, true, true, None, 1);
+}
+
+#[test]
+fn roundtrip_v2_1() {
+    check_roundtrip(FileVersion::V2_1, false, true, None, 2);
+}
+
+#[test]
+fn roundtrip_v2_2_many_pages() {
+    check_roundtrip(FileVersion::V2_2, true, true, Some(4096), 3);
+}
+
+#[test]
+fn rejects_maps_before_2_2_and_mismatched_batches() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let b = sample(&mut rng, 10, true, false);
+    for v in [FileVersion::V2_0, FileVersion::V2_1] {
+        let e = FileWriter::create(&path("map.lance"), &b.schema(), v).unwrap_err();
+        assert!(matches!(e, crate::Error::InvalidInput { .. }), "{e}");
+    }
+    let other = sample(&mut rng, 10, false, false);
+    let mut w = FileWriter::create(&path("mismatch.lance"), &b.schema(), FileVersion::V2_2).unwrap();
+    let e = w.write(&other).unwrap_err();
+    assert!(e.to_string().contains("columns"), "{e}");
+}
+
+#[test]
+fn v2_0_rejects_null_structs() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let b = sample(&mut rng, 50, false, true);
+    let mut w = FileWriter::create(&path("v20.lance"), &b.schema(), FileVersion::V2_0).unwrap();
+    let e = w.write(&b).unwrap_err();
+    assert!(e.to_string().contains("struct validity"), "{e}");
+}
+
+#[test]
+fn v2_0_writes() {
+    let mut rng = StdRng::seed_from_u64(6);
+    let b = sample(&mut rng, 300, false, false);
+    let p = path("v20-ok.lance");
+    write_file(&p, &[b], FileVersion::V2_0, None);
+    let r = FileReader::open(&p).unwrap();
+    assert_eq!(r.num_rows(), 300);
+}
+
+#[test]
+fn levels_of_list_of_nullable_struct() {
+    // [[{a:1}, null], null, [], [{a: null}]]
+    let ef = Fields::from(vec![Field::new("a", DataType::Int32, true)]);
+    let items = StructArray::new(ef.clone(), vec![Arc::new(Int32Array::from(vec![Some(1), Some(9), None]))], Some(NullBuffer::from(vec![true, false, true])));
+    let item = Arc::new(Field::new("item", DataType::Struct(ef), true));
+    let f = Field::new("l", DataType::List(item.clone()), true);
+    let l: ArrayRef = Arc::new(ListArray::new(
+        item,
+        OffsetBuffer::new(vec![0, 2, 2, 2, 3].into()),
+        Arc::new(items),
+        Some(NullBuffer::from(vec![true, false, true, true])),
+    ));
+    let pieces = shred(&f, &l).unwrap();
+    assert_eq!(pieces.len(), 1);
+    let p = &pieces[0];
+    assert_eq!(p.rep.as_deref(), Some(&[1u16, 0, 1, 1, 1][..]));
+    // full numbering: a null=1, struct null=2, list null=3, list empty=4
+    assert_eq!(p.def, vec![0, 2, 3, 4, 1]);
+    let path = LeafPath { kinds: vec![super::shred::LayerKind::Item, super::shred::LayerKind::Item, super::shred::LayerKind::List], max_rep: 1 };
+    let lv = PageLevels::finish(&path, p.rep.clone(), p.def.clone());
+    assert_eq!(lv.def.as_deref(), Some(&[0u16, 2, 3, 4, 1][..]));
+    assert_eq!(lv.first_invisible, 3);
+    assert_eq!(p.values.len(), 3);
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Rows, visible values and levels agree for random list<int32?>.
+        #[test]
+        fn list_levels_are_consistent(rows in proptest::collection::vec(proptest::option::of(proptest::collection::vec(proptest::option::of(any::<i32>()), 0..5)), 0..40)) {
+            let mut b = ListBuilder::new(Int32Builder::new());
+            for r in &rows {
+                match r {
+                    None => b.append(false),
+                    Some(items) => {
+                        for it in items { b.values().append_option(*it); }
+                        b.append(true);
+                    }
+                }
+            }
+            let a: ArrayRef = Arc::new(b.finish());
+            let f = Field::new("l", a.data_type().clone(), true);
+            let pieces = shred(&f, &a).unwrap();
+            let p = &pieces[0];
+            let rep = p.rep.as_ref().unwrap();
+            prop_assert_eq!(rep.iter().filter(|&&r| r == 1).count(), rows.len());
+            let visible: usize = rows.iter().flatten().map(|v| v.len()).sum();
+            prop_assert_eq!(p.values.len(), visible);
+            let entries: usize = rows.iter().map(|r| match r { Some(v) if !v.is_empty() => v.len(), _ => 1 }).sum();
+            prop_assert_eq!(p.def.len(), entries);
+            let nulls = rows.iter().flatten().flatten().filter(|x| x.is_none()).count();
+            prop_assert_eq!(p.def.iter().filter(|&&d| d == 1).count(), nulls);
+        }
+    }
+}
+
+/// Rewrites every `*.lance` file in `$LANCELET_INTEROP_IN` with our writer
+/// into `$LANCELET_INTEROP_OUT/{stem}.{version}.lance` (for checking with
+/// pylance from Python).
+#[test]
+#[ignore]
+fn interop_rewrite() {
+    let (Ok(input), Ok(out)) = (std::env::var("LANCELET_INTEROP_IN"), std::env::var("LANCELET_INTEROP_OUT")) else {
+        return;
+    };
+    for e in std::fs::read_dir(&input).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "lance") {
+            continue;
+        }
+        let stem = p.file_stem().unwrap().to_string_lossy().to_string();
+        let r = match FileReader::open(&p.display().to_string()) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("READ-FAIL {stem}: {e}");
+                continue;
+            }
+        };
+        let batch = match r.read_range(&r.projection(None).unwrap(), 0..r.num_rows()) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("READ-FAIL {stem}: {e}");
+                continue;
+            }
+        };
+        for v in [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2] {
+            let o = format!("{out}/{stem}.{v}.lance");
+            let res = FileWriter::create(&o, &batch.schema(), v).and_then(|mut w| {
+                w.write(&batch)?;
+                w.finish()
+            });
+            match res {
+                Ok(n) => println!("WROTE {stem} {v} {n}"),
+                Err(e) => println!("WRITE-FAIL {stem} {v}: {e}"),
+            }
+        }
+    }
+}
