@@ -390,16 +390,24 @@ fn decode_leaf(field: &Field, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges
     let Some(layers) = layers else {
         return Err(Error::corrupt("no pages cover the requested rows"));
     };
-    let span_start = plan[0].0;
     let span_rows: usize = streams.iter().map(|s| s.num_rows).sum();
+    // The requested rows in the coordinates of the decoded pages laid end
+    // to end (pages between them may have been skipped).
+    let mut rel: Vec<(usize, usize)> = Vec::new();
+    let mut acc = 0usize;
+    for ((first_row, page), _) in plan.iter().zip(bufs) {
+        let page_end = first_row + page.length;
+        for r in ranges.iter().filter(|r| r.end > *first_row && r.start < page_end) {
+            let s = acc + (r.start.max(*first_row) - first_row) as usize;
+            let e = acc + (r.end.min(page_end) - first_row) as usize;
+            match rel.last_mut() {
+                Some(last) if last.1 == s => last.1 = e,
+                _ => rel.push((s, e)),
+            }
+        }
+        acc += page.length as usize;
+    }
     let stream = LevelStream::concat(streams)?;
-    // Rows of the requested ranges, relative to the decoded pages.
-    let span_end = span_start + span_rows as u64;
-    let rel: Vec<(usize, usize)> = ranges
-        .iter()
-        .filter(|r| r.end > span_start && r.start < span_end)
-        .map(|r| ((r.start.max(span_start) - span_start) as usize, (r.end.min(span_end) - span_start) as usize))
-        .collect();
     let whole = rel.len() == 1 && rel[0] == (0, span_rows);
     let stream = if whole { stream } else { stream.select_rows(&layers, &rel)? };
     unravel(&layers, stream)
