@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: set-up, Rust unit/property tests, then pytest.
+# Extra arguments go to pytest (e.g. `-m slow`, `-m "slow or not slow"`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+bash scripts/setup.sh
+cargo test -p lancelet --quiet
+# Run pytest from outside the source tree so it imports the installed package.
+cd tests && python3 -m pytest -q -p no:cacheprovider --rootdir=.. -c ../pyproject.toml . "$@"
