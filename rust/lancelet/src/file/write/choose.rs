@@ -123,11 +123,11 @@ pub fn general_enc(s: general::CompressionScheme, level: Option<i32>, inner: pb:
     enc(Enc::General(Box::new(pb::General { compression: Some(buffer_compression(s, level)), values: Some(Box::new(inner)) })))
 }
 
-/// Largest power of two `n ≤ max_values` with `n · bytes` below ~4 KiB
-/// (pylance's flat rule: double while twice the size stays under 8 KiB − 6).
+/// Power-of-two values per flat chunk (pylance's rule: keep doubling while
+/// twice the chunk stays under 8 KiB − 6, so chunks hold ~4 KiB).
 fn flat_chunk_values(bytes_per_value: usize, max_values: usize) -> usize {
     let mut n = 1usize;
-    while 2 * (2 * n * bytes_per_value) < 8 * 1024 - 6 && 2 * n <= max_values {
+    while 2 * n * bytes_per_value < 8 * 1024 - 6 && 2 * n <= max_values {
         n *= 2;
     }
     n
@@ -256,17 +256,21 @@ fn inline_bitpacking(bits: u64) -> pb::CompressiveEncoding {
 }
 
 /// Variable-width values as a dictionary block: `u32 32 | u32 data start |
-/// offsets (n+1, from 0) | bytes`.
-pub fn variable_block(items: &[&[u8]]) -> Vec<u8> {
-    let start = 8 + 4 * (items.len() + 1);
+/// offsets (n+1, from 0) | bytes`; with `wide` every header field and
+/// offset is a u64 and the width word says 64 (what pylance expects for
+/// large_string / large_binary).
+pub fn variable_block(items: &[&[u8]], wide: bool) -> Vec<u8> {
+    let w = if wide { 8 } else { 4 };
+    let start = 2 * w + w * (items.len() + 1);
     let mut out = Vec::with_capacity(start + items.iter().map(|i| i.len()).sum::<usize>());
-    out.extend_from_slice(&32u32.to_le_bytes());
-    out.extend_from_slice(&(start as u32).to_le_bytes());
-    let mut o = 0u32;
-    out.extend_from_slice(&o.to_le_bytes());
+    let put = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes()[..w]);
+    put(&mut out, 8 * w as u64);
+    put(&mut out, start as u64);
+    let mut o = 0u64;
+    put(&mut out, o);
     for i in items {
-        o += i.len() as u32;
-        out.extend_from_slice(&o.to_le_bytes());
+        o += i.len() as u64;
+        put(&mut out, o);
     }
     for i in items {
         out.extend_from_slice(i);
@@ -420,49 +424,37 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
         Values::Variable { offsets, data } => {
             let item = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
             let ow: usize = if wide { 8 } else { 4 };
-            let plain_size = data.len() + ow * (n + 1);
-            if !none && n >= 100 {
-                let limit = n / 2;
-                if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), limit) {
-                    let w = 32 - (d.len() as u32 - 1).leading_zeros() as usize;
-                    let dbytes: usize = d.iter().map(|x| x.len() + 4).sum::<usize>() + 12;
-                    let est = dbytes + n.div_ceil(1024) * (12 + 128 * w);
-                    let ratio = opts.dict_ratio.unwrap_or(0.8);
-                    if (est as f64) < ratio * plain_size as f64 && est < plain_size {
-                        let block = variable_block(&d);
-                        let (denc, dbuf) = maybe_wrap_dict(block, variable(32), allowed);
-                        return Ok(Chunked {
-                            encoding: inline_bitpacking(32),
-                            num_buffers: 1,
-                            chunks: indices_chunked(&idx, max_values),
-                            dictionary: Some((denc, dbuf, d.len() as u64)),
-                        });
-                    }
-                }
-            }
             let plain = Chunked { encoding: variable(8 * ow as u64), num_buffers: 1, chunks: variable_chunks(offsets, data, wide, max_values.min(4096)), dictionary: None };
             if none {
                 return Ok(plain);
             }
+            // Candidates, compared by their real encoded size.
+            let mut best = wrap_general(plain, opts);
             let max_len = (0..n).map(|i| offsets[i + 1] - offsets[i]).max().unwrap_or(0) as usize;
             let forced = opts.compression.as_deref() == Some("fsst");
             let auto = data.len() >= fsst::MIN_INPUT_BYTES && max_len >= fsst::MIN_MAX_LENGTH;
-            let c = if forced || auto {
+            if forced || auto {
                 let table = fsst::train(offsets, data)?;
                 let (co, cd) = fsst::compress(&table, offsets, data)?;
-                let inner = variable(8 * ow as u64);
                 let chunks = variable_chunks(&co, &cd, wide, max_values.min(4096));
-                let e = enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(inner)) })));
-                let f = Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None };
-                if forced || f.size() + fsst::SYMBOL_TABLE_SIZE < plain.size() {
-                    f
-                } else {
-                    plain
+                let e = enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(variable(8 * ow as u64))) })));
+                let f = wrap_general(Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None }, opts);
+                if forced || f.size() + fsst::SYMBOL_TABLE_SIZE < best.size() {
+                    best = f;
                 }
-            } else {
-                plain
-            };
-            wrap_general(c, opts)
+            }
+            if n >= 100 && !forced {
+                if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
+                    let block = variable_block(&d, wide);
+                    let (denc, dbuf) = maybe_wrap_dict(block, variable(8 * ow as u64), allowed);
+                    let c = Chunked { encoding: inline_bitpacking(32), num_buffers: 1, chunks: indices_chunked(&idx, max_values), dictionary: Some((denc, dbuf, d.len() as u64)) };
+                    let ratio = opts.dict_ratio.unwrap_or(1.0);
+                    if (c.size() as f64) < ratio * best.size() as f64 {
+                        best = c;
+                    }
+                }
+            }
+            best
         }
         Values::Fsl { dim, item_bytes, items, item_valid } => {
             let row = dim * item_bytes;

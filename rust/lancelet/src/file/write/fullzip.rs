@@ -61,9 +61,13 @@ pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &Fiel
             {
                 let table = fsst::train(offsets, data)?;
                 let (co, cd) = fsst::compress(&table, offsets, data)?;
-                let enc: Vec<Vec<u8>> = (0..n).map(|i| cd[co[i] as usize..co[i + 1] as usize].to_vec()).collect();
-                let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(choose::variable(32))) })));
-                (enc, e, Details::BitsPerOffset(32), true)
+                if cd.len() + fsst::SYMBOL_TABLE_SIZE < data.len() || opts.compression.as_deref() == Some("fsst") {
+                    let enc: Vec<Vec<u8>> = (0..n).map(|i| cd[co[i] as usize..co[i + 1] as usize].to_vec()).collect();
+                    let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(choose::variable(32))) })));
+                    (enc, e, Details::BitsPerOffset(32), true)
+                } else {
+                    ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(32), Details::BitsPerOffset(32), true)
+                }
             } else {
                 ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(32), Details::BitsPerOffset(32), true)
             }

@@ -165,7 +165,8 @@ fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
         return Ok(all_nulls());
     }
     match a.data_type() {
-        DataType::Utf8 | DataType::Binary => Ok(binary::<i32>(a, bufs)),
+        DataType::Utf8 => Ok(small_dictionary(a, bufs).unwrap_or_else(|| binary::<i32>(a, bufs))),
+        DataType::Binary => Ok(binary::<i32>(a, bufs)),
         DataType::LargeUtf8 | DataType::LargeBinary => Ok(binary::<i64>(a, bufs)),
         DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary) => {
             let d = a.as_any_dictionary();
@@ -255,6 +256,48 @@ fn arrow_cast_keys(keys: &dyn Array) -> ArrayRef {
     };
     let nulls = keys.logical_nulls();
     Arc::new((0..n).map(|i| nulls.as_ref().is_none_or(|nb| nb.is_valid(i)).then(|| get(i))).collect::<UInt32Array>())
+}
+
+/// pylance's 2.0 rule for `string` pages of ≥ 100 rows with fewer than 100
+/// distinct values: `dictionary{indices: flat u8 (0 = null, else 1 + item),
+/// items: binary}`.
+fn small_dictionary(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Option<pb::ArrayEncoding> {
+    const THRESHOLD: usize = 100;
+    let s = a.as_string::<i32>();
+    if s.len() < THRESHOLD {
+        return None;
+    }
+    let mut map: std::collections::HashMap<&str, u8> = std::collections::HashMap::new();
+    let mut items: Vec<&str> = Vec::new();
+    let mut idx = Vec::with_capacity(s.len());
+    for v in s.iter() {
+        match v {
+            None => idx.push(0u8),
+            Some(v) => {
+                let next = items.len() + 1;
+                if next >= THRESHOLD && !map.contains_key(v) {
+                    return None;
+                }
+                let i = *map.entry(v).or_insert_with(|| {
+                    items.push(v);
+                    next as u8
+                });
+                idx.push(i);
+            }
+        }
+    }
+    if items.is_empty() {
+        return None;
+    }
+    let i = bufs.len() as u32;
+    bufs.push(idx);
+    let items_arr: ArrayRef = Arc::new(arrow_array::StringArray::from(items.clone()));
+    let enc_items = binary::<i32>(&items_arr, bufs);
+    Some(ae(AE::Dictionary(Box::new(pb::Dictionary {
+        indices: Some(Box::new(no_nulls(flat(8, i)))),
+        items: Some(Box::new(enc_items)),
+        num_dictionary_items: items.len() as u32,
+    }))))
 }
 
 fn binary<O: OffsetSizeTrait>(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> pb::ArrayEncoding {
