@@ -63,14 +63,8 @@ fn slice_of(tail: &Bytes, tail_start: u64, r: &Range<u64>) -> Option<Bytes> {
 fn columns_of(field: &Field, family: PageFamily) -> usize {
     match family {
         PageFamily::Structural => leaf_count(field),
-        PageFamily::ArrayEncoding => {
-            // 2.0: every field has a column, parents included.
-            1 + match field.data_type() {
-                DataType::Struct(fs) => fs.iter().map(|f| columns_of(f, family)).sum(),
-                DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => columns_of(f, family),
-                _ => 0,
-            }
-        }
+        // 2.0: every field has a column, parents included (packed structs: one).
+        PageFamily::ArrayEncoding => crate::file::v2_0::columns_of(field),
     }
 }
 
