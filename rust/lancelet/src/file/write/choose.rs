@@ -246,9 +246,15 @@ fn dictionary_of<'a>(items: impl Iterator<Item = Option<&'a [u8]>>, limit: usize
     Some((dict, idx))
 }
 
-fn indices_chunked(idx: &[u32], max_values: usize) -> Vec<ChunkData> {
+/// Dictionary indices as u32 chunks: inline bit-packed, or flat when that
+/// is smaller (tiny pages, where a 1024-value block would be mostly padding).
+fn indices_chunked(idx: &[u32], max_values: usize) -> (pb::CompressiveEncoding, Vec<ChunkData>) {
     let bytes: Vec<u8> = idx.iter().flat_map(|i| i.to_le_bytes()).collect();
-    bitpack_chunks(&bytes, 4, max_values)
+    if bitpack_size(&bytes, 4) < bytes.len() {
+        (inline_bitpacking(32), bitpack_chunks(&bytes, 4, max_values))
+    } else {
+        (flat(32), cut_fixed(&bytes, 4, flat_chunk_values(4, max_values.min(4096))))
+    }
 }
 
 fn inline_bitpacking(bits: u64) -> pb::CompressiveEncoding {
@@ -345,10 +351,28 @@ fn wrap_general(c: Chunked, opts: &FieldOptions) -> Chunked {
 
 /// Compress and chunk a page's visible values. `valid` marks null slots
 /// (None = all valid); `max_values` caps values per chunk.
-pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Option<&[u64]>, opts: &FieldOptions, allowed: Allowed, max_values: usize) -> Result<Chunked> {
+#[allow(clippy::too_many_arguments)]
+pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Option<&[u64]>, opts: &FieldOptions, allowed: Allowed, max_values: usize, force_dict: bool) -> Result<Chunked> {
     let none = opts.compression.as_deref() == Some("none");
     let n = values.len();
     let ok = |i: usize| valid.is_none_or(|v| v[i]);
+    if force_dict {
+        // Arrow dictionary columns: pylance expects a dictionary layout.
+        let (items, width): (Vec<Option<&[u8]>>, Option<usize>) = match values {
+            Values::Variable { offsets, data } => ((0..n).map(|i| ok(i).then(|| &data[offsets[i] as usize..offsets[i + 1] as usize])).collect(), None),
+            Values::Fixed { bytes, data } => ((0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes])).collect(), Some(*bytes)),
+            _ => (vec![], None),
+        };
+        if let Some((d, idx)) = dictionary_of(items.into_iter(), usize::MAX) {
+            let (block, inner) = match width {
+                None => (variable_block(&d, wide), variable(if wide { 64 } else { 32 })),
+                Some(b) => (d.concat(), flat(8 * b as u64)),
+            };
+            let (denc, dbuf) = maybe_wrap_dict(block, inner, allowed);
+            let (ienc, chunks) = indices_chunked(&idx, max_values);
+            return Ok(Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) });
+        }
+    }
     let c = match values {
         Values::Bool(b) => {
             let per = max_values.min(4096);
@@ -411,12 +435,8 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                     let (d, idx) = dict.expect("chosen");
                     let block: Vec<u8> = d.concat();
                     let (denc, dbuf) = maybe_wrap_dict(block, flat(8 * bytes as u64), allowed);
-                    return Ok(Chunked {
-                        encoding: inline_bitpacking(32),
-                        num_buffers: 1,
-                        chunks: indices_chunked(&idx, max_values),
-                        dictionary: Some((denc, dbuf, d.len() as u64)),
-                    });
+                    let (ienc, chunks) = indices_chunked(&idx, max_values);
+                    return Ok(Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) });
                 }
             };
             wrap_general(c, opts)
@@ -447,7 +467,8 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
                     let block = variable_block(&d, wide);
                     let (denc, dbuf) = maybe_wrap_dict(block, variable(8 * ow as u64), allowed);
-                    let c = Chunked { encoding: inline_bitpacking(32), num_buffers: 1, chunks: indices_chunked(&idx, max_values), dictionary: Some((denc, dbuf, d.len() as u64)) };
+                    let (ienc, chunks) = indices_chunked(&idx, max_values);
+                    let c = Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) };
                     let ratio = opts.dict_ratio.unwrap_or(1.0);
                     if (c.size() as f64) < ratio * best.size() as f64 {
                         best = c;

@@ -78,7 +78,9 @@ fn level_ranges(levels: &PageLevels, chunks: &Chunked, total_entries: usize) -> 
     out
 }
 
-/// Encode a mini-block page. `levels` come from [`PageLevels::finish`].
+/// Encode a mini-block page. `levels` come from [`PageLevels::finish`];
+/// `force_dict` makes Arrow dictionary columns use a dictionary layout.
+#[allow(clippy::too_many_arguments)]
 pub fn encode(
     levels: &PageLevels,
     values: &Values,
@@ -87,12 +89,13 @@ pub fn encode(
     opts: &FieldOptions,
     allowed: Allowed,
     large_chunks: bool,
+    force_dict: bool,
 ) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
     let valid = levels.visible_validity();
     let total_entries = levels.num_entries().unwrap_or(values.len());
     let mut cap = 4096usize;
     let (chunked, ranges) = loop {
-        let chunked = choose::choose(values, valid.as_deref(), wide, packed, opts, allowed, cap)?;
+        let chunked = choose::choose(values, valid.as_deref(), wide, packed, opts, allowed, cap, force_dict)?;
         let ranges = level_ranges(levels, &chunked, total_entries);
         let has_levels = levels.rep.is_some() || levels.def.is_some();
         if !has_levels || ranges.iter().all(|(s, e)| e - s <= MAX_LEVELS_PER_CHUNK) {

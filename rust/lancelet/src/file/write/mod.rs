@@ -53,6 +53,7 @@ pub struct LeafEncoder {
     opts: FieldOptions,
     wide: bool,
     packed: Option<Vec<u64>>,
+    dict: bool,
     traits: VersionTraits,
     pieces: Vec<Piece>,
     pending_bytes: usize,
@@ -86,6 +87,7 @@ impl LeafEncoder {
             opts: FieldOptions::from_metadata(field.metadata()),
             wide,
             packed,
+            dict: matches!(field.data_type(), arrow_schema::DataType::Dictionary(_, _)),
             traits,
             pieces: Vec::new(),
             pending_bytes: 0,
@@ -142,7 +144,7 @@ impl LeafEncoder {
                 constant::all_null_v21(&levels)
             });
         }
-        if self.traits.constant_pages && self.packed.is_none() {
+        if self.traits.constant_pages && self.packed.is_none() && !self.dict {
             if let Some(v) = constant::constant_value(&values, valid.as_deref()) {
                 let variable = matches!(values, Values::Variable { .. });
                 return Ok(constant::constant_v22(&levels, Some((&v, variable)), self.wide));
@@ -154,7 +156,7 @@ impl LeafEncoder {
             Values::Fsl { dim, item_bytes, .. } => dim * item_bytes,
             Values::Bool(_) | Values::Null(_) => 0,
         };
-        let fullzip_ok = !matches!(values, Values::Bool(_)) && self.packed.is_none();
+        let fullzip_ok = !matches!(values, Values::Bool(_)) && self.packed.is_none() && !self.dict;
         let use_fullzip = fullzip_ok
             && match self.opts.structural.as_deref() {
                 Some("fullzip") => true,
@@ -165,6 +167,6 @@ impl LeafEncoder {
             return fullzip::encode(&levels, &values, piece.num_rows, &self.opts);
         }
         let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
-        miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words)
+        miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words, self.dict)
     }
 }

@@ -71,6 +71,12 @@ pub fn split(field: &Field, array: &ArrayRef) -> Result<Vec<ArrayRef>> {
     let mut out = Vec::new();
     fn walk(f: &Field, a: &ArrayRef, out: &mut Vec<ArrayRef>) -> Result<()> {
         match f.data_type() {
+            DataType::Struct(_) if crate::file::structural::to_arrow::is_packed_struct(f) => {
+                return Err(Error::invalid_input(format!(
+                    "field {:?}: packed structs (lance-encoding:packed) are not supported in 2.0 files by this writer; use 2.1 or later",
+                    f.name()
+                )));
+            }
             DataType::Struct(fs) => {
                 if a.null_count() > 0 {
                     return Err(Error::invalid_input(format!(
