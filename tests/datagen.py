@@ -659,8 +659,32 @@ def pylance_write(table: pa.Table, path, version: str, batch_rows: int | None = 
         w.close()
 
 
+_PYLANCE_POOL = None
+
+
 def pylance_read(path, columns=None) -> pa.Table:
-    """pylance's full read of a file.
+    """pylance's full read of a file, in a separate worker process.
+
+    pylance 14 aborts the whole process (a Rust panic) on some inputs, e.g. a
+    file that breaks one of its assumptions; isolating it turns such an abort
+    into an ordinary test failure instead of killing the test session.
+    """
+    global _PYLANCE_POOL
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    from concurrent.futures.process import BrokenProcessPool
+
+    if _PYLANCE_POOL is None:
+        _PYLANCE_POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+    try:
+        return _PYLANCE_POOL.submit(_pylance_read_here, str(path), columns).result(timeout=600)
+    except BrokenProcessPool:
+        _PYLANCE_POOL = None
+        raise AssertionError(f"pylance crashed (process aborted) reading {path}") from None
+
+
+def _pylance_read_here(path, columns=None) -> pa.Table:
+    """pylance's full read of a file (in this process).
 
     Works around a pylance 14.0.2 bug: a 2.2 file with a FixedSizeList<Struct> column cannot be read
     together with other columns ("cannot read columns of differing lengths together"), but each column

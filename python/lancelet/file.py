@@ -135,3 +135,74 @@ def _as_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchR
 def read_table(path: PathLike, columns: Optional[Sequence[str]] = None) -> pa.Table:
     """Read a whole Lance data file into a table."""
     return LanceFileReader(path).read(columns=columns)
+
+
+class LanceFileWriter:
+    """Writes a Lance data file.
+
+    ``schema`` may be omitted; it is then taken from the first write. The
+    file is written when the writer is closed (or the ``with`` block ends
+    without an exception); until then nothing appears at ``path_or_uri``.
+    """
+
+    def __init__(self, path_or_uri: PathLike, schema: Optional[pa.Schema] = None, version: str = "2.2") -> None:
+        self._path = _uri(path_or_uri)
+        self._version = str(version)
+        self._native = None
+        self._closed = False
+        self._schema = None
+        if schema is not None:
+            self._open(schema)
+
+    def _open(self, schema: pa.Schema) -> None:
+        if not isinstance(schema, pa.Schema):
+            raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        self._native = _native.FileWriter(self._path, schema, self._version)
+        self._schema = schema
+
+    @property
+    def schema(self) -> Optional[pa.Schema]:
+        return self._schema
+
+    def write(self, data: Any) -> None:
+        """Append a Table, RecordBatch, RecordBatchReader, pandas DataFrame or
+        any object with ``__arrow_c_stream__``. Each batch's schema must equal
+        the writer's (names, types, nullability)."""
+        if self._closed:
+            raise InvalidInputError(f"writer for {self._path} is already closed")
+        reader = _as_reader(data, self._schema)
+        if self._native is None:
+            self._open(reader.schema)
+        self._native.write(reader)
+
+    # pylance's spelling
+    write_batch = write
+
+    def close(self) -> int:
+        """Write the file; returns its size in bytes."""
+        if self._closed:
+            return 0
+        if self._native is None:
+            raise InvalidInputError(f"nothing written to {self._path} and no schema given")
+        self._closed = True
+        return self._native.close()
+
+    def __enter__(self) -> "LanceFileWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            # Abandon: nothing was stored yet, so the path stays untouched.
+            self._closed = True
+            self._native = None
+
+
+def write_table(table: Any, path: PathLike, version: str = "2.2") -> int:
+    """Write ``table`` (anything :class:`LanceFileWriter.write` accepts) as one
+    Lance data file; returns the file size in bytes."""
+    reader = _as_reader(table)
+    with LanceFileWriter(path, reader.schema, version=version) as w:
+        w.write(reader)
+    return os.path.getsize(path) if os.path.exists(_uri(path)) else 0

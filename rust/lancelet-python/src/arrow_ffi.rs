@@ -93,3 +93,17 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader
     let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr()) };
     RecordBatchStreamReader::try_new(stream).map_err(|e| PyValueError::new_err(format!("bad Arrow stream: {e}")))
 }
+
+/// Import a schema from an object with `__arrow_c_schema__`.
+pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<arrow_schema::Schema> {
+    if !obj.hasattr("__arrow_c_schema__")? {
+        return Err(PyTypeError::new_err(format!("expected an Arrow schema, got {}", obj.get_type().name()?)));
+    }
+    let capsule = obj.call_method0("__arrow_c_schema__")?;
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| PyTypeError::new_err("__arrow_c_schema__ did not return a capsule"))?;
+    let ptr = capsule.pointer_checked(Some(c"arrow_schema"))?.cast::<FFI_ArrowSchema>();
+    // SAFETY: the capsule holds a valid FFI_ArrowSchema by contract and
+    // outlives this borrow; we only read it to build an owned Schema.
+    let ffi = unsafe { ptr.as_ref() };
+    arrow_schema::Schema::try_from(ffi).map_err(|e| PyValueError::new_err(format!("bad Arrow schema: {e}")))
+}

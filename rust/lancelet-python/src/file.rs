@@ -121,3 +121,59 @@ impl RecordBatchReader for BatchIter {
         self.schema.clone()
     }
 }
+
+/// A Lance data file being written. Nothing is stored until `close()`, so
+/// a failed write leaves no file behind.
+#[pyclass(module = "lancelet._native", name = "FileWriter")]
+pub struct NativeFileWriter {
+    inner: Option<lancelet::file::FileWriter>,
+    path: String,
+}
+
+#[pymethods]
+impl NativeFileWriter {
+    #[new]
+    fn new(py: Python<'_>, uri: String, schema: &Bound<'_, PyAny>, version: String) -> PyResult<Self> {
+        let schema = crate::arrow_ffi::import_schema(schema)?;
+        let version = lancelet::file::FileVersion::parse(&version).py_err()?;
+        let inner = py.detach(|| lancelet::file::FileWriter::create(&uri, &schema, version)).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
+        Ok(NativeFileWriter { inner: Some(inner), path: uri })
+    }
+
+    /// Append every batch of an Arrow stream.
+    fn write(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let path = self.path.clone();
+        let writer = self
+            .inner
+            .as_mut()
+            .ok_or_else(|| crate::errors::to_py(lancelet::Error::invalid_input(format!("writer for {path} is already closed"))))?;
+        let reader = crate::arrow_ffi::import_stream(data)?;
+        let mut rows = 0;
+        for batch in reader {
+            let batch = batch.map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(format!("reading input batch: {e}"))))?;
+            rows += batch.num_rows() as u64;
+            py.detach(|| writer.write(&batch)).map_err(|e| e.in_file(&path).context(format!("writing {path}"))).py_err()?;
+        }
+        Ok(rows)
+    }
+
+    /// Rows written so far.
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |w| w.num_rows())
+    }
+
+    /// Write the file; returns its size in bytes.
+    fn close(&mut self, py: Python<'_>) -> PyResult<u64> {
+        match self.inner.take() {
+            Some(w) => py.detach(|| w.finish()).map_err(|e| e.in_file(&self.path).context(format!("writing {}", self.path))).py_err(),
+            None => Ok(0),
+        }
+    }
+
+    /// True once `close()` has been called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+}

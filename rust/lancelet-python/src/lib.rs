@@ -14,6 +14,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_ffi::ArrowStream>()?;
     m.add_class::<arrow_ffi::ArrowSchemaHolder>()?;
     m.add_class::<file::NativeFileReader>()?;
+    m.add_class::<file::NativeFileWriter>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
