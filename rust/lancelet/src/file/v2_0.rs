@@ -764,3 +764,91 @@ fn packed_struct_array(values: DataBlock, nulls: Option<NullBuffer>, dt: &DataTy
     let data = ArrayDataBuilder::new(dt.clone()).len(len).child_data(children).nulls(nulls).build()?;
     Ok(make_array(data))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type};
+    use arrow_array::Array;
+
+    fn fixture() -> Option<String> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/pylance-14/v2_0_basic/data");
+        let found = std::fs::read_dir(dir)
+            .ok()
+            .and_then(|d| d.flatten().find(|e| e.path().extension().is_some_and(|x| x == "lance")))
+            .and_then(|e| std::fs::canonicalize(e.path()).ok())
+            .map(|p| p.display().to_string());
+        if found.is_none() {
+            eprintln!("skipping: no fixture under {dir}");
+        }
+        found
+    }
+
+    #[test]
+    fn reads_pylance_2_0_fixture() {
+        let Some(path) = fixture() else { return };
+        let r = FileReader::open(&path).unwrap();
+        assert_eq!(r.num_rows(), 6);
+        let all = r.projection(None).unwrap();
+        let b = r.read_range(&all, 0..6).unwrap();
+        let i32s = b.column_by_name("i32").unwrap().as_primitive::<Int32Type>();
+        assert_eq!(i32s.value(0), 1);
+        assert!(i32s.is_null(1));
+        let lst = b.column_by_name("lst").unwrap().as_list::<i32>();
+        assert_eq!(lst.value(0).as_primitive::<Int64Type>().values().to_vec(), vec![1, 2]);
+        assert_eq!(lst.value(1).len(), 0);
+        let s = b.column_by_name("s").unwrap().as_string::<i32>();
+        assert_eq!(s.value(0), "a");
+        // Ranges and take agree with the full read.
+        let part = r.read_ranges(&all, &[1..2, 4..6]).unwrap();
+        for (c, full) in part.columns().iter().zip(b.columns()) {
+            let expect = arrow_select::concat::concat(&[full.slice(1, 1).as_ref(), full.slice(4, 2).as_ref()]).unwrap();
+            assert_eq!(c.to_data(), expect.to_data());
+        }
+    }
+
+    #[test]
+    fn old_bitpacking_sign_extends() {
+        // 3-bit values 1, -1 (0b111), 3, -4 (0b100), LSB first.
+        let vals: [u64; 4] = [0b001, 0b111, 0b011, 0b100];
+        let mut bits = 0u64;
+        for (i, v) in vals.iter().enumerate() {
+            bits |= v << (3 * i);
+        }
+        let data = bits.to_le_bytes();
+        let DataBlock::Fixed { data, .. } = unpack_bits(&data, 3, 16, true, 4).unwrap() else { panic!() };
+        let got: Vec<i16> = data.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+        assert_eq!(got, vec![1, -1, 3, -4]);
+        assert!(unpack_bits(&[0u8; 1], 3, 16, false, 4).is_err());
+        assert!(unpack_bits(&[0u8; 8], 17, 16, false, 1).is_err());
+    }
+
+    fn flat(bits: u64, index: u32) -> pb::ArrayEncoding {
+        pb::ArrayEncoding {
+            array_encoding: Some(Enc::Flat(pb::Flat {
+                bits_per_value: bits,
+                buffer: Some(pb::Buffer { buffer_index: index, buffer_type: 0 }),
+                compression: None,
+            })),
+        }
+    }
+
+    #[test]
+    fn binary_null_adjustment_and_corrupt_indices() {
+        // ["a", "b", None] -> ends 1, 2, 5 with adjustment 3.
+        let ends: Vec<u8> = [1u64, 2, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bin = pb::Binary { indices: Some(Box::new(flat(64, 0))), bytes: Some(Box::new(flat(8, 1))), null_adjustment: 3 };
+        let bufs = vec![Bytes::from(ends), Bytes::from_static(b"ab")];
+        let d = decode_binary(&bin, &bufs, 3, &DataType::Utf8).unwrap();
+        assert!(d.validity.is_valid(0) && d.validity.is_valid(1) && !d.validity.is_valid(2));
+        let a = leaf_array(d.values, None, &DataType::Utf8).unwrap();
+        assert_eq!(a.as_string::<i32>().value(1), "b");
+        // Decreasing ends, missing bytes, missing buffers: errors, not panics.
+        let bad: Vec<u8> = [2u64, 1, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(decode_binary(&bin, &[Bytes::from(bad), Bytes::from_static(b"ab")], 3, &DataType::Utf8).is_err());
+        let big: Vec<u8> = [1u64, 2, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(decode_binary(&bin, &[Bytes::from(big), Bytes::from_static(b"a")], 3, &DataType::Utf8).is_err());
+        assert!(decode_binary(&bin, &[], 3, &DataType::Utf8).is_err());
+    }
+}
