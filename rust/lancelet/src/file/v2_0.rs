@@ -68,9 +68,19 @@ pub fn columns_of(field: &Field) -> usize {
 }
 
 /// Read one top-level field of a 2.0 file over the given row ranges.
-pub fn read_field(r: &FileReader, f: &Field, cols: Range<usize>, ranges: &[Range<u64>]) -> Result<ArrayRef> {
+pub fn read_field(
+    r: &FileReader,
+    f: &Field,
+    cols: Range<usize>,
+    ranges: &[Range<u64>],
+) -> Result<ArrayRef> {
     if cols.len() != columns_of(f) {
-        return Err(Error::corrupt(format!("field {:?} needs {} columns, given {}", f.name(), columns_of(f), cols.len())));
+        return Err(Error::corrupt(format!(
+            "field {:?} needs {} columns, given {}",
+            f.name(),
+            columns_of(f),
+            cols.len()
+        )));
     }
     read_node(r, f, cols, ranges)
 }
@@ -86,18 +96,31 @@ type Fetched<'a> = HashMap<usize, Vec<PageData<'a>>>;
 
 /// Fetch the pages of every column of this subtree whose rows are `ranges`
 /// (everything not below a list), then build the array.
-fn read_node(r: &FileReader, f: &Field, cols: Range<usize>, ranges: &[Range<u64>]) -> Result<ArrayRef> {
+fn read_node(
+    r: &FileReader,
+    f: &Field,
+    cols: Range<usize>,
+    ranges: &[Range<u64>],
+) -> Result<ArrayRef> {
     let mut direct = Vec::new();
     direct_columns(f, cols.start, &mut direct);
     let plans: Vec<Vec<(u64, &Page)>> = direct.iter().map(|&c| r.pages_for(c, ranges)).collect();
     let all: Vec<&Page> = plans.iter().flatten().map(|(_, p)| *p).collect();
-    let fetched = if all.is_empty() { Vec::new() } else { r.fetch_pages(&all)? };
+    let fetched = if all.is_empty() {
+        Vec::new()
+    } else {
+        r.fetch_pages(&all)?
+    };
     let mut it = fetched.into_iter();
     let mut by_col: Fetched = HashMap::new();
     for (&c, plan) in direct.iter().zip(&plans) {
         let pages = plan
             .iter()
-            .map(|&(first_row, page)| PageData { first_row, page, bufs: it.next().unwrap_or_default() })
+            .map(|&(first_row, page)| PageData {
+                first_row,
+                page,
+                bufs: it.next().unwrap_or_default(),
+            })
             .collect();
         by_col.insert(c, pages);
     }
@@ -123,7 +146,13 @@ fn total_rows(ranges: &[Range<u64>]) -> u64 {
     ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum()
 }
 
-fn build(r: &FileReader, f: &Field, col: usize, ranges: &[Range<u64>], by_col: &mut Fetched) -> Result<ArrayRef> {
+fn build(
+    r: &FileReader,
+    f: &Field,
+    col: usize,
+    ranges: &[Range<u64>],
+    by_col: &mut Fetched,
+) -> Result<ArrayRef> {
     let ctx = |e: Error| e.context(format!("column {col} ({:?})", f.name()));
     match f.data_type() {
         DataType::Struct(fs) if !is_packed(f) => {
@@ -133,12 +162,19 @@ fn build(r: &FileReader, f: &Field, col: usize, ranges: &[Range<u64>], by_col: &
             for c in fs.iter() {
                 let a = build(r, c, next, ranges, by_col)?;
                 if a.len() != len {
-                    return Err(ctx(Error::corrupt(format!("child {:?} has {} rows, struct has {len}", c.name(), a.len()))));
+                    return Err(ctx(Error::corrupt(format!(
+                        "child {:?} has {} rows, struct has {len}",
+                        c.name(),
+                        a.len()
+                    ))));
                 }
                 children.push(a.to_data());
                 next += columns_of(c);
             }
-            let data = ArrayDataBuilder::new(f.data_type().clone()).len(len).child_data(children).build()?;
+            let data = ArrayDataBuilder::new(f.data_type().clone())
+                .len(len)
+                .child_data(children)
+                .build()?;
             Ok(make_array(data))
         }
         DataType::List(item) | DataType::LargeList(item) => {
@@ -147,7 +183,10 @@ fn build(r: &FileReader, f: &Field, col: usize, ranges: &[Range<u64>], by_col: &
             let n_items = list.offsets.last().copied().unwrap_or(0);
             let child = read_node(r, item, col + 1..col + columns_of(f), &list.item_ranges)?;
             if child.len() as u64 != n_items {
-                return Err(ctx(Error::corrupt(format!("list items decoded {} values, offsets need {n_items}", child.len()))));
+                return Err(ctx(Error::corrupt(format!(
+                    "list items decoded {} values, offsets need {n_items}",
+                    child.len()
+                ))));
             }
             let offsets_buf = if matches!(f.data_type(), DataType::LargeList(_)) {
                 Buffer::from_vec(list.offsets.iter().map(|&o| o as i64).collect::<Vec<_>>())
@@ -155,7 +194,9 @@ fn build(r: &FileReader, f: &Field, col: usize, ranges: &[Range<u64>], by_col: &
                 let o32 = list
                     .offsets
                     .iter()
-                    .map(|&o| i32::try_from(o).map_err(|_| Error::corrupt("list offsets overflow i32")))
+                    .map(|&o| {
+                        i32::try_from(o).map_err(|_| Error::corrupt("list offsets overflow i32"))
+                    })
                     .collect::<Result<Vec<i32>>>()
                     .map_err(ctx)?;
                 Buffer::from_vec(o32)
@@ -180,7 +221,10 @@ fn build(r: &FileReader, f: &Field, col: usize, ranges: &[Range<u64>], by_col: &
 fn array_encoding(page: &Page) -> Result<pb::ArrayEncoding> {
     let any = page_encoding_any(page)?;
     if any.type_url != type_url::ARRAY_ENCODING {
-        return Err(Error::unsupported(format!("page encoding {:?} in a 2.0 file", any.type_url)));
+        return Err(Error::unsupported(format!(
+            "page encoding {:?} in a 2.0 file",
+            any.type_url
+        )));
     }
     Ok(pb::ArrayEncoding::decode(any.value.as_slice())?)
 }
@@ -192,13 +236,21 @@ fn rel_ranges(ranges: &[Range<u64>], first: u64, n: u64) -> Vec<(usize, usize)> 
     ranges
         .iter()
         .filter(|r| r.end > first && r.start < end && r.start < r.end)
-        .map(|r| ((r.start.max(first) - first) as usize, (r.end.min(end) - first) as usize))
+        .map(|r| {
+            (
+                (r.start.max(first) - first) as usize,
+                (r.end.min(end) - first) as usize,
+            )
+        })
         .collect()
 }
 
 fn page_len(page: &Page) -> Result<usize> {
     if page.length > MAX_PAGE_VALUES {
-        return Err(Error::unsupported(format!("page of {} values (limit {MAX_PAGE_VALUES})", page.length)));
+        return Err(Error::unsupported(format!(
+            "page of {} values (limit {MAX_PAGE_VALUES})",
+            page.length
+        )));
     }
     Ok(page.length as usize)
 }
@@ -214,7 +266,12 @@ struct ListRows {
     item_ranges: Vec<Range<u64>>,
 }
 
-fn read_list_offsets(r: &FileReader, col: usize, pages: &[PageData], ranges: &[Range<u64>]) -> Result<ListRows> {
+fn read_list_offsets(
+    r: &FileReader,
+    col: usize,
+    pages: &[PageData],
+    ranges: &[Range<u64>],
+) -> Result<ListRows> {
     // Items before each page: the sum of `num_items` of all earlier pages.
     let mut base_of: HashMap<*const Page, u64> = HashMap::new();
     let mut base = 0u64;
@@ -224,7 +281,9 @@ fn read_list_offsets(r: &FileReader, col: usize, pages: &[PageData], ranges: &[R
             Some(Enc::List(l)) => l.num_items,
             _ => return Err(Error::corrupt("list column page is not a list encoding")),
         };
-        base = base.checked_add(n).ok_or_else(|| Error::corrupt("list item counts overflow"))?;
+        base = base
+            .checked_add(n)
+            .ok_or_else(|| Error::corrupt("list item counts overflow"))?;
     }
     let mut offsets = vec![0u64];
     let mut validity = BooleanBufferBuilder::new(0);
@@ -234,10 +293,18 @@ fn read_list_offsets(r: &FileReader, col: usize, pages: &[PageData], ranges: &[R
         let n = page_len(pd.page)?;
         let enc = array_encoding(pd.page)?;
         let Some(Enc::List(list)) = enc.array_encoding else {
-            return Err(Error::corrupt(format!("page at row {}: list column page is not a list encoding", pd.first_row)));
+            return Err(Error::corrupt(format!(
+                "page at row {}: list column page is not a list encoding",
+                pd.first_row
+            )));
         };
-        let page_base = *base_of.get(&(pd.page as *const Page)).ok_or_else(|| Error::corrupt("list page not in its column"))?;
-        let offs_enc = list.offsets.as_deref().ok_or_else(|| Error::corrupt("list encoding without offsets"))?;
+        let page_base = *base_of
+            .get(&(pd.page as *const Page))
+            .ok_or_else(|| Error::corrupt("list page not in its column"))?;
+        let offs_enc = list
+            .offsets
+            .as_deref()
+            .ok_or_else(|| Error::corrupt("list encoding without offsets"))?;
         let dec = decode_array(offs_enc, &pd.bufs, n, &DataType::UInt64)
             .map_err(|e| e.context(format!("page at row {}: offsets", pd.first_row)))?;
         let ends = as_u64s(&dec.values, n)?;
@@ -274,7 +341,11 @@ fn read_list_offsets(r: &FileReader, col: usize, pages: &[PageData], ranges: &[R
         }
     }
     let validity = any_null.then(|| NullBuffer::new(validity.finish()));
-    Ok(ListRows { offsets, validity, item_ranges })
+    Ok(ListRows {
+        offsets,
+        validity,
+        item_ranges,
+    })
 }
 
 fn as_u64s(block: &DataBlock, n: usize) -> Result<Vec<u64>> {
@@ -290,8 +361,12 @@ fn as_u64s(block: &DataBlock, n: usize) -> Result<Vec<u64>> {
                 })
                 .collect())
         }
-        DataBlock::Fixed { bits, len, .. } => Err(Error::corrupt(format!("{len} offsets/indices of {bits} bits, expected {n} integers"))),
-        _ => Err(Error::corrupt("offsets/indices are not fixed-width integers")),
+        DataBlock::Fixed { bits, len, .. } => Err(Error::corrupt(format!(
+            "{len} offsets/indices of {bits} bits, expected {n} integers"
+        ))),
+        _ => Err(Error::corrupt(
+            "offsets/indices are not fixed-width integers",
+        )),
     }
 }
 
@@ -309,7 +384,10 @@ fn read_leaf(f: &Field, pages: &[PageData], ranges: &[Range<u64>]) -> Result<Arr
         let enc = array_encoding(pd.page).map_err(page_ctx)?;
         let dec = decode_array(&enc, &pd.bufs, n, dt).map_err(page_ctx)?;
         if dec.values.len() != n {
-            return Err(page_ctx(Error::corrupt(format!("decoded {} values, page has {n}", dec.values.len()))));
+            return Err(page_ctx(Error::corrupt(format!(
+                "decoded {} values, page has {n}",
+                dec.values.len()
+            ))));
         }
         let acc = acc.get_or_insert_with(|| Appender::new(&dec.values));
         for (s, e) in rel_ranges(ranges, pd.first_row, n as u64) {
@@ -379,16 +457,27 @@ impl Validity {
 }
 
 fn sub<'a>(e: &'a Option<Box<pb::ArrayEncoding>>, what: &str) -> Result<&'a pb::ArrayEncoding> {
-    e.as_deref().ok_or_else(|| Error::corrupt(format!("encoding without {what}")))
+    e.as_deref()
+        .ok_or_else(|| Error::corrupt(format!("encoding without {what}")))
 }
 
 fn page_buf<'a>(b: &Option<pb::Buffer>, bufs: &'a [Bytes]) -> Result<&'a Bytes> {
-    let b = b.as_ref().ok_or_else(|| Error::corrupt("encoding without a buffer"))?;
+    let b = b
+        .as_ref()
+        .ok_or_else(|| Error::corrupt("encoding without a buffer"))?;
     if b.buffer_type != pb::buffer::BufferType::Page as i32 {
-        return Err(Error::unsupported(format!("2.0 buffers stored outside the page (buffer type {})", b.buffer_type)));
+        return Err(Error::unsupported(format!(
+            "2.0 buffers stored outside the page (buffer type {})",
+            b.buffer_type
+        )));
     }
-    bufs.get(b.buffer_index as usize)
-        .ok_or_else(|| Error::corrupt(format!("buffer index {} but the page has {} buffers", b.buffer_index, bufs.len())))
+    bufs.get(b.buffer_index as usize).ok_or_else(|| {
+        Error::corrupt(format!(
+            "buffer index {} but the page has {} buffers",
+            b.buffer_index,
+            bufs.len()
+        ))
+    })
 }
 
 fn bytes_for(n: usize, bits: u64) -> Result<usize> {
@@ -412,34 +501,69 @@ fn is_wide(dt: &DataType) -> bool {
 }
 
 /// Decode `n` values of an encoding tree.
-fn decode_array(enc: &pb::ArrayEncoding, bufs: &[Bytes], n: usize, dt: &DataType) -> Result<Decoded> {
-    let enc = enc.array_encoding.as_ref().ok_or_else(|| Error::corrupt("empty array encoding"))?;
-    let valid = |values| Ok(Decoded { values, validity: Validity::AllValid });
+fn decode_array(
+    enc: &pb::ArrayEncoding,
+    bufs: &[Bytes],
+    n: usize,
+    dt: &DataType,
+) -> Result<Decoded> {
+    let enc = enc
+        .array_encoding
+        .as_ref()
+        .ok_or_else(|| Error::corrupt("empty array encoding"))?;
+    let valid = |values| {
+        Ok(Decoded {
+            values,
+            validity: Validity::AllValid,
+        })
+    };
     match enc {
-        Enc::Nullable(nullable) => match nullable.nullability.as_ref().ok_or_else(|| Error::corrupt("nullable without nullability"))? {
+        Enc::Nullable(nullable) => match nullable
+            .nullability
+            .as_ref()
+            .ok_or_else(|| Error::corrupt("nullable without nullability"))?
+        {
             Nullability::NoNulls(nn) => decode_array(sub(&nn.values, "values")?, bufs, n, dt),
             Nullability::SomeNulls(sn) => {
                 let v = decode_array(sub(&sn.validity, "validity")?, bufs, n, &DataType::Boolean)?;
                 let bits = match v.values {
                     DataBlock::Fixed { bits: 1, data, len } if len == n => data,
-                    _ => return Err(Error::corrupt("validity is not a bitmap of the page's length")),
+                    _ => {
+                        return Err(Error::corrupt(
+                            "validity is not a bitmap of the page's length",
+                        ))
+                    }
                 };
                 let values = decode_array(sub(&sn.values, "values")?, bufs, n, dt)?;
-                Ok(Decoded { values: values.values, validity: values.validity.and(Validity::Bits(bits), n) })
+                Ok(Decoded {
+                    values: values.values,
+                    validity: values.validity.and(Validity::Bits(bits), n),
+                })
             }
-            Nullability::AllNulls(_) => Ok(Decoded { values: DataBlock::Nulls { len: n }, validity: Validity::AllNull }),
+            Nullability::AllNulls(_) => Ok(Decoded {
+                values: DataBlock::Nulls { len: n },
+                validity: Validity::AllNull,
+            }),
         },
         Enc::Flat(flat) => {
             let raw = page_buf(&flat.buffer, bufs)?;
             let decompressed;
-            let data: &[u8] = match flat.compression.as_ref().map(|c| c.scheme.to_ascii_lowercase()) {
+            let data: &[u8] = match flat
+                .compression
+                .as_ref()
+                .map(|c| c.scheme.to_ascii_lowercase())
+            {
                 None => raw,
                 Some(s) if s.is_empty() || s == "none" => raw,
                 Some(s) => {
                     let scheme = match s.as_str() {
                         "zstd" => general::CompressionScheme::Zstd,
                         "lz4" => general::CompressionScheme::Lz4,
-                        other => return Err(Error::unsupported(format!("2.0 buffer compression {other:?}"))),
+                        other => {
+                            return Err(Error::unsupported(format!(
+                                "2.0 buffer compression {other:?}"
+                            )))
+                        }
                     };
                     decompressed = general::decompress(scheme, raw)?;
                     &decompressed
@@ -454,54 +578,98 @@ fn decode_array(enc: &pb::ArrayEncoding, bufs: &[Bytes], n: usize, dt: &DataType
             }
             let item_dt = match value_type(dt) {
                 DataType::FixedSizeList(item, _) => item.data_type().clone(),
-                other => return Err(Error::corrupt(format!("fixed-size-list page for type {other}"))),
+                other => {
+                    return Err(Error::corrupt(format!(
+                        "fixed-size-list page for type {other}"
+                    )))
+                }
             };
-            let n_items = n.checked_mul(dim).filter(|&x| x as u64 <= MAX_PAGE_VALUES).ok_or_else(|| Error::unsupported("too many list items in one page"))?;
+            let n_items = n
+                .checked_mul(dim)
+                .filter(|&x| x as u64 <= MAX_PAGE_VALUES)
+                .ok_or_else(|| Error::unsupported("too many list items in one page"))?;
             let items = decode_array(sub(&fsl.items, "items")?, bufs, n_items, &item_dt)?;
             let item_validity = items.validity.into_bitmap(n_items);
             let items = match items.values {
                 // All-null items: materialize zeroes so the block has a shape.
-                DataBlock::Nulls { len } if fixed_width_bits(&item_dt).is_some_and(|b| b % 8 == 0 || b == 1) => {
+                DataBlock::Nulls { len }
+                    if fixed_width_bits(&item_dt).is_some_and(|b| b % 8 == 0 || b == 1) =>
+                {
                     let bits = fixed_width_bits(&item_dt).expect("checked");
-                    DataBlock::Fixed { bits, data: vec![0u8; bytes_for(len, bits)?], len }
+                    DataBlock::Fixed {
+                        bits,
+                        data: vec![0u8; bytes_for(len, bits)?],
+                        len,
+                    }
                 }
                 v => v,
             };
-            valid(DataBlock::FixedSizeList { dim, items: Box::new(items), item_validity })
+            valid(DataBlock::FixedSizeList {
+                dim,
+                items: Box::new(items),
+                item_validity,
+            })
         }
         Enc::Binary(bin) => decode_binary(bin, bufs, n, dt),
         Enc::Fsst(f) => {
             let inner = decode_array(sub(&f.binary, "binary")?, bufs, n, dt)?;
             let table = fsst::SymbolTable::parse(&f.symbol_table)?;
             let values = match inner.values {
-                DataBlock::Variable { offsets: Offsets::I32(o), data } => {
+                DataBlock::Variable {
+                    offsets: Offsets::I32(o),
+                    data,
+                } => {
                     let (o, d) = fsst::decompress(&table, &o, &data)?;
-                    DataBlock::Variable { offsets: Offsets::I32(o), data: d }
+                    DataBlock::Variable {
+                        offsets: Offsets::I32(o),
+                        data: d,
+                    }
                 }
-                DataBlock::Variable { offsets: Offsets::I64(o), data } => {
+                DataBlock::Variable {
+                    offsets: Offsets::I64(o),
+                    data,
+                } => {
                     let (o, d) = fsst::decompress(&table, &o, &data)?;
-                    DataBlock::Variable { offsets: Offsets::I64(o), data: d }
+                    DataBlock::Variable {
+                        offsets: Offsets::I64(o),
+                        data: d,
+                    }
                 }
                 DataBlock::Nulls { len } => DataBlock::Nulls { len },
                 _ => return Err(Error::corrupt("fsst over non-binary values")),
             };
-            Ok(Decoded { values, validity: inner.validity })
+            Ok(Decoded {
+                values,
+                validity: inner.validity,
+            })
         }
         Enc::Dictionary(d) => decode_dictionary(d, bufs, n, dt),
         Enc::FixedSizeBinary(fsb) => {
             let w = fsb.byte_width as usize;
-            let bytes = decode_array(sub(&fsb.bytes, "bytes")?, bufs, n, &DataType::FixedSizeBinary(fsb.byte_width as i32))?;
+            let bytes = decode_array(
+                sub(&fsb.bytes, "bytes")?,
+                bufs,
+                n,
+                &DataType::FixedSizeBinary(fsb.byte_width as i32),
+            )?;
             let data = match bytes.values {
                 DataBlock::Fixed { bits, data, len } if bits == 8 * w as u64 && len == n => data,
                 // Some writers describe the bytes as n·w single bytes.
                 DataBlock::Fixed { bits: 8, data, len } if Some(len) == n.checked_mul(w) => data,
-                _ => return Err(Error::corrupt("fixed-size-binary bytes do not match the byte width")),
+                _ => {
+                    return Err(Error::corrupt(
+                        "fixed-size-binary bytes do not match the byte width",
+                    ))
+                }
             };
             let mut offsets = Offsets::new(is_wide(dt));
             for i in 1..=n {
                 offsets.push_end(i * w)?;
             }
-            Ok(Decoded { values: DataBlock::Variable { offsets, data }, validity: bytes.validity })
+            Ok(Decoded {
+                values: DataBlock::Variable { offsets, data },
+                validity: bytes.validity,
+            })
         }
         Enc::PackedStruct(ps) => {
             let DataType::Struct(fields) = dt else {
@@ -511,44 +679,79 @@ fn decode_array(enc: &pb::ArrayEncoding, bufs: &[Bytes], n: usize, dt: &DataType
             for f in fields.iter() {
                 match fixed_width_bits(f.data_type()).or_else(|| fsl_bits(f.data_type())) {
                     Some(b) if b % 8 == 0 => row_bits += b,
-                    _ => return Err(Error::unsupported(format!("packed struct child {:?} of type {}", f.name(), f.data_type()))),
+                    _ => {
+                        return Err(Error::unsupported(format!(
+                            "packed struct child {:?} of type {}",
+                            f.name(),
+                            f.data_type()
+                        )))
+                    }
                 }
             }
             if ps.inner.len() != fields.len() {
-                return Err(Error::corrupt(format!("packed struct with {} encodings for {} fields", ps.inner.len(), fields.len())));
+                return Err(Error::corrupt(format!(
+                    "packed struct with {} encodings for {} fields",
+                    ps.inner.len(),
+                    fields.len()
+                )));
             }
             fixed_from(page_buf(&ps.buffer, bufs)?, row_bits, n)
         }
         Enc::Constant(c) => {
             let bits = fixed_width_bits(value_type(dt)).filter(|b| b % 8 == 0);
             match bits {
-                Some(bits) if c.value.len() as u64 * 8 == bits && n as u64 * bits / 8 <= MAX_PAGE_VALUES => {
-                    let one = DataBlock::Fixed { bits, data: c.value.to_vec(), len: 1 };
+                Some(bits)
+                    if c.value.len() as u64 * 8 == bits
+                        && n as u64 * bits / 8 <= MAX_PAGE_VALUES =>
+                {
+                    let one = DataBlock::Fixed {
+                        bits,
+                        data: c.value.to_vec(),
+                        len: 1,
+                    };
                     valid(one.repeat(n)?)
                 }
-                _ => Err(Error::unsupported(format!("2.0 constant page of {} bytes for type {dt}", c.value.len()))),
+                _ => Err(Error::unsupported(format!(
+                    "2.0 constant page of {} bytes for type {dt}",
+                    c.value.len()
+                ))),
             }
         }
         Enc::Bitpacked(bp) => {
             let data = page_buf(&bp.buffer, bufs)?;
-            valid(unpack_bits(data, bp.compressed_bits_per_value, bp.uncompressed_bits_per_value, bp.signed, n)?)
+            valid(unpack_bits(
+                data,
+                bp.compressed_bits_per_value,
+                bp.uncompressed_bits_per_value,
+                bp.signed,
+                n,
+            )?)
         }
         Enc::BitpackedForNonNeg(bp) => {
             let data = page_buf(&bp.buffer, bufs)?;
             let (w, u) = (bp.compressed_bits_per_value, bp.uncompressed_bits_per_value);
             if !matches!(u, 8 | 16 | 32 | 64) || w > u {
-                return Err(Error::corrupt(format!("bitpacked_for_non_neg {w} of {u} bits")));
+                return Err(Error::corrupt(format!(
+                    "bitpacked_for_non_neg {w} of {u} bits"
+                )));
             }
             // FastLanes chunks of 1024 values, the last one padded to full size.
             let padded = n.div_ceil(1024) * 1024;
             let need = bytes_for(padded, w)?;
             if data.len() < need {
-                return Err(Error::corrupt(format!("bitpacked buffer of {} bytes, {n} values at {w} bits need {need}", data.len())));
+                return Err(Error::corrupt(format!(
+                    "bitpacked buffer of {} bytes, {n} values at {w} bits need {need}",
+                    data.len()
+                )));
             }
             let mut out = Vec::new();
             bitpack::unpack_out_of_line(u as u32, w as u32, &data[..need], padded, &mut out)?;
             out.truncate(n * (u / 8) as usize);
-            valid(DataBlock::Fixed { bits: u, data: out, len: n })
+            valid(DataBlock::Fixed {
+                bits: u,
+                data: out,
+                len: n,
+            })
         }
         Enc::List(_) => Err(Error::corrupt("list encoding in a leaf column")),
         Enc::Struct(_) => Err(Error::corrupt("struct encoding in a leaf column")),
@@ -582,7 +785,9 @@ fn enc_name(e: &Enc) -> &'static str {
 
 fn fsl_bits(dt: &DataType) -> Option<u64> {
     match dt {
-        DataType::FixedSizeList(item, n) => Some(fixed_width_bits(item.data_type())? * (*n).max(0) as u64),
+        DataType::FixedSizeList(item, n) => {
+            Some(fixed_width_bits(item.data_type())? * (*n).max(0) as u64)
+        }
         _ => None,
     }
 }
@@ -594,9 +799,19 @@ fn fixed_from(data: &[u8], bits: u64, n: usize) -> Result<Decoded> {
     }
     let need = bytes_for(n, bits)?;
     if data.len() < need {
-        return Err(Error::corrupt(format!("buffer of {} bytes, {n} values of {bits} bits need {need}", data.len())));
+        return Err(Error::corrupt(format!(
+            "buffer of {} bytes, {n} values of {bits} bits need {need}",
+            data.len()
+        )));
     }
-    Ok(Decoded { values: DataBlock::Fixed { bits, data: data[..need].to_vec(), len: n }, validity: Validity::AllValid })
+    Ok(Decoded {
+        values: DataBlock::Fixed {
+            bits,
+            data: data[..need].to_vec(),
+            len: n,
+        },
+        validity: Validity::AllValid,
+    })
 }
 
 /// The pre-FastLanes bit packing: values back to back, LSB first, at `w`
@@ -607,7 +822,10 @@ fn unpack_bits(data: &[u8], w: u64, u: u64, signed: bool, n: usize) -> Result<Da
     }
     let need = bytes_for(n, w)?;
     if data.len() < need {
-        return Err(Error::corrupt(format!("bitpacked buffer of {} bytes, {n} values at {w} bits need {need}", data.len())));
+        return Err(Error::corrupt(format!(
+            "bitpacked buffer of {} bytes, {n} values at {w} bits need {need}",
+            data.len()
+        )));
     }
     let ub = (u / 8) as usize;
     let mut out = Vec::with_capacity(n * ub);
@@ -625,7 +843,11 @@ fn unpack_bits(data: &[u8], w: u64, u: u64, signed: bool, n: usize) -> Result<Da
         }
         out.extend_from_slice(&v.to_le_bytes()[..ub]);
     }
-    Ok(DataBlock::Fixed { bits: u, data: out, len: n })
+    Ok(DataBlock::Fixed {
+        bits: u,
+        data: out,
+        len: n,
+    })
 }
 
 fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> Result<Decoded> {
@@ -637,9 +859,15 @@ fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> R
     let mut norm_ends = Vec::with_capacity(n);
     let mut prev = 0u64;
     for (i, &v) in ends.iter().enumerate() {
-        let (ok, end) = if adj != 0 && v >= adj { (false, v - adj) } else { (true, v) };
+        let (ok, end) = if adj != 0 && v >= adj {
+            (false, v - adj)
+        } else {
+            (true, v)
+        };
         if end < prev {
-            return Err(Error::corrupt(format!("binary value {i} ends at {end}, before the previous end {prev}")));
+            return Err(Error::corrupt(format!(
+                "binary value {i} ends at {end}, before the previous end {prev}"
+            )));
         }
         if ok {
             bit_util::set_bit(&mut valid, i);
@@ -654,17 +882,33 @@ fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> R
     let data = match bytes.values {
         DataBlock::Fixed { bits: 8, data, len } if len == total => data,
         DataBlock::Nulls { len: 0 } => Vec::new(),
-        _ => return Err(Error::corrupt("binary bytes are not a byte buffer of the indexed length")),
+        _ => {
+            return Err(Error::corrupt(
+                "binary bytes are not a byte buffer of the indexed length",
+            ))
+        }
     };
     let mut offsets = Offsets::new(is_wide(dt));
     for &e in &norm_ends {
         offsets.push_end(e as usize)?;
     }
-    let validity = if any_null { Validity::Bits(valid) } else { Validity::AllValid };
-    Ok(Decoded { values: DataBlock::Variable { offsets, data }, validity })
+    let validity = if any_null {
+        Validity::Bits(valid)
+    } else {
+        Validity::AllValid
+    };
+    Ok(Decoded {
+        values: DataBlock::Variable { offsets, data },
+        validity,
+    })
 }
 
-fn decode_dictionary(d: &pb::Dictionary, bufs: &[Bytes], n: usize, dt: &DataType) -> Result<Decoded> {
+fn decode_dictionary(
+    d: &pb::Dictionary,
+    bufs: &[Bytes],
+    n: usize,
+    dt: &DataType,
+) -> Result<Decoded> {
     let n_items = d.num_dictionary_items as usize;
     let (key_dt, val_dt, direct) = match dt {
         DataType::Dictionary(k, v) => (k.as_ref().clone(), v.as_ref().clone(), true),
@@ -674,10 +918,17 @@ fn decode_dictionary(d: &pb::Dictionary, bufs: &[Bytes], n: usize, dt: &DataType
     };
     let items = decode_array(sub(&d.items, "items")?, bufs, n_items, &val_dt)?;
     if items.values.len() != n_items {
-        return Err(Error::corrupt(format!("dictionary decoded {} items, expected {n_items}", items.values.len())));
+        return Err(Error::corrupt(format!(
+            "dictionary decoded {} items, expected {n_items}",
+            items.values.len()
+        )));
     }
     let idx = decode_array(sub(&d.indices, "indices")?, bufs, n, &key_dt)?;
-    let keys = if let DataBlock::Nulls { .. } = idx.values { vec![0; n] } else { as_u64s(&idx.values, n)? };
+    let keys = if let DataBlock::Nulls { .. } = idx.values {
+        vec![0; n]
+    } else {
+        as_u64s(&idx.values, n)?
+    };
     let signed = key_dt.is_signed_integer();
     let key_bits = fixed_width_bits(&key_dt).unwrap_or(64);
     let mut acc = Appender::new(&items.values);
@@ -688,7 +939,9 @@ fn decode_dictionary(d: &pb::Dictionary, bufs: &[Bytes], n: usize, dt: &DataType
             None
         } else if direct {
             if signed && key_bits < 64 && (k >> (key_bits - 1)) & 1 == 1 {
-                return Err(Error::corrupt(format!("negative dictionary key at row {i}")));
+                return Err(Error::corrupt(format!(
+                    "negative dictionary key at row {i}"
+                )));
             }
             Some(k)
         } else {
@@ -696,9 +949,12 @@ fn decode_dictionary(d: &pb::Dictionary, bufs: &[Bytes], n: usize, dt: &DataType
         };
         match item {
             Some(k) => {
-                let k = usize::try_from(k).ok().filter(|&k| k < n_items).ok_or_else(|| {
-                    Error::corrupt(format!("dictionary key {k} out of range ({n_items} items)"))
-                })?;
+                let k = usize::try_from(k)
+                    .ok()
+                    .filter(|&k| k < n_items)
+                    .ok_or_else(|| {
+                        Error::corrupt(format!("dictionary key {k} out of range ({n_items} items)"))
+                    })?;
                 acc.append_range(&items.values, k, k + 1)?;
                 if items.validity.is_valid(k) {
                     bit_util::set_bit(&mut valid, i);
@@ -712,33 +968,55 @@ fn decode_dictionary(d: &pb::Dictionary, bufs: &[Bytes], n: usize, dt: &DataType
             }
         }
     }
-    let validity = if any_null { Validity::Bits(valid) } else { Validity::AllValid };
-    Ok(Decoded { values: acc.finish(), validity })
+    let validity = if any_null {
+        Validity::Bits(valid)
+    } else {
+        Validity::AllValid
+    };
+    Ok(Decoded {
+        values: acc.finish(),
+        validity,
+    })
 }
 
 /// Split row-major packed struct values into the struct's children.
-fn packed_struct_array(values: DataBlock, nulls: Option<NullBuffer>, dt: &DataType) -> Result<ArrayRef> {
-    let DataType::Struct(fields) = dt else { unreachable!("caller checked") };
+fn packed_struct_array(
+    values: DataBlock,
+    nulls: Option<NullBuffer>,
+    dt: &DataType,
+) -> Result<ArrayRef> {
+    let DataType::Struct(fields) = dt else {
+        unreachable!("caller checked")
+    };
     let len = values.len();
     let (row_bits, data) = match values {
         DataBlock::Fixed { bits, data, .. } => (bits, data),
         // An all-null page: children are zero-filled below.
         DataBlock::Nulls { .. } => (0, Vec::new()),
-        _ => return Err(Error::corrupt("packed struct values are not fixed-width rows")),
+        _ => {
+            return Err(Error::corrupt(
+                "packed struct values are not fixed-width rows",
+            ))
+        }
     };
     let row = (row_bits / 8) as usize;
     let mut children = Vec::with_capacity(fields.len());
     let mut at = 0usize;
     for f in fields.iter() {
         let cdt = f.data_type();
-        let bits = fixed_width_bits(cdt).or_else(|| fsl_bits(cdt)).filter(|b| b % 8 == 0).ok_or_else(|| {
-            Error::unsupported(format!("packed struct child {:?} of type {cdt}", f.name()))
-        })?;
+        let bits = fixed_width_bits(cdt)
+            .or_else(|| fsl_bits(cdt))
+            .filter(|b| b % 8 == 0)
+            .ok_or_else(|| {
+                Error::unsupported(format!("packed struct child {:?} of type {cdt}", f.name()))
+            })?;
         let w = (bits / 8) as usize;
         let mut col = Vec::with_capacity(w * len);
         if row > 0 {
             if at + w > row {
-                return Err(Error::corrupt("packed struct rows narrower than their fields"));
+                return Err(Error::corrupt(
+                    "packed struct rows narrower than their fields",
+                ));
             }
             for r in data.chunks_exact(row) {
                 col.extend_from_slice(&r[at..at + w]);
@@ -753,15 +1031,27 @@ fn packed_struct_array(values: DataBlock, nulls: Option<NullBuffer>, dt: &DataTy
                 let dim = *dim as usize;
                 DataBlock::FixedSizeList {
                     dim,
-                    items: Box::new(DataBlock::Fixed { bits: ib, data: col, len: len * dim }),
+                    items: Box::new(DataBlock::Fixed {
+                        bits: ib,
+                        data: col,
+                        len: len * dim,
+                    }),
                     item_validity: None,
                 }
             }
-            _ => DataBlock::Fixed { bits, data: col, len },
+            _ => DataBlock::Fixed {
+                bits,
+                data: col,
+                len,
+            },
         };
         children.push(leaf_array(block, None, cdt)?.to_data());
     }
-    let data = ArrayDataBuilder::new(dt.clone()).len(len).child_data(children).nulls(nulls).build()?;
+    let data = ArrayDataBuilder::new(dt.clone())
+        .len(len)
+        .child_data(children)
+        .nulls(nulls)
+        .build()?;
     Ok(make_array(data))
 }
 
@@ -773,10 +1063,16 @@ mod tests {
     use arrow_array::Array;
 
     fn fixture() -> Option<String> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/pylance-14/v2_0_basic/data");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/pylance-14/v2_0_basic/data"
+        );
         let found = std::fs::read_dir(dir)
             .ok()
-            .and_then(|d| d.flatten().find(|e| e.path().extension().is_some_and(|x| x == "lance")))
+            .and_then(|d| {
+                d.flatten()
+                    .find(|e| e.path().extension().is_some_and(|x| x == "lance"))
+            })
             .and_then(|e| std::fs::canonicalize(e.path()).ok())
             .map(|p| p.display().to_string());
         if found.is_none() {
@@ -796,14 +1092,21 @@ mod tests {
         assert_eq!(i32s.value(0), 1);
         assert!(i32s.is_null(1));
         let lst = b.column_by_name("lst").unwrap().as_list::<i32>();
-        assert_eq!(lst.value(0).as_primitive::<Int64Type>().values().to_vec(), vec![1, 2]);
+        assert_eq!(
+            lst.value(0).as_primitive::<Int64Type>().values().to_vec(),
+            vec![1, 2]
+        );
         assert_eq!(lst.value(1).len(), 0);
         let s = b.column_by_name("s").unwrap().as_string::<i32>();
         assert_eq!(s.value(0), "a");
         // Ranges and take agree with the full read.
         let part = r.read_ranges(&all, &[1..2, 4..6]).unwrap();
         for (c, full) in part.columns().iter().zip(b.columns()) {
-            let expect = arrow_select::concat::concat(&[full.slice(1, 1).as_ref(), full.slice(4, 2).as_ref()]).unwrap();
+            let expect = arrow_select::concat::concat(&[
+                full.slice(1, 1).as_ref(),
+                full.slice(4, 2).as_ref(),
+            ])
+            .unwrap();
             assert_eq!(c.to_data(), expect.to_data());
         }
     }
@@ -817,8 +1120,13 @@ mod tests {
             bits |= v << (3 * i);
         }
         let data = bits.to_le_bytes();
-        let DataBlock::Fixed { data, .. } = unpack_bits(&data, 3, 16, true, 4).unwrap() else { panic!() };
-        let got: Vec<i16> = data.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+        let DataBlock::Fixed { data, .. } = unpack_bits(&data, 3, 16, true, 4).unwrap() else {
+            panic!()
+        };
+        let got: Vec<i16> = data
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
         assert_eq!(got, vec![1, -1, 3, -4]);
         assert!(unpack_bits(&[0u8; 1], 3, 16, false, 4).is_err());
         assert!(unpack_bits(&[0u8; 8], 17, 16, false, 1).is_err());
@@ -828,7 +1136,10 @@ mod tests {
         pb::ArrayEncoding {
             array_encoding: Some(Enc::Flat(pb::Flat {
                 bits_per_value: bits,
-                buffer: Some(pb::Buffer { buffer_index: index, buffer_type: 0 }),
+                buffer: Some(pb::Buffer {
+                    buffer_index: index,
+                    buffer_type: 0,
+                }),
                 compression: None,
             })),
         }
@@ -838,7 +1149,11 @@ mod tests {
     fn binary_null_adjustment_and_corrupt_indices() {
         // ["a", "b", None] -> ends 1, 2, 5 with adjustment 3.
         let ends: Vec<u8> = [1u64, 2, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let bin = pb::Binary { indices: Some(Box::new(flat(64, 0))), bytes: Some(Box::new(flat(8, 1))), null_adjustment: 3 };
+        let bin = pb::Binary {
+            indices: Some(Box::new(flat(64, 0))),
+            bytes: Some(Box::new(flat(8, 1))),
+            null_adjustment: 3,
+        };
         let bufs = vec![Bytes::from(ends), Bytes::from_static(b"ab")];
         let d = decode_binary(&bin, &bufs, 3, &DataType::Utf8).unwrap();
         assert!(d.validity.is_valid(0) && d.validity.is_valid(1) && !d.validity.is_valid(2));
@@ -846,9 +1161,21 @@ mod tests {
         assert_eq!(a.as_string::<i32>().value(1), "b");
         // Decreasing ends, missing bytes, missing buffers: errors, not panics.
         let bad: Vec<u8> = [2u64, 1, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert!(decode_binary(&bin, &[Bytes::from(bad), Bytes::from_static(b"ab")], 3, &DataType::Utf8).is_err());
+        assert!(decode_binary(
+            &bin,
+            &[Bytes::from(bad), Bytes::from_static(b"ab")],
+            3,
+            &DataType::Utf8
+        )
+        .is_err());
         let big: Vec<u8> = [1u64, 2, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert!(decode_binary(&bin, &[Bytes::from(big), Bytes::from_static(b"a")], 3, &DataType::Utf8).is_err());
+        assert!(decode_binary(
+            &bin,
+            &[Bytes::from(big), Bytes::from_static(b"a")],
+            3,
+            &DataType::Utf8
+        )
+        .is_err());
         assert!(decode_binary(&bin, &[], 3, &DataType::Utf8).is_err());
     }
 }
