@@ -17,6 +17,7 @@ __all__ = [
     "InvalidInputError",
     "CommitConflictError",
     "LanceletIOError",
+    "InternalError",
 ]
 
 
@@ -52,3 +53,8 @@ class CommitConflictError(LanceletError):
 
 class LanceletIOError(LanceletError, OSError):
     """The storage layer failed."""
+
+
+class InternalError(LanceletError):
+    """A bug in lancelet (for example a caught Rust panic), not a problem
+    with the data. Please report it."""

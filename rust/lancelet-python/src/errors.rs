@@ -15,6 +15,7 @@ fn class_name(e: &Error) -> &'static str {
         Error::InvalidInput { .. } => "InvalidInputError",
         Error::Conflict { .. } => "CommitConflictError",
         Error::Io { .. } => "LanceletIOError",
+        Error::Internal { .. } => "InternalError",
     }
 }
 
@@ -41,5 +42,21 @@ pub trait IntoPy<T> {
 impl<T> IntoPy<T> for lancelet::Result<T> {
     fn py_err(self) -> PyResult<T> {
         self.map_err(to_py)
+    }
+}
+
+/// Run core code, turning a panic into `Error::Internal` so that no panic
+/// ever unwinds into Python or through the Arrow C stream interface.
+pub fn guard<T>(f: impl FnOnce() -> lancelet::Result<T>) -> lancelet::Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            Err(Error::Internal { what })
+        }
     }
 }

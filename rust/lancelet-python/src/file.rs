@@ -27,7 +27,7 @@ impl NativeFileReader {
 impl NativeFileReader {
     #[new]
     fn new(py: Python<'_>, uri: String) -> PyResult<Self> {
-        let inner = py.detach(|| FileReader::open(&uri)).py_err()?;
+        let inner = py.detach(|| crate::errors::guard(|| FileReader::open(&uri))).py_err()?;
         Ok(NativeFileReader { inner: Arc::new(inner) })
     }
 
@@ -70,7 +70,7 @@ impl NativeFileReader {
         let schema = Arc::new(self.inner.schema().project(&projection).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?);
         match batch_size {
             None => {
-                let batch = py.detach(|| self.inner.read_range(&projection, start..end)).py_err()?;
+                let batch = py.detach(|| crate::errors::guard(|| self.inner.read_range(&projection, start..end))).py_err()?;
                 Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
             }
             Some(0) => Err(pyo3::exceptions::PyValueError::new_err("batch_size must be positive")),
@@ -89,7 +89,7 @@ impl NativeFileReader {
     #[pyo3(signature = (indices, columns=None))]
     fn take(&self, py: Python<'_>, indices: Vec<u64>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
         let projection = self.projection(columns)?;
-        let batch = py.detach(|| self.inner.take(&projection, &indices)).py_err()?;
+        let batch = py.detach(|| crate::errors::guard(|| self.inner.take(&projection, &indices))).py_err()?;
         Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
     }
 }
@@ -112,7 +112,7 @@ impl Iterator for BatchIter {
         }
         let range: Range<u64> = self.next..(self.next + self.batch_size).min(self.end);
         self.next = range.end;
-        Some(self.reader.read_range(&self.projection, range).map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        Some(crate::errors::guard(|| self.reader.read_range(&self.projection, range)).map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
 
@@ -136,7 +136,7 @@ impl NativeFileWriter {
     fn new(py: Python<'_>, uri: String, schema: &Bound<'_, PyAny>, version: String) -> PyResult<Self> {
         let schema = crate::arrow_ffi::import_schema(schema)?;
         let version = lancelet::file::FileVersion::parse(&version).py_err()?;
-        let inner = py.detach(|| lancelet::file::FileWriter::create(&uri, &schema, version)).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
+        let inner = py.detach(|| crate::errors::guard(|| lancelet::file::FileWriter::create(&uri, &schema, version))).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
         Ok(NativeFileWriter { inner: Some(inner), path: uri })
     }
 
@@ -152,7 +152,7 @@ impl NativeFileWriter {
         for batch in reader {
             let batch = batch.map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(format!("reading input batch: {e}"))))?;
             rows += batch.num_rows() as u64;
-            py.detach(|| writer.write(&batch)).map_err(|e| e.in_file(&path).context(format!("writing {path}"))).py_err()?;
+            py.detach(|| crate::errors::guard(|| writer.write(&batch))).map_err(|e| e.in_file(&path).context(format!("writing {path}"))).py_err()?;
         }
         Ok(rows)
     }
@@ -166,7 +166,7 @@ impl NativeFileWriter {
     /// Write the file; returns its size in bytes.
     fn close(&mut self, py: Python<'_>) -> PyResult<u64> {
         match self.inner.take() {
-            Some(w) => py.detach(|| w.finish()).map_err(|e| e.in_file(&self.path).context(format!("writing {}", self.path))).py_err(),
+            Some(w) => py.detach(|| crate::errors::guard(|| w.finish())).map_err(|e| e.in_file(&self.path).context(format!("writing {}", self.path))).py_err(),
             None => Ok(0),
         }
     }

@@ -32,6 +32,9 @@ pub enum Error {
     /// A concurrent writer committed something incompatible.
     #[error("commit conflict: {what}")]
     Conflict { what: String },
+    /// A bug in lancelet (e.g. a caught panic); never a data problem.
+    #[error("internal error (a bug in lancelet, please report it): {what}")]
+    Internal { what: String },
     /// The storage layer failed.
     #[error("I/O error on {path}: {message}")]
     Io { path: String, message: String },

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
-use crate::file::structural::levels::LevelStream;
+use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::pages::{decode_page, PageInput};
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
 use crate::file::structural::unravel::{unravel, Unraveled};
@@ -366,24 +366,25 @@ fn decode_leaf(field: &Field, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges
         dt => fixed_width_bits(dt),
     };
     let wide = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
-    let mut layers = None;
+    let mut page_layers = Vec::with_capacity(plan.len());
     let mut streams = Vec::with_capacity(plan.len());
     for ((first_row, page), page_bufs) in plan.iter().zip(bufs) {
         let layout = page_layout(page)?;
         let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
         let input = PageInput { buffers: &refs, num_rows: page.length as usize, wide_offsets: wide, fixed_bits, fsl_dim };
         let (l, s) = decode_page(&layout, &input).map_err(|e| e.context(format!("page at row {first_row}")))?;
-        if let Some(prev) = &layers {
-            if prev != &l {
-                return Err(Error::corrupt("pages of one column have different rep/def layers"));
-            }
-        }
-        layers = Some(l);
+        s.validate(&l).map_err(|e| e.context(format!("page at row {first_row}")))?;
+        page_layers.push(l);
         streams.push(s);
     }
-    let Some(layers) = layers else {
+    if streams.is_empty() {
         return Err(Error::corrupt("no pages cover the requested rows"));
-    };
+    }
+    // Pages may each use only the layers their own data needs.
+    let layers = Layers::union(&page_layers)?;
+    for (s, l) in streams.iter_mut().zip(&page_layers) {
+        s.remap_def(l, &layers)?;
+    }
     let span_rows: usize = streams.iter().map(|s| s.num_rows).sum();
     // The requested rows in the coordinates of the decoded pages laid end
     // to end (pages between them may have been skipped).

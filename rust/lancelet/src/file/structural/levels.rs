@@ -83,6 +83,55 @@ impl Layers {
         Ok(Layers { layers, max_rep, max_def: next - 1, first_invisible_def: first_invisible })
     }
 
+    /// The layers that can express every page's nulls and empties: pages
+    /// of one column may each use only the layers their data needs.
+    pub fn union(all: &[Layers]) -> Result<Layers> {
+        let first = all.first().ok_or_else(|| Error::corrupt("no pages"))?;
+        if all.iter().all(|l| l == first) {
+            return Ok(first.clone());
+        }
+        let n = first.layers.len();
+        let mut raw = Vec::with_capacity(n);
+        for k in 0..n {
+            let mut any_null = false;
+            let mut any_empty = false;
+            for l in all {
+                let layer = l.layers.get(k).filter(|x| x.is_list == first.layers[k].is_list).ok_or_else(|| {
+                    Error::corrupt("pages of one column have differently shaped rep/def layers")
+                })?;
+                if l.layers.len() != n {
+                    return Err(Error::corrupt("pages of one column have different numbers of rep/def layers"));
+                }
+                any_null |= layer.null_def.is_some();
+                any_empty |= layer.empty_def.is_some();
+            }
+            let kind = match (first.layers[k].is_list, any_null, any_empty) {
+                (false, false, _) => RepDefLayer::RepdefAllValidItem,
+                (false, true, _) => RepDefLayer::RepdefNullableItem,
+                (true, false, false) => RepDefLayer::RepdefAllValidList,
+                (true, true, false) => RepDefLayer::RepdefNullableList,
+                (true, false, true) => RepDefLayer::RepdefEmptyableList,
+                (true, true, true) => RepDefLayer::RepdefNullAndEmptyList,
+            };
+            raw.push(kind as i32);
+        }
+        Layers::from_proto(&raw)
+    }
+
+    /// A table translating this page's definition levels into `target`'s.
+    pub fn def_map_to(&self, target: &Layers) -> Vec<u16> {
+        let mut map = vec![0u16; self.max_def as usize + 1];
+        for (mine, theirs) in self.layers.iter().zip(&target.layers) {
+            if let (Some(a), Some(b)) = (mine.null_def, theirs.null_def) {
+                map[a as usize] = b;
+            }
+            if let (Some(a), Some(b)) = (mine.empty_def, theirs.empty_def) {
+                map[a as usize] = b;
+            }
+        }
+        map
+    }
+
     /// True if an entry with this definition level owns a value slot.
     #[inline]
     pub fn is_visible(&self, def: u16) -> bool {
@@ -152,6 +201,20 @@ impl LevelStream {
         };
         if rows != self.num_rows {
             return Err(Error::corrupt(format!("levels describe {rows} rows but the page has {}", self.num_rows)));
+        }
+        Ok(())
+    }
+
+    /// Re-express this stream's definition levels in `target`'s numbering.
+    pub fn remap_def(&mut self, from: &Layers, target: &Layers) -> Result<()> {
+        if from == target {
+            return Ok(());
+        }
+        let map = from.def_map_to(target);
+        if let Some(d) = self.def.as_mut() {
+            for x in d.iter_mut() {
+                *x = *map.get(*x as usize).ok_or_else(|| Error::corrupt(format!("definition level {x} above maximum")))?;
+            }
         }
         Ok(())
     }
