@@ -197,11 +197,19 @@ pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
     out
 }
 
+/// One level entry on its way down to the leaves. Everything in it is
+/// independent of which leaf it ends up in (structs hand the same slots to
+/// children whose paths differ), so codes are only worked out in
+/// [`emit_leaf`].
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    rep: u16,
-    /// 0 = not decided yet; else the full-numbering code of the null/empty layer.
-    def: u16,
+    /// Number of list layers, counted from the top, that this entry
+    /// continues (0 = it starts a row). The leaf's repetition level is
+    /// `max_rep - cont`.
+    cont: u16,
+    /// `None` = not decided yet; else the depth (from the top) of the layer
+    /// that is null/empty, and whether it is an empty list.
+    decided: Option<(u16, bool)>,
     visible: bool,
     idx: usize,
 }
@@ -212,37 +220,38 @@ pub fn shred(field: &Field, array: &ArrayRef) -> Result<Vec<Piece>> {
     let mut out = Vec::with_capacity(paths.len());
     let mut leaf_no = 0;
     let n = array.len();
-    descend(field, array, 0, &paths, &mut leaf_no, None, n, &mut out)?;
+    let slots: Vec<Slot> = (0..n).map(|i| Slot { cont: 0, decided: None, visible: true, idx: i }).collect();
+    descend(field, array, 0, 0, &paths, &mut leaf_no, &slots, n, &mut out)?;
+    if out.len() != paths.len() {
+        return Err(internal(format!("shredding produced {} leaf columns, the schema has {}", out.len(), paths.len())));
+    }
     Ok(out)
 }
 
-/// `slots` = None means "one slot per row of `array`, nothing decided"
-/// (avoids materializing slots for the top level).
+fn check_len(what: &str, slots: &[Slot], len: usize) -> Result<()> {
+    // Every visible, undecided slot must index into the array.
+    if slots.iter().any(|s| s.decided.is_none() && s.idx >= len) {
+        return Err(Error::invalid_input(format!("{what} array is shorter than its parent says")));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn descend(
     field: &Field,
     array: &ArrayRef,
-    depth: usize,
+    depth: u16,
+    lists_above: u16,
     paths: &[(Field, LeafPath)],
     leaf_no: &mut usize,
-    slots: Option<&[Slot]>,
+    slots: &[Slot],
     num_rows: usize,
     out: &mut Vec<Piece>,
 ) -> Result<()> {
-    // The path of the first leaf under this node tells us the layer index
-    // (innermost first) of this node: kinds.len() - 1 - depth.
-    let path = &paths[*leaf_no].1;
-    let layer = path.kinds.len() - 1 - depth;
-    let top_slots;
-    let slots = match slots {
-        Some(s) => s,
-        None => {
-            top_slots = (0..array.len()).map(|i| Slot { rep: path.max_rep, def: 0, visible: true, idx: i }).collect::<Vec<_>>();
-            &top_slots[..]
-        }
-    };
     if owns_column(field) {
-        let piece = emit_leaf(field, array, path, layer, slots, num_rows)?;
+        let path = &paths.get(*leaf_no).ok_or_else(|| internal("more leaves than leaf paths"))?.1;
+        check_len("leaf", slots, array.len())?;
+        let piece = emit_leaf(field, array, path, slots, num_rows)?;
         out.push(piece);
         *leaf_no += 1;
         return Ok(());
@@ -250,38 +259,44 @@ fn descend(
     match field.data_type() {
         DataType::Struct(children) => {
             let s = array.as_any().downcast_ref::<StructArray>().ok_or_else(|| Error::invalid_input("expected a struct array"))?;
+            check_len("struct", slots, s.len())?;
+            if s.num_columns() != children.len() {
+                return Err(Error::invalid_input("struct array and field disagree on the children"));
+            }
             let nulls = s.logical_nulls();
-            let code = path.null_code(layer);
             let decided: Vec<Slot> = slots
                 .iter()
                 .map(|sl| {
                     let mut sl = *sl;
-                    if sl.def == 0 && nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
-                        sl.def = code;
+                    if sl.decided.is_none() && nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
+                        sl.decided = Some((depth, false));
                     }
                     sl
                 })
                 .collect();
             for (i, c) in children.iter().enumerate() {
-                descend(c, s.column(i), depth + 1, paths, leaf_no, Some(&decided), num_rows, out)?;
+                descend(c, s.column(i), depth + 1, lists_above, paths, leaf_no, &decided, num_rows, out)?;
             }
             Ok(())
         }
         DataType::List(c) => {
             let l = array.as_any().downcast_ref::<GenericListArray<i32>>().ok_or_else(|| Error::invalid_input("expected a list array"))?;
-            let next = expand_list(l.offsets(), l.logical_nulls(), slots, path, layer);
-            descend(c, l.values(), depth + 1, paths, leaf_no, Some(&next), num_rows, out)
+            check_len("list", slots, l.len())?;
+            let next = expand_list(l.offsets(), l.logical_nulls(), slots, depth, lists_above, l.values().len())?;
+            descend(c, l.values(), depth + 1, lists_above + 1, paths, leaf_no, &next, num_rows, out)
         }
         DataType::LargeList(c) => {
             let l = array.as_any().downcast_ref::<GenericListArray<i64>>().ok_or_else(|| Error::invalid_input("expected a large list array"))?;
-            let next = expand_list(l.offsets(), l.logical_nulls(), slots, path, layer);
-            descend(c, l.values(), depth + 1, paths, leaf_no, Some(&next), num_rows, out)
+            check_len("list", slots, l.len())?;
+            let next = expand_list(l.offsets(), l.logical_nulls(), slots, depth, lists_above, l.values().len())?;
+            descend(c, l.values(), depth + 1, lists_above + 1, paths, leaf_no, &next, num_rows, out)
         }
         DataType::Map(c, _) => {
             let m = array.as_any().downcast_ref::<MapArray>().ok_or_else(|| Error::invalid_input("expected a map array"))?;
-            let next = expand_list(m.offsets(), m.logical_nulls(), slots, path, layer);
+            check_len("map", slots, m.len())?;
             let entries: ArrayRef = Arc::new(m.entries().clone());
-            descend(c, &entries, depth + 1, paths, leaf_no, Some(&next), num_rows, out)
+            let next = expand_list(m.offsets(), m.logical_nulls(), slots, depth, lists_above, entries.len())?;
+            descend(c, &entries, depth + 1, lists_above + 1, paths, leaf_no, &next, num_rows, out)
         }
         other => Err(Error::invalid_input(format!("cannot shred type {other}"))),
     }
@@ -291,53 +306,61 @@ fn expand_list<O: OffsetSizeTrait>(
     offsets: &arrow_buffer::OffsetBuffer<O>,
     nulls: Option<arrow_buffer::NullBuffer>,
     slots: &[Slot],
-    path: &LeafPath,
-    layer: usize,
-) -> Vec<Slot> {
-    // Items after the first continue this list: rep = lists strictly inside it.
-    let rep_here = path.kinds[..layer].iter().filter(|k| **k == LayerKind::List).count() as u16;
-    let null_code = path.null_code(layer);
-    let empty_code = path.empty_code(layer);
+    depth: u16,
+    lists_above: u16,
+    child_len: usize,
+) -> Result<Vec<Slot>> {
+    // Items after the first continue this list (and every list above it).
+    let cont_here = lists_above + 1;
     let mut next = Vec::with_capacity(slots.len());
     for sl in slots {
-        if sl.def != 0 {
+        if sl.decided.is_some() {
             next.push(Slot { visible: false, ..*sl });
             continue;
         }
         if nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
-            next.push(Slot { rep: sl.rep, def: null_code, visible: false, idx: 0 });
+            next.push(Slot { cont: sl.cont, decided: Some((depth, false)), visible: false, idx: 0 });
             continue;
         }
-        let (s, e) = (offsets[sl.idx].as_usize(), offsets[sl.idx + 1].as_usize());
+        let (s, e) = match (offsets.get(sl.idx), offsets.get(sl.idx + 1)) {
+            (Some(s), Some(e)) => (s.as_usize(), e.as_usize()),
+            _ => return Err(Error::invalid_input("list offsets are shorter than the list")),
+        };
+        if e < s || e > child_len {
+            return Err(Error::invalid_input("list offsets are out of range"));
+        }
         if s == e {
-            next.push(Slot { rep: sl.rep, def: empty_code, visible: false, idx: 0 });
+            next.push(Slot { cont: sl.cont, decided: Some((depth, true)), visible: false, idx: 0 });
             continue;
         }
         for j in s..e {
-            next.push(Slot { rep: if j == s { sl.rep } else { rep_here }, def: 0, visible: true, idx: j });
+            next.push(Slot { cont: if j == s { sl.cont } else { cont_here }, decided: None, visible: true, idx: j });
         }
     }
-    next
+    Ok(next)
 }
 
-fn emit_leaf(field: &Field, array: &ArrayRef, path: &LeafPath, layer: usize, slots: &[Slot], num_rows: usize) -> Result<Piece> {
+fn emit_leaf(field: &Field, array: &ArrayRef, path: &LeafPath, slots: &[Slot], num_rows: usize) -> Result<Piece> {
     let array = plain_leaf(array)?;
-    let nulls = if matches!(array.data_type(), DataType::Null) { None } else { array.logical_nulls() };
     let is_null_type = matches!(array.data_type(), DataType::Null);
-    let code = path.null_code(layer);
+    let nulls = if is_null_type { None } else { array.logical_nulls() };
+    let top = path.kinds.len() - 1;
+    let code_of = |depth: u16, empty: bool| -> Result<u16> {
+        let layer = top.checked_sub(depth as usize).ok_or_else(|| internal("layer deeper than the leaf path"))?;
+        Ok(if empty { path.empty_code(layer) } else { path.null_code(layer) })
+    };
+    let leaf_code = path.null_code(0);
     let mut rep = (path.max_rep > 0).then(|| Vec::with_capacity(slots.len()));
     let mut def = Vec::with_capacity(slots.len());
     let mut picks: Vec<Option<usize>> = Vec::with_capacity(slots.len());
     for sl in slots {
         if let Some(r) = rep.as_mut() {
-            r.push(sl.rep);
+            r.push(path.max_rep.checked_sub(sl.cont).ok_or_else(|| internal("repetition above the leaf's lists"))?);
         }
-        let d = if sl.def != 0 {
-            sl.def
-        } else if is_null_type || nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
-            code
-        } else {
-            0
+        let d = match sl.decided {
+            Some((depth, empty)) => code_of(depth, empty)?,
+            None if is_null_type || nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) => leaf_code,
+            None => 0,
         };
         def.push(d);
         if sl.visible {
@@ -357,6 +380,10 @@ fn plain_leaf(array: &ArrayRef) -> Result<ArrayRef> {
         )
         .cloned()
         .ok_or_else(|| Error::invalid_input("dictionary keys"))?;
+        let n_values = dict.values().len();
+        if keys.iter().flatten().any(|k| k as usize >= n_values) {
+            return Err(Error::invalid_input("dictionary key out of range of the dictionary values"));
+        }
         return Ok(arrow_select::take::take(dict.values().as_ref(), &keys, None)?);
     }
     Ok(array.clone())
@@ -440,6 +467,9 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
         DataType::FixedSizeList(item, dim) => {
             let l = array.as_any().downcast_ref::<FixedSizeListArray>().expect("fsl");
             let dim = *dim as usize;
+            if dim == 0 {
+                return Err(Error::invalid_input(format!("fixed-size list {:?}: size 0 is not supported", field.name())));
+            }
             let child = l.values();
             let item_bytes = fixed_bytes(item.data_type()).ok_or_else(|| {
                 Error::invalid_input(format!("fixed-size list {:?}: items of type {} are not supported", field.name(), item.data_type()))
@@ -535,7 +565,9 @@ impl PageLevels {
         let max_code = path.max_code() as usize;
         let mut seen = vec![false; max_code + 1];
         for &d in &def {
-            seen[d as usize] = true;
+            if let Some(x) = seen.get_mut(d as usize) {
+                *x = true;
+            }
         }
         let mut map = vec![0u16; max_code + 1];
         let mut next = 1u16;
@@ -586,7 +618,7 @@ impl PageLevels {
             }
         }
         let max_def = next - 1;
-        let def = (max_def > 0).then(|| def.iter().map(|&d| map[d as usize]).collect());
+        let def = (max_def > 0).then(|| def.iter().map(|&d| map.get(d as usize).copied().unwrap_or(0)).collect());
         PageLevels { layers, rep, def, max_rep: path.max_rep, max_def, first_invisible, leaf_null }
     }
 
@@ -600,4 +632,8 @@ impl PageLevels {
         let def = self.def.as_ref()?;
         Some(def.iter().filter(|&&d| d < self.first_invisible).map(|&d| d == 0).collect())
     }
+}
+
+fn internal(what: impl Into<String>) -> Error {
+    Error::Internal { what: what.into() }
 }
