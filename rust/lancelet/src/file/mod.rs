@@ -2,6 +2,7 @@
 //! readers and writers of each version's pages.
 
 pub mod footer;
+pub mod legacy;
 pub mod reader;
 pub mod schema;
 pub mod structural;

@@ -21,7 +21,7 @@ use crate::file::schema::LanceSchema;
 use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::pages::{decode_page, PageInput};
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
-use crate::file::structural::unravel::{unravel, Unraveled};
+use crate::file::structural::unravel::{row_multiplier, unravel, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
 use crate::io::Storage;
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata};
@@ -137,6 +137,16 @@ impl FileReader {
         if next != columns.len() {
             return Err(Error::corrupt(format!("schema needs {next} columns but the file has {}", columns.len())));
         }
+        let mut multipliers = vec![1u64; columns.len()];
+        if family == PageFamily::Structural {
+            let mut leaves = Vec::new();
+            for (f, cols) in arrow_schema.fields().iter().zip(&field_columns) {
+                collect_leaves(f, &mut cols.clone(), &mut Vec::new(), &mut leaves);
+            }
+            for l in leaves {
+                multipliers[l.column] = row_multiplier(&l.fsl_dims) as u64;
+            }
+        }
         for (i, c) in columns.iter().enumerate() {
             let mut rows = 0u64;
             for (pi, p) in c.pages.iter().enumerate() {
@@ -150,7 +160,7 @@ impl FileReader {
                 }
                 rows = rows.checked_add(p.length).ok_or_else(|| Error::corrupt("page lengths overflow"))?;
             }
-            if family == PageFamily::Structural && rows != desc.length {
+            if family == PageFamily::Structural && rows != desc.length.saturating_mul(multipliers[i]) {
                 return Err(Error::corrupt(format!("column {i} pages hold {rows} rows, file says {}", desc.length)));
             }
         }
@@ -312,13 +322,21 @@ impl FileReader {
 
     fn read_structural(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<Vec<ArrayRef>> {
         // (leaf field, column index) for every projected leaf, in order.
-        let mut leaves: Vec<(Field, usize)> = Vec::new();
+        let mut leaves: Vec<LeafPlan> = Vec::new();
         for &fi in projection {
             let f = self.arrow_schema.field(fi);
             let mut cols = self.field_columns[fi].clone();
-            collect_leaves(f, &mut cols, &mut leaves);
+            collect_leaves(f, &mut cols, &mut Vec::new(), &mut leaves);
         }
-        let plans: Vec<Vec<(u64, &Page)>> = leaves.iter().map(|(_, c)| self.pages_for(*c, ranges)).collect();
+        // Ranges in each column's page units (see `row_multiplier`).
+        let scaled: Vec<Vec<Range<u64>>> = leaves
+            .iter()
+            .map(|l| {
+                let m = row_multiplier(&l.fsl_dims) as u64;
+                ranges.iter().map(|r| r.start * m..r.end * m).collect()
+            })
+            .collect();
+        let plans: Vec<Vec<(u64, &Page)>> = leaves.iter().zip(&scaled).map(|(l, r)| self.pages_for(l.column, r)).collect();
         let all_pages: Vec<&Page> = plans.iter().flatten().map(|(_, p)| *p).collect();
         let fetched = self.fetch_pages(&all_pages)?;
         let mut per_leaf = Vec::with_capacity(leaves.len());
@@ -330,8 +348,10 @@ impl FileReader {
             .par_iter()
             .zip(plans.par_iter())
             .zip(per_leaf.par_iter())
-            .map(|(((field, col), plan), bufs)| {
-                decode_leaf(field, plan, bufs, ranges).map_err(|e| e.context(format!("column {col} ({:?})", field.name())))
+            .zip(scaled.par_iter())
+            .map(|(((leaf, plan), bufs), ranges)| {
+                decode_leaf(leaf, plan, bufs, ranges)
+                    .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
             })
             .collect();
         let mut unraveled = unraveled.into_iter().map(|r| r.map(Some)).collect::<Result<Vec<_>>>()?;
@@ -340,19 +360,42 @@ impl FileReader {
     }
 }
 
-fn collect_leaves(f: &Field, cols: &mut Range<usize>, out: &mut Vec<(Field, usize)>) {
+/// A leaf column to decode: its field, column index, and for each ancestor
+/// layer (outermost first) the size of a fixed-size list stored as a layer.
+struct LeafPlan {
+    field: Field,
+    column: usize,
+    fsl_dims: Vec<Option<usize>>,
+}
+
+fn collect_leaves(f: &Field, cols: &mut Range<usize>, path: &mut Vec<Option<usize>>, out: &mut Vec<LeafPlan>) {
     if owns_column(f) {
-        out.push((f.clone(), cols.next().expect("column count checked at open")));
+        let column = cols.next().expect("column count checked at open");
+        out.push(LeafPlan { field: f.clone(), column, fsl_dims: path.clone() });
         return;
     }
     match f.data_type() {
-        DataType::Struct(fs) => fs.iter().for_each(|c| collect_leaves(c, cols, out)),
-        DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) => collect_leaves(c, cols, out),
+        DataType::Struct(fs) => {
+            path.push(None);
+            fs.iter().for_each(|c| collect_leaves(c, cols, path, out));
+            path.pop();
+        }
+        DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) => {
+            path.push(None);
+            collect_leaves(c, cols, path, out);
+            path.pop();
+        }
+        DataType::FixedSizeList(c, n) => {
+            path.push(Some(*n as usize));
+            collect_leaves(c, cols, path, out);
+            path.pop();
+        }
         _ => {}
     }
 }
 
-fn decode_leaf(field: &Field, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges: &[Range<u64>]) -> Result<Unraveled> {
+fn decode_leaf(leaf: &LeafPlan, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges: &[Range<u64>]) -> Result<Unraveled> {
+    let field = &leaf.field;
     let dt = match field.data_type() {
         DataType::Dictionary(_, v) => v.as_ref().clone(),
         dt => dt.clone(),
@@ -405,7 +448,7 @@ fn decode_leaf(field: &Field, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges
     let stream = LevelStream::concat(streams)?;
     let whole = rel.len() == 1 && rel[0] == (0, span_rows);
     let stream = if whole { stream } else { stream.select_rows(&layers, &rel)? };
-    unravel(&layers, stream)
+    unravel(&layers, stream, &leaf.fsl_dims)
 }
 
 fn page_layout(page: &Page) -> Result<crate::proto::encodings21::PageLayout> {

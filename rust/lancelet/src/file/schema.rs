@@ -107,6 +107,7 @@ pub fn logical_type(dt: &DataType) -> Result<String> {
                 head.into()
             }
         }
+        DataType::FixedSizeList(f, n) if !fsl_is_leaf(f.data_type()) => format!("fixed_size_list:{}:{n}", logical_type(f.data_type())?),
         DataType::FixedSizeList(f, n) => format!("fixed_size_list:{}:{n}", fsl_item_type(f)?),
         DataType::Dictionary(k, v) => format!("dict:{}:{}:false", logical_type(v)?, logical_type(k)?),
         DataType::Map(_, _) => "map".into(),
@@ -275,6 +276,15 @@ fn build_field(
             let entries = want_one_child("map")?;
             DataType::Map(Arc::new(entries), false)
         }
+        other if other.starts_with("fixed_size_list:") && !children.is_empty() => {
+            // A fixed-size list of a nested type keeps its item as a child row.
+            let n: i32 = other
+                .rsplit(':')
+                .next()
+                .and_then(|x| x.parse().ok())
+                .ok_or_else(|| Error::corrupt(format!("bad logical type {other:?}")))?;
+            DataType::FixedSizeList(Arc::new(want_one_child("fixed_size_list")?), n)
+        }
         other => {
             if !children.is_empty() {
                 return Err(Error::corrupt(format!("field {:?} of type {other} has children", f.name)));
@@ -297,6 +307,7 @@ fn child_fields(dt: &DataType) -> Vec<&Field> {
     match dt {
         DataType::Struct(fs) => fs.iter().map(|f| f.as_ref()).collect(),
         DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => vec![f.as_ref()],
+        DataType::FixedSizeList(f, _) if !fsl_is_leaf(f.data_type()) => vec![f.as_ref()],
         _ => vec![],
     }
 }
@@ -307,6 +318,16 @@ fn assign_ids(f: &Field, next: &mut i32) -> Result<LanceField> {
     *next += 1;
     let children = child_fields(f.data_type()).into_iter().map(|c| assign_ids(c, next)).collect::<Result<Vec<_>>>()?;
     Ok(LanceField { id, arrow: f.clone(), children })
+}
+
+/// A fixed-size list of fixed-width values is stored as one leaf; one of
+/// anything else (structs, strings) keeps its item as a nested field.
+pub fn fsl_is_leaf(item: &DataType) -> bool {
+    match item {
+        DataType::FixedSizeList(f, _) => fsl_is_leaf(f.data_type()),
+        DataType::Boolean | DataType::FixedSizeBinary(_) => true,
+        dt => dt.is_primitive(),
+    }
 }
 
 fn legacy_encoding(dt: &DataType) -> pb::Encoding {

@@ -215,6 +215,7 @@ pub fn owns_column(field: &Field) -> bool {
     match field.data_type() {
         DataType::Struct(_) => is_packed_struct(field),
         DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _) => false,
+        DataType::FixedSizeList(item, _) => crate::file::schema::fsl_is_leaf(item.data_type()),
         _ => true,
     }
 }
@@ -235,7 +236,7 @@ pub fn leaf_count(field: &Field) -> usize {
     }
     match field.data_type() {
         DataType::Struct(fs) => fs.iter().map(|f| leaf_count(f)).sum(),
-        DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => leaf_count(f),
+        DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) | DataType::FixedSizeList(f, _) => leaf_count(f),
         _ => 1,
     }
 }
@@ -290,6 +291,18 @@ fn assemble_inner(
             let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true).align_buffers(true)
                 .len(len)
                 .child_data(arrays)
+                .nulls(validity)
+                .build()?;
+            Ok(make_array(data))
+        }
+        (DataType::FixedSizeList(item, dim), LayerOut::Item { validity, len }) => {
+            let child = assemble_inner(item, leaves, depth + 1, false)?;
+            if child.len() != len * *dim as usize {
+                return Err(Error::corrupt(format!("fixed-size list {:?} has {} items for {len} lists", field.name(), child.len())));
+            }
+            let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true)
+                .len(len)
+                .add_child_data(child.to_data())
                 .nulls(validity)
                 .build()?;
             Ok(make_array(data))

@@ -52,6 +52,8 @@ struct Builder {
     any_null: bool,
     offsets: Vec<i64>,
     count: usize,
+    fsl_dim: Option<usize>,
+    fsl_seen: usize,
 }
 
 fn finish_validity(mut b: BooleanBufferBuilder, any_null: bool) -> Option<NullBuffer> {
@@ -59,7 +61,11 @@ fn finish_validity(mut b: BooleanBufferBuilder, any_null: bool) -> Option<NullBu
 }
 
 /// Rebuild the structure of one leaf column.
-pub fn unravel(layers: &Layers, stream: LevelStream) -> Result<Unraveled> {
+///
+/// `fsl_dims[k]` (outermost first, one per ancestor layer) is the size of a
+/// fixed-size list stored as a layer: such a layer gains one slot per `dim`
+/// entries that reach it.
+pub fn unravel(layers: &Layers, stream: LevelStream, fsl_dims: &[Option<usize>]) -> Result<Unraveled> {
     stream.validate(layers)?;
     let n = layers.layers.len();
     let entries = stream.num_entries();
@@ -112,8 +118,18 @@ pub fn unravel(layers: &Layers, stream: LevelStream) -> Result<Unraveled> {
             any_null: false,
             offsets: Vec::new(),
             count: 0,
+            fsl_dim: None,
+            fsl_seen: 0,
         })
         .collect();
+    for (k, d) in fsl_dims.iter().enumerate() {
+        if let (Some(d), Some(layer)) = (d, b.get_mut(k)) {
+            if layer.is_list || *d == 0 {
+                return Err(Error::corrupt("fixed-size list layer stored as a list"));
+            }
+            layer.fsl_dim = Some(*d);
+        }
+    }
     for i in 0..entries {
         let r = stream.rep.as_ref().map_or(layers.max_rep, |r| r[i]);
         let d = stream.def.as_ref().map_or(0, |d| d[i]);
@@ -128,6 +144,19 @@ pub fn unravel(layers: &Layers, stream: LevelStream) -> Result<Unraveled> {
         for k in start..n {
             let next_count = if k + 1 < n { b[k + 1].count } else { 0 };
             let layer = &mut b[k];
+            if let Some(d) = layer.fsl_dim {
+                // One slot per `d` entries; the rest continue the same list.
+                let new_slot = layer.fsl_seen % d == 0;
+                layer.fsl_seen += 1;
+                if new_slot {
+                    let valid = !(under_null || k == null_k);
+                    layer.count += 1;
+                    layer.validity.append(valid);
+                    layer.any_null |= !valid;
+                }
+                under_null |= k == null_k;
+                continue;
+            }
             layer.count += 1;
             if layer.is_list {
                 layer.offsets.push(next_count as i64);
@@ -167,8 +196,14 @@ pub fn unravel(layers: &Layers, stream: LevelStream) -> Result<Unraveled> {
         }
     }
     let num_rows = outer.first().map_or(leaf_count, |o| o.len());
-    if num_rows != stream.num_rows {
+    if num_rows * row_multiplier(fsl_dims) != stream.num_rows {
         return Err(Error::corrupt(format!("structure has {num_rows} rows, page says {}", stream.num_rows)));
     }
     Ok(Unraveled { outer, leaf_validity, values: stream.values, num_rows })
+}
+
+/// Page lengths of a column under top-level fixed-size lists stored as
+/// layers count the lists' items: this is how many per row.
+pub fn row_multiplier(fsl_dims: &[Option<usize>]) -> usize {
+    fsl_dims.iter().map_while(|d| *d).product()
 }

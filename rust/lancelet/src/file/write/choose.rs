@@ -257,6 +257,21 @@ fn indices_chunked(idx: &[u32], max_values: usize) -> (pb::CompressiveEncoding, 
     }
 }
 
+/// Dictionary indices of an Arrow dictionary column at the key width, flat
+/// or run-length encoded (what pylance writes; it rejects other widths).
+fn key_indices_chunked(idx: &[u32], key_bytes: usize, max_values: usize) -> (pb::CompressiveEncoding, usize, Vec<ChunkData>) {
+    let bytes: Vec<u8> = idx.iter().flat_map(|i| u64::from(*i).to_le_bytes().into_iter().take(key_bytes)).collect();
+    let n = idx.len();
+    let plain_chunks = cut_fixed(&bytes, key_bytes, flat_chunk_values(key_bytes, max_values.min(4096)));
+    let plain = bytes.len() + 8 * plain_chunks.len();
+    let rl = run_count(&bytes, key_bytes) * (key_bytes + 1) + 16 * (n.div_ceil(4096) + 1);
+    if rl < plain && matches!(key_bytes, 1 | 2 | 4 | 8) {
+        let e = enc(Enc::Rle(Box::new(pb::Rle { values: Some(Box::new(flat(8 * key_bytes as u64))), run_lengths: Some(Box::new(flat(8))) })));
+        return (e, 2, rle_chunks(&bytes, key_bytes, max_values.min(4096)));
+    }
+    (flat(8 * key_bytes as u64), 1, plain_chunks)
+}
+
 fn inline_bitpacking(bits: u64) -> pb::CompressiveEncoding {
     enc(Enc::InlineBitpacking(pb::InlineBitpacking { uncompressed_bits_per_value: bits, values: None }))
 }
@@ -352,12 +367,15 @@ fn wrap_general(c: Chunked, opts: &FieldOptions) -> Chunked {
 /// Compress and chunk a page's visible values. `valid` marks null slots
 /// (None = all valid); `max_values` caps values per chunk.
 #[allow(clippy::too_many_arguments)]
-pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Option<&[u64]>, opts: &FieldOptions, allowed: Allowed, max_values: usize, force_dict: bool) -> Result<Chunked> {
+/// `force_dict` = Some((key bytes, how many values the key type can
+/// index)) for Arrow dictionary columns.
+pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Option<&[u64]>, opts: &FieldOptions, allowed: Allowed, max_values: usize, force_dict: Option<(usize, u64)>) -> Result<Chunked> {
     let none = opts.compression.as_deref() == Some("none");
     let n = values.len();
     let ok = |i: usize| valid.is_none_or(|v| v[i]);
-    if force_dict {
-        // Arrow dictionary columns: pylance expects a dictionary layout.
+    if let Some((key_bytes, key_capacity)) = force_dict {
+        // Arrow dictionary columns: pylance expects a dictionary layout with
+        // indices at the declared key width.
         let (items, width): (Vec<Option<&[u8]>>, Option<usize>) = match values {
             Values::Variable { offsets, data } => ((0..n).map(|i| ok(i).then(|| &data[offsets[i] as usize..offsets[i + 1] as usize])).collect(), None),
             Values::Fixed { bytes, data } => ((0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes])).collect(), Some(*bytes)),
@@ -368,9 +386,12 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 None => (variable_block(&d, wide), variable(if wide { 64 } else { 32 })),
                 Some(b) => (d.concat(), flat(8 * b as u64)),
             };
+            if d.len() as u64 > key_capacity {
+                return Err(Error::invalid_input(format!("{} distinct dictionary values do not fit {}-byte keys", d.len(), key_bytes)));
+            }
             let (denc, dbuf) = maybe_wrap_dict(block, inner, allowed);
-            let (ienc, chunks) = indices_chunked(&idx, max_values);
-            return Ok(Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) });
+            let (ienc, num_buffers, chunks) = key_indices_chunked(&idx, key_bytes, max_values);
+            return Ok(Chunked { encoding: ienc, num_buffers, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) });
         }
     }
     let c = match values {

@@ -79,7 +79,7 @@ fn level_ranges(levels: &PageLevels, chunks: &Chunked, total_entries: usize) -> 
 }
 
 /// Encode a mini-block page. `levels` come from [`PageLevels::finish`];
-/// `force_dict` makes Arrow dictionary columns use a dictionary layout.
+/// `force_dict` (key bytes) makes Arrow dictionary columns use a dictionary layout.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     levels: &PageLevels,
@@ -89,7 +89,7 @@ pub fn encode(
     opts: &FieldOptions,
     allowed: Allowed,
     large_chunks: bool,
-    force_dict: bool,
+    force_dict: Option<(usize, u64)>,
 ) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
     let valid = levels.visible_validity();
     let total_entries = levels.num_entries().unwrap_or(values.len());

@@ -53,7 +53,9 @@ pub struct LeafEncoder {
     opts: FieldOptions,
     wide: bool,
     packed: Option<Vec<u64>>,
-    dict: bool,
+    /// Arrow dictionary column: key width in bytes and how many dictionary
+    /// values the key type can index.
+    dict: Option<(usize, u64)>,
     traits: VersionTraits,
     pieces: Vec<Piece>,
     pending_bytes: usize,
@@ -87,7 +89,14 @@ impl LeafEncoder {
             opts: FieldOptions::from_metadata(field.metadata()),
             wide,
             packed,
-            dict: matches!(field.data_type(), arrow_schema::DataType::Dictionary(_, _)),
+            dict: match field.data_type() {
+                arrow_schema::DataType::Dictionary(k, _) => {
+                    let w = k.primitive_width().unwrap_or(4);
+                    let bits = 8 * w as u32 - u32::from(k.is_signed_integer());
+                    Some((w, 1u64.checked_shl(bits).unwrap_or(u64::MAX)))
+                }
+                _ => None,
+            },
             traits,
             pieces: Vec::new(),
             pending_bytes: 0,
@@ -112,8 +121,36 @@ impl LeafEncoder {
         if self.pieces.is_empty() {
             return Ok(());
         }
-        let piece = Piece::concat(std::mem::take(&mut self.pieces));
+        let pieces = std::mem::take(&mut self.pieces);
         self.pending_bytes = 0;
+        if let Some((_, capacity)) = self.dict.filter(|d| d.1 <= 1 << 16 && pieces.len() > 1) {
+            // One page's dictionary must stay indexable by the key type:
+            // start a new page before the distinct values would overflow it
+            // (one piece came from one Arrow dictionary, so it fits alone).
+            let mut group: Vec<Piece> = Vec::new();
+            let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+            for p in pieces {
+                let mut add = seen.clone();
+                for v in value_keys(&p.values) {
+                    add.insert(v);
+                }
+                if !group.is_empty() && add.len() as u64 > capacity {
+                    self.encode_and_push(Piece::concat(std::mem::take(&mut group)))?;
+                    seen = value_keys(&p.values).collect();
+                } else {
+                    seen = add;
+                }
+                group.push(p);
+            }
+            if !group.is_empty() {
+                self.encode_and_push(Piece::concat(group))?;
+            }
+            return Ok(());
+        }
+        self.encode_and_push(Piece::concat(pieces))
+    }
+
+    fn encode_and_push(&mut self, piece: Piece) -> Result<()> {
         if piece.num_rows == 0 {
             return Ok(());
         }
@@ -144,7 +181,7 @@ impl LeafEncoder {
                 constant::all_null_v21(&levels)
             });
         }
-        if self.traits.constant_pages && self.packed.is_none() && !self.dict {
+        if self.traits.constant_pages && self.packed.is_none() && self.dict.is_none() {
             if let Some(v) = constant::constant_value(&values, valid.as_deref()) {
                 let variable = matches!(values, Values::Variable { .. });
                 return Ok(constant::constant_v22(&levels, Some((&v, variable)), self.wide));
@@ -156,7 +193,7 @@ impl LeafEncoder {
             Values::Fsl { dim, item_bytes, .. } => dim * item_bytes,
             Values::Bool(_) | Values::Null(_) => 0,
         };
-        let fullzip_ok = !matches!(values, Values::Bool(_)) && self.packed.is_none() && !self.dict;
+        let fullzip_ok = !matches!(values, Values::Bool(_)) && self.packed.is_none() && self.dict.is_none();
         let use_fullzip = fullzip_ok
             && match self.opts.structural.as_deref() {
                 Some("fullzip") => true,
@@ -168,5 +205,15 @@ impl LeafEncoder {
         }
         let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
         miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words, self.dict)
+    }
+}
+
+/// The visible values of a piece as byte strings (null slots included as
+/// their zero fill, which can only over-count distinct values).
+fn value_keys(values: &Values) -> Box<dyn Iterator<Item = Vec<u8>> + '_> {
+    match values {
+        Values::Fixed { bytes, data } => Box::new(data.chunks(*bytes.max(&1)).map(|c| c.to_vec())),
+        Values::Variable { offsets, data } => Box::new(offsets.windows(2).map(move |w| data[w[0] as usize..w[1] as usize].to_vec())),
+        _ => Box::new(std::iter::empty()),
     }
 }

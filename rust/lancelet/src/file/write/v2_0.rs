@@ -174,29 +174,48 @@ fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
         DataType::Utf8 => Ok(small_dictionary(a, bufs).unwrap_or_else(|| binary::<i32>(a, bufs))),
         DataType::Binary => Ok(binary::<i32>(a, bufs)),
         DataType::LargeUtf8 | DataType::LargeBinary => Ok(binary::<i64>(a, bufs)),
-        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary) => {
+        DataType::Dictionary(kt, _) => {
+            // pylance: indices flat at the key width without a validity
+            // wrapper; null keys point at an extra null item appended to the
+            // dictionary (only when some key is null).
             let d = a.as_any_dictionary();
-            let keys: ArrayRef = arrow_cast_u32(d.keys())?;
-            let idx_enc = nullable_wrap(keys.as_ref(), bufs, |bufs| {
-                let i = bufs.len() as u32;
-                bufs.push(fixed_values(keys.as_ref(), 4));
-                flat(32, i)
-            });
-            let items = match v.as_ref() {
-                DataType::LargeUtf8 | DataType::LargeBinary => binary::<i64>(d.values(), bufs),
-                _ => binary::<i32>(d.values(), bufs),
+            let kw = kt.primitive_width().ok_or_else(|| Error::invalid_input(format!("dictionary key type {kt}")))?;
+            let keys = arrow_cast_u32(d.keys())?;
+            let keys = keys.as_primitive::<arrow_array::types::UInt32Type>();
+            let n_items = d.values().len();
+            if keys.iter().flatten().any(|k| k as usize >= n_items) {
+                return Err(Error::invalid_input("dictionary key out of range of the dictionary values"));
+            }
+            let has_null = keys.null_count() > 0;
+            let null_key = n_items as u64;
+            if has_null && kw < 8 && null_key >= 1u64 << (8 * kw - 1) && kt.is_signed_integer() {
+                return Err(Error::invalid_input(format!("2.0 dictionary with {n_items} values and null keys does not fit key type {kt}")));
+            }
+            let mut idx = Vec::with_capacity(n * kw);
+            for k in keys.iter() {
+                let k = k.map_or(null_key, u64::from);
+                idx.extend_from_slice(&k.to_le_bytes()[..kw]);
+            }
+            let i = bufs.len() as u32;
+            bufs.push(idx);
+            let idx_enc = no_nulls(flat(8 * kw as u64, i));
+            let values = d.values().clone();
+            let items_arr = if has_null {
+                let nulls = arrow_array::new_null_array(values.data_type(), 1);
+                arrow_select::concat::concat(&[values.as_ref(), nulls.as_ref()])?
+            } else {
+                values
+            };
+            let items = match items_arr.data_type() {
+                DataType::Utf8 | DataType::Binary => binary::<i32>(&items_arr, bufs),
+                DataType::LargeUtf8 | DataType::LargeBinary => binary::<i64>(&items_arr, bufs),
+                _ => leaf(&items_arr, bufs)?,
             };
             Ok(ae(AE::Dictionary(Box::new(pb::Dictionary {
                 indices: Some(Box::new(idx_enc)),
                 items: Some(Box::new(items)),
-                num_dictionary_items: d.values().len() as u32,
+                num_dictionary_items: items_arr.len() as u32,
             }))))
-        }
-        DataType::Dictionary(_, _) => {
-            let d = a.as_any_dictionary();
-            let keys = arrow_cast_u32(d.keys())?;
-            let plain = arrow_select::take::take(d.values().as_ref(), keys.as_primitive::<arrow_array::types::UInt32Type>(), None)?;
-            leaf(&plain, bufs)
         }
         DataType::FixedSizeList(item, dim) => {
             let l = a.as_any().downcast_ref::<FixedSizeListArray>().expect("fsl");
