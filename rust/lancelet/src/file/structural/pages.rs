@@ -341,6 +341,7 @@ fn fullzip_values(
                 item_validity: fsl.has_validity.then(|| validity.finish().into_inner().to_vec()),
             })
         }
+        (Enc::VariablePackedStruct(v), Details::BitsPerOffset(_)) => variable_packed_rows(v, raw, valid),
         (_, Details::BitsPerOffset(_)) => {
             let mut offsets = Offsets::new(input.wide_offsets);
             let mut data = Vec::with_capacity(raw.iter().map(|v| v.len()).sum());
@@ -355,6 +356,59 @@ fn fullzip_values(
         }
         (other, _) => Err(Error::unsupported(format!("full-zip value encoding {}", compressive::name_of(other)))),
     }
+}
+
+/// Rows of a struct whose children are packed together per row (fixed
+/// children as raw bytes, variable ones behind a 32- or 64-bit length).
+/// They are rewritten into one canonical form — fixed children as is,
+/// variable children behind a u64 length — that `to_arrow` splits into
+/// child arrays by the schema.
+fn variable_packed_rows(v: &crate::proto::encodings21::VariablePackedStruct, raw: &[&[u8]], valid: &[bool]) -> Result<DataBlock> {
+    use crate::proto::encodings21::variable_packed_struct::field_encoding::Layout;
+    for f in &v.fields {
+        if let Some(enc) = &f.value {
+            let raw_bytes = match variant(enc)? {
+                Enc::Flat(f) => f.data.is_none(),
+                Enc::Variable(v) => v.values.is_none(),
+                _ => false,
+            };
+            if !raw_bytes {
+                return Err(Error::unsupported("compressed children in a variable packed struct"));
+            }
+        }
+    }
+    let mut offsets = Offsets::new(true);
+    let mut data = Vec::with_capacity(raw.iter().map(|r| r.len() + 8 * v.fields.len()).sum());
+    for (row, ok) in raw.iter().zip(valid) {
+        if *ok {
+            let mut at = 0usize;
+            for f in &v.fields {
+                match f.layout.as_ref().ok_or_else(|| Error::corrupt("packed struct field without layout"))? {
+                    Layout::BitsPerValue(bits) => {
+                        let w = (*bits as usize).div_ceil(8);
+                        let b = row.get(at..at + w).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                        data.extend_from_slice(b);
+                        at += w;
+                    }
+                    Layout::BitsPerLength(bits) => {
+                        let len = match bits {
+                            32 => row.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize),
+                            64 => row.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize),
+                            _ => return Err(Error::corrupt(format!("packed struct length of {bits} bits"))),
+                        }
+                        .ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                        at += (*bits / 8) as usize;
+                        let b = row.get(at..at.saturating_add(len)).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                        data.extend_from_slice(&(len as u64).to_le_bytes());
+                        data.extend_from_slice(b);
+                        at += len;
+                    }
+                }
+            }
+        }
+        offsets.push_end(data.len())?;
+    }
+    Ok(DataBlock::Variable { offsets, data })
 }
 
 /// How one full-zip variable-width value is stored.

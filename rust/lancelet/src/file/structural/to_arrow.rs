@@ -41,6 +41,9 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
     if let (DataType::Struct(children), DataBlock::Fixed { bits, data, len }) = (dt, &values) {
         return packed_struct(children, *bits, data, *len, validity);
     }
+    if let (DataType::Struct(children), DataBlock::Variable { offsets, data }) = (dt, &values) {
+        return variable_packed_struct(children, offsets, data, validity);
+    }
     match values {
         DataBlock::Nulls { len } => Ok(new_null_array(dt, len)),
         DataBlock::Fixed { bits, data, len } => {
@@ -128,6 +131,57 @@ fn packed_struct(children: &arrow_schema::Fields, bits: u64, data: &[u8], len: u
         let block = DataBlock::Fixed { bits: 8 * *w as u64, data: col, len };
         arrays.push(leaf_array(block, None, c.data_type())?.to_data());
     }
+    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build()?;
+    Ok(make_array(data))
+}
+
+/// Split canonical variable packed rows (see `pages::variable_packed_rows`).
+fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, data: &[u8], validity: Option<NullBuffer>) -> Result<ArrayRef> {
+    use crate::file::structural::datablock::Appender;
+    let len = offsets.len();
+    let mut parts: Vec<Appender> = children
+        .iter()
+        .map(|c| match fixed_width_bits(c.data_type()) {
+            Some(bits) => Appender::new(&DataBlock::Fixed { bits, data: vec![], len: 0 }),
+            None => Appender::new(&DataBlock::Variable { offsets: Offsets::new(matches!(c.data_type(), DataType::LargeUtf8 | DataType::LargeBinary)), data: vec![] }),
+        })
+        .collect();
+    for i in 0..len {
+        let (s, e) = offsets.range(i);
+        let row = &data[s..e];
+        if row.is_empty() {
+            for p in parts.iter_mut() {
+                p.append_zeroes(1)?;
+            }
+            continue;
+        }
+        let mut at = 0usize;
+        for (c, p) in children.iter().zip(parts.iter_mut()) {
+            let one = match fixed_width_bits(c.data_type()) {
+                Some(bits) => {
+                    let w = (bits as usize).div_ceil(8);
+                    let b = row.get(at..at + w).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                    at += w;
+                    DataBlock::Fixed { bits, data: b.to_vec(), len: 1 }
+                }
+                None => {
+                    let l = row.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                    at += 8;
+                    let b = row.get(at..at.saturating_add(l)).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                    at += l;
+                    let mut o = Offsets::new(false);
+                    o.push_end(l)?;
+                    DataBlock::Variable { offsets: o, data: b.to_vec() }
+                }
+            };
+            p.append_all(&one)?;
+        }
+    }
+    let arrays = children
+        .iter()
+        .zip(parts)
+        .map(|(c, p)| leaf_array(p.finish(), None, c.data_type()).map(|a| a.to_data()))
+        .collect::<Result<Vec<_>>>()?;
     let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build()?;
     Ok(make_array(data))
 }
