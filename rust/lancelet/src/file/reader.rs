@@ -42,6 +42,8 @@ pub struct FileReader {
     columns: Vec<ColumnMetadata>,
     /// Columns owned by each top-level field.
     field_columns: Vec<Range<usize>>,
+    /// Set for v0.1 files, which have their own layout and reader.
+    legacy: Option<crate::file::legacy::LegacyFileReader>,
 }
 
 impl std::fmt::Debug for FileReader {
@@ -91,7 +93,18 @@ impl FileReader {
         let mut tail_start = tail_start;
         let version = crate::file::footer::parse_version_tail(&tail)?;
         if version == FileVersion::Legacy {
-            return Err(Error::unsupported("reading legacy (v0.1) data files"));
+            let legacy = crate::file::legacy::LegacyFileReader::open(storage.clone())?;
+            return Ok(FileReader {
+                storage,
+                size,
+                version,
+                schema: legacy.lance_schema().clone(),
+                arrow_schema: legacy.schema().clone(),
+                num_rows: legacy.num_rows(),
+                columns: Vec::new(),
+                field_columns: Vec::new(),
+                legacy: Some(legacy),
+            });
         }
         let footer = Footer::parse(&tail, size)?;
         let meta = footer.metadata_range(size);
@@ -164,7 +177,7 @@ impl FileReader {
                 return Err(Error::corrupt(format!("column {i} pages hold {rows} rows, file says {}", desc.length)));
             }
         }
-        Ok(FileReader { storage, size, version, schema, arrow_schema, num_rows: desc.length, columns, field_columns })
+        Ok(FileReader { storage, size, version, schema, arrow_schema, num_rows: desc.length, columns, field_columns, legacy: None })
     }
 
     /// The file's version.
@@ -264,6 +277,9 @@ impl FileReader {
     }
 
     fn read_ranges_inner(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
+        if let Some(legacy) = &self.legacy {
+            return legacy.read_ranges(projection, ranges);
+        }
         let fields: Vec<Arc<Field>> = projection.iter().map(|&i| self.arrow_schema.fields()[i].clone()).collect();
         let schema = Arc::new(Schema::new(fields.clone()).with_metadata(self.arrow_schema.metadata().clone()));
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
