@@ -498,29 +498,35 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             }
             best
         }
-        Values::Fsl { dim, item_bytes, items, item_valid } => {
+        Values::Fsl { dims, item_bytes, items, valid } => {
+            // pylance: one validity buffer per layer that has one (outermost
+            // first, each a fresh bitmap per chunk), then the items.
+            let dim: usize = dims.iter().product();
             let row = dim * item_bytes;
             let per = flat_chunk_values(row.max(1), max_values.min(4096));
-            let has_validity = item_valid.is_some();
+            let cums: Vec<usize> = dims.iter().scan(1, |c, d| { *c *= d; Some(*c) }).collect();
             let chunks = items
                 .chunks((per * row).max(1))
                 .enumerate()
                 .map(|(ci, c)| {
                     let rows = c.len() / row.max(1);
-                    let mut bufs = Vec::with_capacity(2);
-                    if let Some(v) = item_valid {
-                        bufs.push(pack_bools(&v[ci * per * dim..ci * per * dim + rows * dim]));
+                    let first = ci * per;
+                    let mut bufs = Vec::with_capacity(1 + valid.len());
+                    for (v, cum) in valid.iter().zip(&cums) {
+                        if let Some(v) = v {
+                            bufs.push(pack_bools(&v[first * cum..(first + rows) * cum]));
+                        }
                     }
                     bufs.push(c.to_vec());
                     ChunkData { n: rows, bufs }
                 })
                 .collect();
-            let e = enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList {
-                items_per_value: *dim as u64,
-                has_validity,
-                values: Some(Box::new(flat(8 * *item_bytes as u64))),
-            })));
-            Chunked { encoding: e, num_buffers: 1 + usize::from(has_validity), chunks, dictionary: None }
+            let mut e = flat(8 * *item_bytes as u64);
+            for (d, v) in dims.iter().zip(valid).rev() {
+                e = enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList { items_per_value: *d as u64, has_validity: v.is_some(), values: Some(Box::new(e)) })));
+            }
+            let num_buffers = 1 + valid.iter().filter(|v| v.is_some()).count();
+            Chunked { encoding: e, num_buffers, chunks, dictionary: None }
         }
         Values::Null(_) => return Err(Error::invalid_input("null-typed values cannot be mini-block encoded")),
     };

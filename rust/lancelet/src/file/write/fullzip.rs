@@ -76,24 +76,29 @@ pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &Fiel
             let enc = data.chunks_exact(*bytes).map(|c| c.to_vec()).collect();
             (enc, flat(8 * *bytes as u64), Details::BitsPerValue(8 * *bytes as u32), false)
         }
-        Values::Fsl { dim, item_bytes, items, item_valid } => {
+        Values::Fsl { dims, item_bytes, items, valid } => {
+            // Per row: each layer's validity bits (outermost first, whole
+            // bytes), then the items.
+            let dim: usize = dims.iter().product();
             let row = dim * item_bytes;
+            let cums: Vec<usize> = dims.iter().scan(1, |c, d| { *c *= d; Some(*c) }).collect();
+            let vbytes: usize = valid.iter().zip(&cums).filter(|(v, _)| v.is_some()).map(|(_, c)| c.div_ceil(8)).sum();
             let enc = (0..n)
                 .map(|i| {
-                    let mut v = Vec::with_capacity(row + dim.div_ceil(8));
-                    if let Some(iv) = item_valid {
-                        v.extend(pack_bools(&iv[i * dim..(i + 1) * dim]));
+                    let mut v = Vec::with_capacity(row + vbytes);
+                    for (iv, cum) in valid.iter().zip(&cums) {
+                        if let Some(iv) = iv {
+                            v.extend(pack_bools(&iv[i * cum..(i + 1) * cum]));
+                        }
                     }
                     v.extend_from_slice(&items[i * row..(i + 1) * row]);
                     v
                 })
                 .collect();
-            let vbytes = if item_valid.is_some() { dim.div_ceil(8) } else { 0 };
-            let e = choose::enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList {
-                items_per_value: *dim as u64,
-                has_validity: item_valid.is_some(),
-                values: Some(Box::new(flat(8 * *item_bytes as u64))),
-            })));
+            let mut e = flat(8 * *item_bytes as u64);
+            for (d, v) in dims.iter().zip(valid).rev() {
+                e = choose::enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList { items_per_value: *d as u64, has_validity: v.is_some(), values: Some(Box::new(e)) })));
+            }
             (enc, e, Details::BitsPerValue(8 * (row + vbytes) as u32), false)
         }
         Values::Bool(_) | Values::Null(_) => return Err(Error::invalid_input("booleans and nulls are never full-zip encoded")),

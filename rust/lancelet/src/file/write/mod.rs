@@ -190,7 +190,7 @@ impl LeafEncoder {
         let max_bytes = match &values {
             Values::Fixed { bytes, .. } => *bytes,
             Values::Variable { offsets, .. } => offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0),
-            Values::Fsl { dim, item_bytes, .. } => dim * item_bytes,
+            Values::Fsl { dims, item_bytes, .. } => dims.iter().product::<usize>() * item_bytes,
             Values::Bool(_) | Values::Null(_) => 0,
         };
         let fullzip_ok = !matches!(values, Values::Bool(_)) && self.packed.is_none() && self.dict.is_none();

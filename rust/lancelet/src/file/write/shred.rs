@@ -75,8 +75,10 @@ pub enum Values {
     Bool(Vec<bool>),
     /// Variable-width values; `offsets` has `len + 1` entries from 0.
     Variable { offsets: Vec<u64>, data: Vec<u8> },
-    /// Fixed-size lists of fixed-width items.
-    Fsl { dim: usize, item_bytes: usize, items: Vec<u8>, item_valid: Option<Vec<bool>> },
+    /// (Nested) fixed-size lists of fixed-width items: `dims` outermost
+    /// first, `items` row-major, `valid[k]` the validity of layer `k`'s
+    /// children (`rows × dims[0..=k]` entries; None when all are valid).
+    Fsl { dims: Vec<usize>, item_bytes: usize, items: Vec<u8>, valid: Vec<Option<Vec<bool>>> },
     /// A `null`-typed column: only a count.
     Null(usize),
 }
@@ -88,7 +90,7 @@ impl Values {
             Values::Fixed { bytes, data } => data.len().checked_div(*bytes).unwrap_or(0),
             Values::Bool(b) => b.len(),
             Values::Variable { offsets, .. } => offsets.len() - 1,
-            Values::Fsl { dim, item_bytes, items, .. } => items.len().checked_div(dim * item_bytes).unwrap_or(0),
+            Values::Fsl { dims, item_bytes, items, .. } => items.len().checked_div(dims.iter().product::<usize>() * item_bytes).unwrap_or(0),
             Values::Null(n) => *n,
         }
     }
@@ -116,17 +118,22 @@ impl Values {
                 offsets.extend(o[1..].iter().map(|x| x + base));
                 data.extend_from_slice(&d);
             }
-            (Values::Fsl { item_bytes, items, item_valid, .. }, Values::Fsl { items: it, item_valid: iv, .. }) => {
-                let (have, add) = (items.len() / *item_bytes, it.len() / *item_bytes);
-                match (item_valid.as_mut(), iv) {
-                    (Some(v), Some(o)) => v.extend(o),
-                    (Some(v), None) => v.extend(std::iter::repeat_n(true, add)),
-                    (None, Some(o)) => {
-                        let mut v = vec![true; have];
-                        v.extend(o);
-                        *item_valid = Some(v);
+            (Values::Fsl { dims, item_bytes, items, valid }, Values::Fsl { items: it, valid: ov, .. }) => {
+                let row = dims.iter().product::<usize>() * *item_bytes;
+                let (have, add) = (items.len().checked_div(row).unwrap_or(0), it.len().checked_div(row).unwrap_or(0));
+                let mut cum = 1;
+                for (k, (v, o)) in valid.iter_mut().zip(ov).enumerate() {
+                    cum *= dims[k];
+                    match (v.as_mut(), o) {
+                        (Some(v), Some(o)) => v.extend(o),
+                        (Some(v), None) => v.extend(std::iter::repeat_n(true, add * cum)),
+                        (None, Some(o)) => {
+                            let mut nv = vec![true; have * cum];
+                            nv.extend(o);
+                            *v = Some(nv);
+                        }
+                        (None, None) => {}
                     }
-                    (None, None) => {}
                 }
                 items.extend_from_slice(&it);
             }
@@ -168,7 +175,7 @@ impl Piece {
 /// The leaf columns of a top-level field, with their paths, in column order.
 pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
     fn walk(f: &Field, outer: &mut Vec<LayerKind>, out: &mut Vec<(Field, LeafPath)>) {
-        if owns_column(f) {
+        if is_leaf(f) {
             outer.push(LayerKind::Item);
             let kinds: Vec<LayerKind> = outer.iter().rev().copied().collect();
             let max_rep = kinds.iter().filter(|k| **k == LayerKind::List).count() as u16;
@@ -189,7 +196,14 @@ pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
                 walk(c, outer, out);
                 outer.pop();
             }
-            _ => unreachable!("owns_column covers leaves"),
+            // is_leaf covers everything else; a leaf path keeps this total.
+            _ => {
+                outer.push(LayerKind::Item);
+                let kinds: Vec<LayerKind> = outer.iter().rev().copied().collect();
+                let max_rep = kinds.iter().filter(|k| **k == LayerKind::List).count() as u16;
+                out.push((f.clone(), LeafPath { kinds, max_rep }));
+                outer.pop();
+            }
         }
     }
     let mut out = Vec::new();
@@ -201,6 +215,12 @@ pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
 /// independent of which leaf it ends up in (structs hand the same slots to
 /// children whose paths differ), so codes are only worked out in
 /// [`emit_leaf`].
+/// Columns the writer shreds as one leaf. Fixed-size lists always are:
+/// those of nested (non fixed-width) items are rejected when gathered.
+fn is_leaf(f: &Field) -> bool {
+    owns_column(f) || matches!(f.data_type(), DataType::FixedSizeList(_, _))
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     /// Number of list layers, counted from the top, that this entry
@@ -248,7 +268,7 @@ fn descend(
     num_rows: usize,
     out: &mut Vec<Piece>,
 ) -> Result<()> {
-    if owns_column(field) {
+    if is_leaf(field) {
         let path = &paths.get(*leaf_no).ok_or_else(|| internal("more leaves than leaf paths"))?.1;
         check_len("leaf", slots, array.len())?;
         let piece = emit_leaf(field, array, path, slots, num_rows)?;
@@ -464,50 +484,7 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
         }
         DataType::Utf8 | DataType::Binary => Ok(gather_var::<i32>(array, picks)),
         DataType::LargeUtf8 | DataType::LargeBinary => Ok(gather_var::<i64>(array, picks)),
-        DataType::FixedSizeList(item, dim) => {
-            let l = array.as_any().downcast_ref::<FixedSizeListArray>().expect("fsl");
-            let dim = *dim as usize;
-            if dim == 0 {
-                return Err(Error::invalid_input(format!("fixed-size list {:?}: size 0 is not supported", field.name())));
-            }
-            let child = l.values();
-            let item_bytes = fixed_bytes(item.data_type()).ok_or_else(|| {
-                Error::invalid_input(format!("fixed-size list {:?}: items of type {} are not supported", field.name(), item.data_type()))
-            })?;
-            let cdata = child.to_data();
-            let buf = cdata.buffers()[0].as_slice();
-            let coff = cdata.offset();
-            let cnulls = child.logical_nulls();
-            let mut items = vec![0u8; picks.len() * dim * item_bytes];
-            let mut valid = cnulls.as_ref().map(|_| Vec::with_capacity(picks.len() * dim));
-            for (k, p) in picks.iter().enumerate() {
-                match p {
-                    Some(i) => {
-                        let start = l.value_offset_at(*i);
-                        items[k * dim * item_bytes..(k + 1) * dim * item_bytes]
-                            .copy_from_slice(&buf[(coff + start) * item_bytes..(coff + start + dim) * item_bytes]);
-                        if let (Some(v), Some(nb)) = (valid.as_mut(), cnulls.as_ref()) {
-                            v.extend((start..start + dim).map(|j| nb.is_valid(j)));
-                        }
-                    }
-                    None => {
-                        if let Some(v) = valid.as_mut() {
-                            v.extend(std::iter::repeat_n(false, dim));
-                        }
-                    }
-                }
-            }
-            // Zero the bytes of null items, as pylance does.
-            if let Some(v) = &valid {
-                for (j, ok) in v.iter().enumerate() {
-                    if !ok {
-                        items[j * item_bytes..(j + 1) * item_bytes].fill(0);
-                    }
-                }
-            }
-            let item_valid = valid.filter(|v| v.iter().any(|x| !x));
-            Ok(Values::Fsl { dim, item_bytes, items, item_valid })
-        }
+        DataType::FixedSizeList(_, _) => gather_fsl(field, array, picks),
         dt => {
             let w = fixed_bytes(dt).ok_or_else(|| Error::invalid_input(format!("unsupported leaf type {dt}")))?;
             let data = array.to_data();
@@ -522,6 +499,66 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
             Ok(Values::Fixed { bytes: w, data: out })
         }
     }
+}
+
+/// Gather (possibly nested) fixed-size lists of fixed-width items: the
+/// items row-major, plus per FSL layer (outermost first) the validity of
+/// that layer's children. Slots under a null row are zero-filled and valid.
+fn gather_fsl(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Values> {
+    let mut dims = Vec::new();
+    let mut valid = Vec::new();
+    let mut cur = array.clone();
+    let mut picks: Vec<Option<usize>> = picks.to_vec();
+    loop {
+        let DataType::FixedSizeList(item, dim) = cur.data_type().clone() else { break };
+        let l = cur.as_any().downcast_ref::<FixedSizeListArray>().ok_or_else(|| Error::invalid_input("expected a fixed-size list array"))?;
+        let dim = usize::try_from(dim).ok().filter(|d| *d > 0).ok_or_else(|| {
+            Error::invalid_input(format!("fixed-size list {:?}: size {dim} is not supported", field.name()))
+        })?;
+        let child = l.values().clone();
+        let is_fsl = matches!(item.data_type(), DataType::FixedSizeList(_, _));
+        if !is_fsl && fixed_bytes(item.data_type()).is_none() {
+            return Err(Error::invalid_input(format!("fixed-size list {:?}: items of type {} are not supported", field.name(), item.data_type())));
+        }
+        let cnulls = child.logical_nulls();
+        let mut next = Vec::with_capacity(picks.len() * dim);
+        let mut v = Vec::with_capacity(picks.len() * dim);
+        for p in &picks {
+            match p {
+                Some(i) => {
+                    let start = l.value_offset_at(*i);
+                    if start + dim > child.len() {
+                        return Err(Error::invalid_input("fixed-size list values are shorter than the list"));
+                    }
+                    for j in start..start + dim {
+                        let ok = cnulls.as_ref().is_none_or(|nb| nb.is_valid(j));
+                        v.push(ok);
+                        next.push(ok.then_some(j));
+                    }
+                }
+                None => {
+                    v.extend(std::iter::repeat_n(true, dim));
+                    next.extend(std::iter::repeat_n(None, dim));
+                }
+            }
+        }
+        dims.push(dim);
+        valid.push(v.iter().any(|x| !x).then_some(v));
+        picks = next;
+        cur = child;
+    }
+    let item_bytes = fixed_bytes(cur.data_type()).ok_or_else(|| internal("fixed-size list leaf"))?;
+    let cdata = cur.to_data();
+    let buf = cdata.buffers().first().map(|b| b.as_slice()).unwrap_or(&[]);
+    let coff = cdata.offset();
+    let mut items = vec![0u8; picks.len() * item_bytes];
+    for (k, p) in picks.iter().enumerate() {
+        if let Some(j) = p {
+            let src = buf.get((coff + j) * item_bytes..(coff + j + 1) * item_bytes).ok_or_else(|| internal("fixed-size list item out of its buffer"))?;
+            items[k * item_bytes..(k + 1) * item_bytes].copy_from_slice(src);
+        }
+    }
+    Ok(Values::Fsl { dims, item_bytes, items, valid })
 }
 
 fn gather_var<O: OffsetSizeTrait>(array: &ArrayRef, picks: &[Option<usize>]) -> Values {

@@ -329,8 +329,18 @@ fn nested_batch(rng: &mut StdRng, n: usize, p: f64) -> RecordBatch {
     let st: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![x, l2], nb(rng, m)));
     let item = Arc::new(Field::new("item", DataType::Struct(sf), true));
     let los: ArrayRef = Arc::new(ListArray::new(item.clone(), OffsetBuffer::new(offs.into()), st, nb(rng, n)));
-    let schema = Schema::new(vec![Field::new("s", DataType::Struct(top_f), true), Field::new("los", DataType::List(item), true)]);
-    RecordBatch::try_new(Arc::new(schema), vec![top, los]).unwrap()
+    // fixed_size_list<fixed_size_list<int32, 2>, 3>
+    let leaf = Arc::new(Field::new("item", DataType::Int32, true));
+    let vals: ArrayRef = Arc::new(Int32Array::new((0..6 * n as i32).collect(), nb(rng, 6 * n)));
+    let inner_fsl: ArrayRef = Arc::new(FixedSizeListArray::new(leaf.clone(), 2, vals, nb(rng, 3 * n)));
+    let mid = Arc::new(Field::new("item", DataType::FixedSizeList(leaf, 2), true));
+    let fsl2: ArrayRef = Arc::new(FixedSizeListArray::new(mid.clone(), 3, inner_fsl, nb(rng, n)));
+    let schema = Schema::new(vec![
+        Field::new("s", DataType::Struct(top_f), true),
+        Field::new("los", DataType::List(item), true),
+        Field::new("fsl2", DataType::FixedSizeList(mid, 3), true),
+    ]);
+    RecordBatch::try_new(Arc::new(schema), vec![top, los, fsl2]).unwrap()
 }
 
 fn assert_same(got: &RecordBatch, want: &RecordBatch) -> std::result::Result<(), String> {

@@ -164,6 +164,50 @@ fn fixed_values(a: &dyn Array, w: usize) -> Vec<u8> {
     v
 }
 
+/// A (possibly nested) fixed-size list of fixed-width items, as pylance
+/// writes it: every level nullable-wrapped, validity buffers outermost first.
+fn fsl(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
+    let (item, dim) = match a.data_type() {
+        DataType::FixedSizeList(item, dim) => (item.clone(), *dim),
+        dt => return Err(Error::invalid_input(format!("expected a fixed-size list, got {dt}"))),
+    };
+    let l = a.as_any().downcast_ref::<FixedSizeListArray>().ok_or_else(|| Error::invalid_input("expected a fixed-size list array"))?;
+    let d = usize::try_from(dim).ok().filter(|d| *d > 0).ok_or_else(|| Error::invalid_input(format!("fixed-size list of size {dim}")))?;
+    if l.values().len() < l.len() * d {
+        return Err(Error::invalid_input("fixed-size list values are shorter than the list"));
+    }
+    let child = l.values().slice(l.offset() * d, l.len() * d);
+    let nested = matches!(item.data_type(), DataType::FixedSizeList(_, _));
+    let w = if nested {
+        0
+    } else {
+        crate::file::write::shred::fixed_bytes(item.data_type()).ok_or_else(|| Error::invalid_input(format!("2.0 fixed-size list of {}", item.data_type())))?
+    };
+    let mut err = None;
+    let enc = nullable_wrap(a.as_ref(), bufs, |bufs| {
+        let items = if nested {
+            match fsl(&child, bufs) {
+                Ok(e) => e,
+                Err(e) => {
+                    err = Some(e);
+                    all_nulls()
+                }
+            }
+        } else {
+            nullable_wrap(child.as_ref(), bufs, |bufs| {
+                let i = bufs.len() as u32;
+                bufs.push(fixed_values(child.as_ref(), w));
+                flat(8 * w as u64, i)
+            })
+        };
+        ae(AE::FixedSizeList(Box::new(pb::FixedSizeList { dimension: dim as u32, items: Some(Box::new(items)), has_validity: false })))
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(enc),
+    }
+}
+
 /// Encode a leaf array as a nullable-wrapped value; buffers appended to `bufs`.
 fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
     let n = a.len();
@@ -217,20 +261,7 @@ fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
                 num_dictionary_items: items_arr.len() as u32,
             }))))
         }
-        DataType::FixedSizeList(item, dim) => {
-            let l = a.as_any().downcast_ref::<FixedSizeListArray>().expect("fsl");
-            let child = l.values().slice(l.offset() * *dim as usize, l.len() * *dim as usize);
-            let w = crate::file::write::shred::fixed_bytes(item.data_type())
-                .ok_or_else(|| Error::invalid_input(format!("2.0 fixed-size list of {}", item.data_type())))?;
-            Ok(nullable_wrap(a.as_ref(), bufs, |bufs| {
-                let items = nullable_wrap(child.as_ref(), bufs, |bufs| {
-                    let i = bufs.len() as u32;
-                    bufs.push(fixed_values(child.as_ref(), w));
-                    flat(8 * w as u64, i)
-                });
-                ae(AE::FixedSizeList(Box::new(pb::FixedSizeList { dimension: *dim as u32, items: Some(Box::new(items)), has_validity: false })))
-            }))
-        }
+        DataType::FixedSizeList(_, _) => fsl(a, bufs),
         DataType::Boolean => Ok(nullable_wrap(a.as_ref(), bufs, |bufs| {
             let b = a.as_boolean();
             let i = bufs.len() as u32;
