@@ -425,17 +425,20 @@ fn decode_leaf(leaf: &LeafPlan, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], rang
         dt => fixed_width_bits(dt),
     };
     let wide = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
-    let mut page_layers = Vec::with_capacity(plan.len());
-    let mut streams = Vec::with_capacity(plan.len());
-    for ((first_row, page), page_bufs) in plan.iter().zip(bufs) {
-        let layout = page_layout(page)?;
-        let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
-        let input = PageInput { buffers: &refs, num_rows: page.length as usize, wide_offsets: wide, fixed_bits, fsl_dim };
-        let (l, s) = decode_page(&layout, &input).map_err(|e| e.context(format!("page at row {first_row}")))?;
-        s.validate(&l).map_err(|e| e.context(format!("page at row {first_row}")))?;
-        page_layers.push(l);
-        streams.push(s);
-    }
+    // Pages decode independently: spread them over the cores too.
+    let decoded: Vec<(Layers, LevelStream)> = plan
+        .par_iter()
+        .zip(bufs.par_iter())
+        .map(|((first_row, page), page_bufs)| {
+            let layout = page_layout(page)?;
+            let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
+            let input = PageInput { buffers: &refs, num_rows: page.length as usize, wide_offsets: wide, fixed_bits, fsl_dim };
+            let (l, s) = decode_page(&layout, &input).map_err(|e| e.context(format!("page at row {first_row}")))?;
+            s.validate(&l).map_err(|e| e.context(format!("page at row {first_row}")))?;
+            Ok((l, s))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (page_layers, mut streams): (Vec<Layers>, Vec<LevelStream>) = decoded.into_iter().unzip();
     if streams.is_empty() {
         return Err(Error::corrupt("no pages cover the requested rows"));
     }

@@ -114,6 +114,9 @@ impl DataBlock {
 
     /// Concatenate blocks of the same shape.
     pub fn concat(blocks: Vec<DataBlock>) -> Result<DataBlock> {
+        if blocks.len() == 1 {
+            return Ok(blocks.into_iter().next().expect("one block"));
+        }
         let mut it = blocks.into_iter();
         let Some(first) = it.next() else { return Ok(DataBlock::Nulls { len: 0 }) };
         let mut acc = Appender::new(&first);
