@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
 use crate::file::structural::levels::{Layers, LevelStream};
+use crate::file::structural::blob::decode_blob_page;
 use crate::file::structural::pages::{decode_page, PageInput};
+use crate::proto::encodings21::page_layout::Layout;
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
 use crate::file::structural::unravel::{row_multiplier, unravel, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
@@ -366,7 +368,7 @@ impl FileReader {
             .zip(per_leaf.par_iter())
             .zip(scaled.par_iter())
             .map(|(((leaf, plan), bufs), ranges)| {
-                decode_leaf(leaf, plan, bufs, ranges)
+                decode_leaf(leaf, plan, bufs, ranges, &self.storage, self.size)
                     .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
             })
             .collect();
@@ -410,7 +412,14 @@ fn collect_leaves(f: &Field, cols: &mut Range<usize>, path: &mut Vec<Option<usiz
     }
 }
 
-fn decode_leaf(leaf: &LeafPlan, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], ranges: &[Range<u64>]) -> Result<Unraveled> {
+fn decode_leaf(
+    leaf: &LeafPlan,
+    plan: &[(u64, &Page)],
+    bufs: &[Vec<Bytes>],
+    ranges: &[Range<u64>],
+    storage: &Storage,
+    file_size: u64,
+) -> Result<Unraveled> {
     let field = &leaf.field;
     let dt = match field.data_type() {
         DataType::Dictionary(_, v) => v.as_ref().clone(),
@@ -433,7 +442,11 @@ fn decode_leaf(leaf: &LeafPlan, plan: &[(u64, &Page)], bufs: &[Vec<Bytes>], rang
             let layout = page_layout(page)?;
             let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
             let input = PageInput { buffers: &refs, num_rows: page.length as usize, wide_offsets: wide, fixed_bits, fsl_dim };
-            let (l, s) = decode_page(&layout, &input).map_err(|e| e.context(format!("page at row {first_row}")))?;
+            let decoded = match &layout.layout {
+                Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size),
+                _ => decode_page(&layout, &input),
+            };
+            let (l, s) = decoded.map_err(|e| e.context(format!("page at row {first_row}")))?;
             s.validate(&l).map_err(|e| e.context(format!("page at row {first_row}")))?;
             Ok((l, s))
         })

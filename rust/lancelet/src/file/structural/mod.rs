@@ -2,6 +2,7 @@
 //! leaf columns are [`unravel::unravel`]ed into Arrow structure, and
 //! [`to_arrow::assemble`] builds nested arrays from leaf columns.
 
+pub mod blob;
 pub mod compressive;
 pub mod datablock;
 pub mod levels;

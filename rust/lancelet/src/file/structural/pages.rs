@@ -28,6 +28,7 @@ use crate::proto::encodings21::page_layout::Layout;
 use crate::proto::encodings21::{ConstantLayout, FullZipLayout, MiniBlockLayout, PageLayout};
 
 /// Everything needed to decode one page.
+#[derive(Clone, Copy)]
 pub struct PageInput<'a> {
     /// The page's buffers, in order.
     pub buffers: &'a [&'a [u8]],
