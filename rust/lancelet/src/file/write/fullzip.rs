@@ -34,7 +34,10 @@ fn push_uint(out: &mut Vec<u8>, v: u64, bytes: usize) {
 }
 
 /// Encode a full-zip page.
-pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &FieldOptions) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
+/// `wide` (large_string / large_binary): 64-bit offsets and length
+/// prefixes, as pylance writes them.
+pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &FieldOptions, wide: bool) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
+    let ow: u32 = if wide { 64 } else { 32 };
     let bits_rep = if levels.rep.is_some() { bit_width(levels.max_rep) } else { 0 };
     let bits_def = if levels.def.is_some() { bit_width(levels.max_def) } else { 0 };
     let cw_bytes = match bits_rep + bits_def {
@@ -55,7 +58,7 @@ pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &Fiel
                 let scheme = opts.general().unwrap_or(general::CompressionScheme::Zstd);
                 let level = if opts.general().is_some() { opts.level.or(Some(0)) } else { Some(0) };
                 let enc: Vec<Vec<u8>> = (0..n).map(|i| general::compress(scheme, level, item(i))).collect();
-                (enc, choose::general_enc(scheme, level, choose::variable(32)), Details::BitsPerOffset(32), true)
+                (enc, choose::general_enc(scheme, level, choose::variable(ow as u64)), Details::BitsPerOffset(ow), true)
             } else if !none
                 && (opts.compression.as_deref() == Some("fsst") || (max_len >= fsst::MIN_MAX_LENGTH && data.len() >= fsst::MIN_INPUT_BYTES))
             {
@@ -63,13 +66,13 @@ pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &Fiel
                 let (co, cd) = fsst::compress(&table, offsets, data)?;
                 if cd.len() + fsst::SYMBOL_TABLE_SIZE < data.len() || opts.compression.as_deref() == Some("fsst") {
                     let enc: Vec<Vec<u8>> = (0..n).map(|i| cd[co[i] as usize..co[i + 1] as usize].to_vec()).collect();
-                    let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(choose::variable(32))) })));
-                    (enc, e, Details::BitsPerOffset(32), true)
+                    let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(choose::variable(ow as u64))) })));
+                    (enc, e, Details::BitsPerOffset(ow), true)
                 } else {
-                    ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(32), Details::BitsPerOffset(32), true)
+                    ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(ow as u64), Details::BitsPerOffset(ow), true)
                 }
             } else {
-                ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(32), Details::BitsPerOffset(32), true)
+                ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(ow as u64), Details::BitsPerOffset(ow), true)
             }
         }
         Values::Fixed { bytes, data } => {
@@ -124,7 +127,7 @@ pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &Fiel
         vi += 1;
         if variable {
             if d == 0 {
-                zipped.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                push_uint(&mut zipped, v.len() as u64, ow as usize / 8);
                 zipped.extend_from_slice(v);
             }
         } else {

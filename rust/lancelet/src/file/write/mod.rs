@@ -201,7 +201,7 @@ impl LeafEncoder {
                 _ => max_bytes >= MINIBLOCK_MAX_VALUE_BYTES,
             };
         if use_fullzip {
-            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts);
+            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts, self.wide);
         }
         let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
         miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words, self.dict)
