@@ -9,5 +9,6 @@ pub mod error;
 pub mod file;
 pub mod io;
 pub mod proto;
+pub mod table;
 
 pub use error::{Error, Result};

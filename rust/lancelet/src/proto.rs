@@ -20,6 +20,11 @@ pub mod encodings21 {
     include!(concat!(env!("OUT_DIR"), "/lance.encodings21.rs"));
 }
 
+/// `lance.table`: manifests, fragments, transactions and row id sequences.
+pub mod table {
+    include!(concat!(env!("OUT_DIR"), "/lance.table.rs"));
+}
+
 /// Type URLs of the `google.protobuf.Any` wrappers Lance writes.
 pub mod type_url {
     pub const COLUMN_ENCODING: &str = "/lance.encodings.ColumnEncoding";

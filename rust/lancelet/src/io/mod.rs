@@ -139,6 +139,38 @@ impl Storage {
         .map_err(|e| io_err(&self.display, e))
     }
 
+    /// A handle on `rel` (a `/`-separated relative path) below this path,
+    /// sharing the store and the request counter. Datasets use this to reach
+    /// their manifests, data and deletion files from the root.
+    pub fn child(&self, rel: &str) -> Result<Storage> {
+        let mut path = self.path.clone();
+        for part in rel.split('/').filter(|p| !p.is_empty()) {
+            if part == "." || part == ".." {
+                return Err(Error::invalid_input(format!("relative path {rel:?} may not contain . or ..")));
+            }
+            path = path.join(part);
+        }
+        let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
+        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone() })
+    }
+
+    /// The objects directly below this path (treated as a directory): names
+    /// relative to it and sizes. A missing directory lists as empty.
+    pub fn list(&self) -> Result<Vec<(String, u64)>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let prefix = if self.path.as_ref().is_empty() { None } else { Some(&self.path) };
+        let listing = match block_on(self.store.list_with_delimiter(prefix)) {
+            Ok(l) => l,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&self.display, e)),
+        };
+        Ok(listing
+            .objects
+            .into_iter()
+            .filter_map(|m| m.location.filename().map(|n| (n.to_string(), m.size)))
+            .collect())
+    }
+
     /// Write the whole object (replacing any previous content).
     pub fn write_all(&self, data: Bytes) -> Result<()> {
         block_on(self.store.put(&self.path, PutPayload::from_bytes(data)))

@@ -1,0 +1,67 @@
+//! Manifest feature flags.
+//!
+//! Every manifest carries two bit sets, `reader_feature_flags` (field 9)
+//! and `writer_feature_flags` (field 10). A reader must refuse a version
+//! whose reader flags contain a bit it does not understand, because the
+//! data would be read wrongly (e.g. rows shown that a newer mechanism
+//! hides). The bits lancelet knows:
+//!
+//! | bit | meaning | reading |
+//! |---|---|---|
+//! | 1 | fragments may have deletion files | applied as masks |
+//! | 2 | stable row ids (fragments carry a RowIdSequence) | `_rowid` from the sequence |
+//! | 4 | "v2 format" (deprecated, never set) | nothing to do |
+//! | 8 | table config present (writer only) | nothing to do |
+//! | 16 | multiple base paths | files resolved through `base_paths` |
+//! | 32 | no separate transaction file (writer only) | nothing to do |
+//!
+//! Anything from 64 up is unknown and refused with `Unsupported`.
+
+use crate::error::{Error, Result};
+
+/// Fragments may carry deletion files.
+pub const DELETION_FILES: u64 = 1;
+/// Row ids are stable across updates and compaction.
+pub const STABLE_ROW_IDS: u64 = 2;
+/// Deprecated "use v2 format" flag.
+pub const USE_V2_FORMAT_DEPRECATED: u64 = 4;
+/// Table config present (writers only).
+pub const TABLE_CONFIG: u64 = 8;
+/// Files may live under other base paths.
+pub const BASE_PATHS: u64 = 16;
+/// Transactions are only embedded in the manifest (writers only).
+pub const DISABLE_TRANSACTION_FILE: u64 = 32;
+
+/// Every flag this implementation understands when reading.
+pub const KNOWN_READER_FLAGS: u64 =
+    DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG | BASE_PATHS | DISABLE_TRANSACTION_FILE;
+
+/// Refuse a manifest whose reader flags name something we cannot honour.
+pub fn check_reader_flags(flags: u64, manifest: &str) -> Result<()> {
+    let unknown = flags & !KNOWN_READER_FLAGS;
+    if unknown != 0 {
+        return Err(Error::Unsupported {
+            path: Some(manifest.to_string()),
+            what: format!(
+                "reader feature flags {flags:#x} include unknown bits {unknown:#x} \
+                 (lancelet understands {KNOWN_READER_FLAGS:#x}); a newer Lance wrote this version"
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_and_unknown_flags() {
+        assert!(check_reader_flags(0, "m").is_ok());
+        assert!(check_reader_flags(1 | 2 | 8 | 16 | 32, "m").is_ok());
+        let e = check_reader_flags(64 | 1, "x.manifest").unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }));
+        assert!(e.to_string().contains("0x40") && e.to_string().contains("x.manifest"), "{e}");
+        assert!(check_reader_flags(1 << 40, "m").is_err());
+    }
+}

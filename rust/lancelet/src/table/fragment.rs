@@ -1,0 +1,261 @@
+//! Fragments: a set of rows stored as one or more data files.
+//!
+//! A `DataFragment` (manifest field 2) has an id, `physical_rows` (deleted
+//! rows included), a list of `DataFile`s and optionally a deletion file and
+//! a row id sequence. Each `DataFile` (`data/{path}`, or under a base path
+//! when `base_id` is set) holds the columns of the field ids in its
+//! `fields` list; `-2` marks a field whose column moved to another file.
+//! Columns are split across files after `add_columns`/`merge`: the first
+//! file holds the original fields, later files the new ones. A field of the
+//! dataset schema that no file of a fragment holds reads as nulls.
+//!
+//! Field ids in a data file's own schema equal the dataset's ids, so a
+//! dataset field is found in a file by id; names and nullability come from
+//! the dataset schema (renames and `alter_columns` only change the manifest).
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, new_null_array, Array, ArrayRef, LargeListArray, ListArray, RecordBatch, RecordBatchOptions, StructArray, UInt32Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::file::schema::LanceField;
+use crate::file::FileReader;
+use crate::io::Storage;
+use crate::proto::table as pb;
+
+/// Tombstone value in `DataFile.fields`.
+pub const TOMBSTONE: i32 = -2;
+
+/// Where one output column of a fragment read comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Column `slot` of the batch read from file `file`.
+    File { file: usize, slot: usize, file_field: LanceField },
+    /// No file of the fragment has it: nulls.
+    Nulls,
+}
+
+/// Reads the projected dataset fields of one fragment.
+#[derive(Debug)]
+pub struct FragmentReader {
+    fragment_id: u64,
+    physical_rows: u64,
+    /// Opened files and the top-level field indices read from each.
+    files: Vec<(FileReader, Vec<usize>)>,
+    sources: Vec<Source>,
+    fields: Vec<LanceField>,
+    schema: SchemaRef,
+}
+
+/// The field ids a field and its descendants carry.
+fn subtree_ids(f: &LanceField) -> Vec<i32> {
+    f.preorder().iter().map(|x| x.id).collect()
+}
+
+impl FragmentReader {
+    /// Open the files of `fragment` needed for the dataset `fields`.
+    /// `open_file(data_file)` resolves and opens one data file.
+    pub fn open(
+        fragment: &pb::DataFragment,
+        physical_rows: u64,
+        fields: &[LanceField],
+        schema: SchemaRef,
+        open_file: impl Fn(&pb::DataFile) -> Result<FileReader>,
+    ) -> Result<Self> {
+        let mut files: Vec<(FileReader, Vec<usize>)> = Vec::new();
+        let mut opened: Vec<Option<usize>> = vec![None; fragment.files.len()];
+        let mut sources = Vec::with_capacity(fields.len());
+        for field in fields {
+            let ids = subtree_ids(field);
+            // The last file holding any id of this field wins.
+            let holder = fragment.files.iter().rposition(|df| df.fields.iter().any(|id| *id != TOMBSTONE && ids.contains(id)));
+            let Some(fi) = holder else {
+                sources.push(Source::Nulls);
+                continue;
+            };
+            let slot_file = match opened[fi] {
+                Some(i) => i,
+                None => {
+                    let df = &fragment.files[fi];
+                    let reader = open_file(df)?;
+                    if reader.num_rows() != physical_rows {
+                        return Err(Error::Corrupt {
+                            path: Some(reader.path().to_string()),
+                            what: format!(
+                                "data file has {} rows but fragment {} has {physical_rows}",
+                                reader.num_rows(),
+                                fragment.id
+                            ),
+                        });
+                    }
+                    files.push((reader, Vec::new()));
+                    opened[fi] = Some(files.len() - 1);
+                    files.len() - 1
+                }
+            };
+            let (reader, proj) = &mut files[slot_file];
+            let top = reader.lance_schema().fields.iter().position(|f| f.id == field.id);
+            let Some(top) = top else {
+                // The file lists the id but its schema has no such top-level
+                // field (e.g. a nested field added on its own): unsupported.
+                return Err(Error::Unsupported {
+                    path: Some(reader.path().to_string()),
+                    what: format!(
+                        "field {:?} (id {}) of fragment {} is not a top-level field of this data file",
+                        field.arrow.name(),
+                        field.id,
+                        fragment.id
+                    ),
+                });
+            };
+            let file_field = reader.lance_schema().fields[top].clone();
+            let slot = match proj.iter().position(|&p| p == top) {
+                Some(s) => s,
+                None => {
+                    proj.push(top);
+                    proj.len() - 1
+                }
+            };
+            sources.push(Source::File { file: slot_file, slot, file_field });
+        }
+        Ok(FragmentReader { fragment_id: fragment.id, physical_rows, files, sources, fields: fields.to_vec(), schema })
+    }
+
+    /// The fragment id.
+    pub fn fragment_id(&self) -> u64 {
+        self.fragment_id
+    }
+
+    /// Rows in the fragment's files.
+    pub fn physical_rows(&self) -> u64 {
+        self.physical_rows
+    }
+
+    /// Read the sorted, non-overlapping physical row `ranges`.
+    pub fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<RecordBatch> {
+        let n: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        if let Some(r) = ranges.last() {
+            if r.end > self.physical_rows {
+                return Err(Error::invalid_input(format!(
+                    "rows up to {} requested from fragment {} with {} rows",
+                    r.end, self.fragment_id, self.physical_rows
+                )));
+            }
+        }
+        let batches = self
+            .files
+            .iter()
+            .map(|(reader, proj)| reader.read_ranges(proj, ranges))
+            .collect::<Result<Vec<_>>>()?;
+        let mut columns = Vec::with_capacity(self.sources.len());
+        for ((src, field), out) in self.sources.iter().zip(&self.fields).zip(self.schema.fields()) {
+            let col = match src {
+                Source::Nulls => new_null_array(out.data_type(), n as usize),
+                Source::File { file, slot, file_field } => {
+                    let col = batches[*file].column(*slot).clone();
+                    adapt(col, file_field, field).map_err(|e| {
+                        e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name()))
+                    })?
+                }
+            };
+            columns.push(col);
+        }
+        Ok(RecordBatch::try_new_with_options(self.schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(n as usize)))?)
+    }
+
+    /// Read physical rows at `offsets` (any order, repeats allowed).
+    pub fn take(&self, offsets: &[u64]) -> Result<RecordBatch> {
+        let mut sorted = offsets.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
+        for &i in &sorted {
+            match ranges.last_mut() {
+                Some(r) if r.end == i => r.end += 1,
+                _ => ranges.push(i..i + 1),
+            }
+        }
+        let batch = self.read_ranges(&ranges)?;
+        if sorted.as_slice() == offsets {
+            return Ok(batch);
+        }
+        let idx: UInt32Array = offsets.iter().map(|o| sorted.binary_search(o).expect("present") as u32).collect();
+        take_batch(&batch, &idx)
+    }
+}
+
+/// Reorder a batch by `idx`.
+pub fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
+    let cols = batch
+        .columns()
+        .iter()
+        .map(|c| arrow_select::take::take(c.as_ref(), idx, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len())))?)
+}
+
+/// Give a column read from a file the dataset's type: children of structs
+/// are matched by field id (missing ones become nulls, dropped ones are
+/// left out), names and nullability come from the dataset.
+pub fn adapt(array: ArrayRef, file: &LanceField, ds: &LanceField) -> Result<ArrayRef> {
+    if array.data_type() == ds.arrow.data_type() {
+        return Ok(array);
+    }
+    match (array.data_type(), ds.arrow.data_type()) {
+        (DataType::Struct(_), DataType::Struct(ds_fields)) => {
+            let s = array.as_any().downcast_ref::<StructArray>().expect("struct");
+            let mut children = Vec::with_capacity(ds.children.len());
+            for (dc, df) in ds.children.iter().zip(ds_fields.iter()) {
+                let col = match file.children.iter().position(|fc| fc.id == dc.id) {
+                    Some(i) => adapt(s.column(i).clone(), &file.children[i], dc)?,
+                    None => new_null_array(df.data_type(), s.len()),
+                };
+                children.push(col);
+            }
+            Ok(Arc::new(StructArray::try_new(ds_fields.clone(), children, s.nulls().cloned())?))
+        }
+        (DataType::List(_), DataType::List(item)) if !file.children.is_empty() && !ds.children.is_empty() => {
+            let l = array.as_any().downcast_ref::<ListArray>().expect("list");
+            let values = adapt(l.values().clone(), &file.children[0], &ds.children[0])?;
+            Ok(Arc::new(ListArray::try_new(item.clone(), l.offsets().clone(), values, l.nulls().cloned())?))
+        }
+        (DataType::LargeList(_), DataType::LargeList(item)) if !file.children.is_empty() && !ds.children.is_empty() => {
+            let l = array.as_any().downcast_ref::<LargeListArray>().expect("large list");
+            let values = adapt(l.values().clone(), &file.children[0], &ds.children[0])?;
+            Ok(Arc::new(LargeListArray::try_new(item.clone(), l.offsets().clone(), values, l.nulls().cloned())?))
+        }
+        (have, want) => {
+            // Same layout, different child names/nullability (maps, fixed-size lists).
+            let data = array.to_data().into_builder().data_type(want.clone()).build().map_err(|e| {
+                Error::unsupported(format!("data file has type {have}, the dataset says {want}: {e}"))
+            })?;
+            Ok(make_array(data))
+        }
+    }
+}
+
+/// The Arrow schema of dataset `fields` (with the dataset's schema metadata).
+pub fn schema_of(fields: &[LanceField], metadata: &std::collections::HashMap<String, String>) -> SchemaRef {
+    Arc::new(Schema::new(fields.iter().map(|f| f.arrow.clone()).collect::<Vec<Field>>()).with_metadata(metadata.clone()))
+}
+
+/// Resolve a file stored under `dir` (`data`, `_deletions`) of the dataset
+/// or of base path `base_id`.
+pub fn resolve(root: &Storage, bases: &[pb::BasePath], base_id: Option<u32>, dir: &str, rel: &str) -> Result<Storage> {
+    match base_id {
+        None => root.child(&format!("{dir}/{rel}")),
+        Some(id) => {
+            let base = bases
+                .iter()
+                .find(|b| b.id == id)
+                .ok_or_else(|| Error::corrupt(format!("file {rel} names base path {id}, which the manifest does not list")))?;
+            let base_root = Storage::open(&base.path)?;
+            if base.is_dataset_root {
+                base_root.child(&format!("{dir}/{rel}"))
+            } else {
+                base_root.child(rel)
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The Lance table format: datasets made of versions (manifests), each a
+//! list of fragments whose rows live in data files, minus deletion files,
+//! optionally with stable row ids.
+//!
+//! * [`manifest`]: `_versions/` naming (V1/V2), listing, file framing;
+//! * [`features`]: reader/writer feature flags;
+//! * [`fragment`]: fragments, data files, field-id matching, missing columns;
+//! * [`deletion`]: `.arrow`/`.bin` deletion files → masks;
+//! * [`rowids`]: RowIdSequence and the row id → address index;
+//! * [`dataset`]: opening a version, history, tags;
+//! * [`scan`]: streaming scans, `take`, `_rowid`/`_rowaddr`.
+
+pub mod dataset;
+pub mod deletion;
+pub mod features;
+pub mod fragment;
+pub mod manifest;
+pub mod rowids;
+pub mod scan;
+
+pub use dataset::{Dataset, VersionRef};
+pub use scan::{RowFilter, ScanOptions, Scanner};

@@ -1,0 +1,526 @@
+//! Scanning a dataset version: projection, deletion masks, offset/limit,
+//! `_rowid`/`_rowaddr`, and point lookups (`take`).
+//!
+//! A scan is planned per fragment: the deletion file (if any) becomes the
+//! sorted ranges of surviving physical rows, offset/limit cut those ranges
+//! (counted in surviving rows, fragments in manifest order), and the
+//! result is split into tasks of at most `batch_size` rows. Tasks run on
+//! the rayon pool a few at a time ahead of the consumer ([`ScanStream`]),
+//! so fragments are read in parallel while memory stays bounded by
+//! `readahead × batch_size` rows; batches come out in order.
+//!
+//! Each output batch: the projected dataset columns (missing ones as
+//! nulls), then `_rowid` and `_rowaddr` (UInt64) when asked for. A row's
+//! address is `fragment_id << 32 | physical offset`; its id is the address,
+//! or with stable row ids the fragment's RowIdSequence value at that offset.
+//!
+//! Filtering slots in as a [`RowFilter`]: it names the columns it needs
+//! (read in addition to the projection), returns a boolean mask per batch,
+//! and the batch is filtered before the extra columns are dropped. With a
+//! filter, offset/limit apply to the filtered stream instead of the plan.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::file::schema::LanceField;
+use crate::table::dataset::Dataset;
+use crate::table::fragment::FragmentReader;
+use crate::table::rowids::RowIdSequence;
+
+/// Name of the row id column.
+pub const ROW_ID: &str = "_rowid";
+/// Name of the row address column.
+pub const ROW_ADDR: &str = "_rowaddr";
+/// Default rows per batch.
+pub const DEFAULT_BATCH_SIZE: usize = 8192;
+
+/// A row predicate evaluated batch by batch (the SQL filter engine plugs in
+/// here).
+pub trait RowFilter: Send + Sync + std::fmt::Debug {
+    /// Dataset columns the predicate reads.
+    fn columns(&self) -> Vec<String>;
+    /// True for rows to keep (nulls count as false).
+    fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray>;
+}
+
+/// What to scan.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Top-level columns (all when `None`), in output order.
+    pub columns: Option<Vec<String>>,
+    /// Keep only rows for which this is true.
+    pub filter: Option<Arc<dyn RowFilter>>,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// Skip this many rows first.
+    pub offset: u64,
+    /// Append `_rowid`.
+    pub with_row_id: bool,
+    /// Append `_rowaddr`.
+    pub with_row_address: bool,
+    /// Rows per batch (default 8192).
+    pub batch_size: Option<usize>,
+    /// Only these fragment ids, in this order (all when `None`).
+    pub fragments: Option<Vec<u64>>,
+}
+
+/// One fragment's part of the plan.
+#[derive(Debug)]
+struct FragPlan {
+    index: usize,
+    id: u64,
+    live: Vec<Range<u64>>,
+    row_ids: Option<Arc<RowIdSequence>>,
+    reader: Mutex<Option<Arc<FragmentReader>>>,
+}
+
+/// A planned scan of one dataset version.
+#[derive(Debug)]
+pub struct Scanner {
+    ds: Arc<Dataset>,
+    opts: ScanOptions,
+    /// Fields read from files: projection plus filter-only columns.
+    read_fields: Vec<LanceField>,
+    /// How many leading read fields are output columns.
+    num_projected: usize,
+    schema: SchemaRef,
+}
+
+fn row_col_fields() -> (Field, Field) {
+    (Field::new(ROW_ID, DataType::UInt64, true), Field::new(ROW_ADDR, DataType::UInt64, true))
+}
+
+/// Cut sorted ranges to rows `skip .. skip + take` (counted within them).
+fn cut(ranges: &[Range<u64>], mut skip: u64, mut take: u64) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    for r in ranges {
+        if take == 0 {
+            break;
+        }
+        let n = r.end - r.start;
+        if skip >= n {
+            skip -= n;
+            continue;
+        }
+        let s = r.start + skip;
+        let e = s.saturating_add(take).min(r.end);
+        take -= e - s;
+        skip = 0;
+        out.push(s..e);
+    }
+    out
+}
+
+/// Split sorted ranges into groups of at most `size` rows.
+fn split(ranges: &[Range<u64>], size: u64) -> Vec<Vec<Range<u64>>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<Range<u64>> = Vec::new();
+    let mut n = 0;
+    for r in ranges {
+        let mut s = r.start;
+        while s < r.end {
+            let e = (s + (size - n)).min(r.end);
+            cur.push(s..e);
+            n += e - s;
+            s = e;
+            if n == size {
+                out.push(std::mem::take(&mut cur));
+                n = 0;
+            }
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn rows_in(ranges: &[Range<u64>]) -> u64 {
+    ranges.iter().map(|r| r.end - r.start).sum()
+}
+
+impl Scanner {
+    /// Plan a scan.
+    pub fn new(ds: Arc<Dataset>, opts: ScanOptions) -> Result<Self> {
+        if opts.batch_size == Some(0) {
+            return Err(Error::invalid_input("batch_size must be positive"));
+        }
+        let mut read_fields = ds.project(opts.columns.as_deref())?;
+        let num_projected = read_fields.len();
+        if let Some(f) = &opts.filter {
+            for name in f.columns() {
+                if !read_fields.iter().any(|x| x.arrow.name() == &name) {
+                    read_fields.extend(ds.project(Some(&[name]))?);
+                }
+            }
+        }
+        let mut fields: Vec<Field> = read_fields[..num_projected].iter().map(|f| f.arrow.clone()).collect();
+        let (rid, raddr) = row_col_fields();
+        if opts.with_row_id {
+            fields.push(rid);
+        }
+        if opts.with_row_address {
+            fields.push(raddr);
+        }
+        let schema = Arc::new(Schema::new(fields).with_metadata(ds.lance_schema().metadata.clone()));
+        Ok(Scanner { ds, opts, read_fields, num_projected, schema })
+    }
+
+    /// The output schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn fragment_indices(&self) -> Result<Vec<usize>> {
+        match &self.opts.fragments {
+            None => Ok((0..self.ds.fragments().len()).collect()),
+            Some(ids) => ids
+                .iter()
+                .map(|id| {
+                    self.ds.fragment_index(*id).ok_or_else(|| {
+                        Error::invalid_input(format!("no fragment {id} in version {} of {}", self.ds.version(), self.ds.uri()))
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Rows the scan returns.
+    pub fn count_rows(&self) -> Result<u64> {
+        if self.opts.filter.is_some() {
+            let mut n = 0;
+            for b in self.stream()? {
+                n += b?.num_rows() as u64;
+            }
+            return Ok(n);
+        }
+        let idx = self.fragment_indices()?;
+        let total: u64 = idx.par_iter().map(|&i| self.ds.live_rows(i)).collect::<Result<Vec<_>>>()?.into_iter().sum();
+        let after = total.saturating_sub(self.opts.offset);
+        Ok(self.opts.limit.map_or(after, |l| l.min(after)))
+    }
+
+    /// Start streaming the result.
+    pub fn stream(&self) -> Result<ScanStream> {
+        let indices = self.fragment_indices()?;
+        let want_ids = self.opts.with_row_id && self.ds.has_stable_row_ids();
+        let ds = &self.ds;
+        let mut plans = indices
+            .par_iter()
+            .map(|&i| {
+                let live = ds.live_ranges(i)?;
+                let row_ids = if want_ids { ds.row_id_sequence(i)?.map(Arc::new) } else { None };
+                Ok(FragPlan { index: i, id: ds.fragments()[i].id, live, row_ids, reader: Mutex::new(None) })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let filtered = self.opts.filter.is_some();
+        if !filtered {
+            let mut skip = self.opts.offset;
+            let mut take = self.opts.limit.unwrap_or(u64::MAX);
+            for p in &mut plans {
+                let n = rows_in(&p.live);
+                let keep = cut(&p.live, skip, take);
+                skip = skip.saturating_sub(n);
+                take -= rows_in(&keep);
+                p.live = keep;
+            }
+        }
+        let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
+        let plans: Vec<Arc<FragPlan>> = plans.into_iter().filter(|p| !p.live.is_empty()).map(Arc::new).collect();
+        let mut tasks = VecDeque::new();
+        for p in &plans {
+            for ranges in split(&p.live, batch) {
+                tasks.push_back((p.clone(), ranges));
+            }
+        }
+        let ctx = Arc::new(TaskContext {
+            ds: self.ds.clone(),
+            read_fields: self.read_fields.clone(),
+            num_projected: self.num_projected,
+            schema: self.schema.clone(),
+            with_row_id: self.opts.with_row_id,
+            with_row_address: self.opts.with_row_address,
+            filter: self.opts.filter.clone(),
+        });
+        Ok(ScanStream {
+            ctx,
+            tasks,
+            in_flight: VecDeque::new(),
+            readahead: rayon::current_num_threads().clamp(2, 8),
+            post: filtered.then_some((self.opts.offset, self.opts.limit.unwrap_or(u64::MAX))),
+            failed: false,
+        })
+    }
+
+    /// Read everything into batches.
+    pub fn collect(&self) -> Result<Vec<RecordBatch>> {
+        self.stream()?.collect()
+    }
+}
+
+/// What every task of one scan shares.
+#[derive(Debug)]
+struct TaskContext {
+    ds: Arc<Dataset>,
+    read_fields: Vec<LanceField>,
+    num_projected: usize,
+    schema: SchemaRef,
+    with_row_id: bool,
+    with_row_address: bool,
+    filter: Option<Arc<dyn RowFilter>>,
+}
+
+impl TaskContext {
+    fn reader(&self, p: &FragPlan) -> Result<Arc<FragmentReader>> {
+        let mut slot = p.reader.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = slot.as_ref() {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(self.ds.fragment_reader(p.index, &self.read_fields)?);
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+
+    fn run(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
+        let batch = self.reader(p)?.read_ranges(ranges)?;
+        let n = batch.num_rows();
+        let mut cols: Vec<ArrayRef> = batch.columns()[..self.num_projected].to_vec();
+        let addrs = || -> UInt64Array { ranges.iter().flat_map(|r| r.clone()).map(|o| (p.id << 32) | o).collect() };
+        if self.with_row_id {
+            let ids: UInt64Array = match &p.row_ids {
+                Some(seq) => UInt64Array::from(seq.select(ranges)),
+                None => addrs(),
+            };
+            cols.push(Arc::new(ids));
+        }
+        if self.with_row_address {
+            cols.push(Arc::new(addrs()));
+        }
+        let out = RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?;
+        match &self.filter {
+            None => Ok(out),
+            Some(f) => {
+                let mask = f.evaluate(&batch)?;
+                if mask.len() != n {
+                    return Err(Error::Internal { what: format!("filter returned {} values for {n} rows", mask.len()) });
+                }
+                Ok(arrow_select::filter::filter_record_batch(&out, &mask)?)
+            }
+        }
+    }
+}
+
+type Pending = mpsc::Receiver<Result<RecordBatch>>;
+
+/// The batches of a scan, in order, decoded a few tasks ahead on the rayon
+/// pool.
+pub struct ScanStream {
+    ctx: Arc<TaskContext>,
+    tasks: VecDeque<(Arc<FragPlan>, Vec<Range<u64>>)>,
+    in_flight: VecDeque<Pending>,
+    readahead: usize,
+    /// (offset, limit) still to apply to the output (filtered scans).
+    post: Option<(u64, u64)>,
+    failed: bool,
+}
+
+impl std::fmt::Debug for ScanStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanStream").field("tasks_left", &self.tasks.len()).finish()
+    }
+}
+
+impl ScanStream {
+    /// The output schema.
+    pub fn schema(&self) -> SchemaRef {
+        self.ctx.schema.clone()
+    }
+
+    fn fill(&mut self) {
+        while self.in_flight.len() < self.readahead {
+            let Some((plan, ranges)) = self.tasks.pop_front() else { break };
+            let (tx, rx) = mpsc::sync_channel(1);
+            let ctx = self.ctx.clone();
+            rayon::spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&plan, &ranges)))
+                    .unwrap_or_else(|_| Err(Error::Internal { what: "panic while scanning a fragment".into() }));
+                let _ = tx.send(r);
+            });
+            self.in_flight.push_back(rx);
+        }
+    }
+}
+
+impl Iterator for ScanStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.failed || self.post.is_some_and(|(_, l)| l == 0) {
+                return None;
+            }
+            self.fill();
+            let rx = self.in_flight.pop_front()?;
+            let batch = match rx.recv() {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                Err(_) => {
+                    self.failed = true;
+                    return Some(Err(Error::Internal { what: "scan task vanished".into() }));
+                }
+            };
+            let Some((skip, limit)) = &mut self.post else { return Some(Ok(batch)) };
+            let n = batch.num_rows() as u64;
+            if *skip >= n {
+                *skip -= n;
+                continue;
+            }
+            let len = (n - *skip).min(*limit);
+            let out = batch.slice(*skip as usize, len as usize);
+            *skip = 0;
+            *limit -= len;
+            if len > 0 {
+                return Some(Ok(out));
+            }
+        }
+    }
+}
+
+impl Dataset {
+    /// Rows at dataset positions `indices` (counted over surviving rows in
+    /// fragment order; any order, repeats allowed).
+    pub fn take(self: &Arc<Self>, indices: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        let n = self.fragments().len();
+        let counts = (0..n).into_par_iter().map(|i| self.live_rows(i)).collect::<Result<Vec<_>>>()?;
+        let mut starts = Vec::with_capacity(n + 1);
+        let mut acc = 0u64;
+        for c in &counts {
+            starts.push(acc);
+            acc += c;
+        }
+        let total = acc;
+        let mut live: Vec<Option<Vec<Range<u64>>>> = vec![None; n];
+        let mut addrs = Vec::with_capacity(indices.len());
+        for &ix in indices {
+            if ix >= total {
+                return Err(Error::invalid_input(format!("row index {ix} out of bounds: version {} of {} has {total} rows", self.version(), self.uri())));
+            }
+            let fi = starts.partition_point(|&s| s <= ix) - 1;
+            if live[fi].is_none() {
+                live[fi] = Some(self.live_ranges(fi)?);
+            }
+            let ranges = live[fi].as_ref().expect("set");
+            let mut k = ix - starts[fi];
+            let mut off = None;
+            for r in ranges {
+                let len = r.end - r.start;
+                if k < len {
+                    off = Some(r.start + k);
+                    break;
+                }
+                k -= len;
+            }
+            let off = off.ok_or_else(|| Error::corrupt(format!("fragment {} has fewer live rows than its deletion count says", self.fragments()[fi].id)))?;
+            addrs.push((self.fragments()[fi].id << 32) | off);
+        }
+        self.take_addresses(&addrs, columns)
+    }
+
+    /// Rows with these row ids (stable ids, or addresses without them), in
+    /// the given order; ids of deleted rows are left out.
+    pub fn take_row_ids(self: &Arc<Self>, ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        let mut addrs = Vec::with_capacity(ids.len());
+        if self.has_stable_row_ids() {
+            let index = self.row_id_index()?;
+            addrs.extend(ids.iter().filter_map(|&id| index.get(id)));
+        } else {
+            let mut dels: Vec<Option<Option<roaring::RoaringBitmap>>> = vec![None; self.fragments().len()];
+            for &a in ids {
+                let (fid, off) = (a >> 32, a & 0xffff_ffff);
+                let fi = self.fragment_index(fid).ok_or_else(|| {
+                    Error::invalid_input(format!("row address {a} names fragment {fid}, which version {} does not have", self.version()))
+                })?;
+                if off >= self.physical_rows(fi)? {
+                    return Err(Error::invalid_input(format!("row address {a}: fragment {fid} has only {} rows", self.physical_rows(fi)?)));
+                }
+                if dels[fi].is_none() {
+                    dels[fi] = Some(self.deletions(fi)?);
+                }
+                if dels[fi].as_ref().expect("set").as_ref().is_some_and(|d| d.contains(off as u32)) {
+                    continue;
+                }
+                addrs.push(a);
+            }
+        }
+        self.take_addresses(&addrs, columns)
+    }
+
+    /// Rows at these (valid, live) row addresses, in order.
+    pub fn take_addresses(self: &Arc<Self>, addrs: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        let fields = self.project(columns)?;
+        let schema = crate::table::fragment::schema_of(&fields, &self.lance_schema().metadata);
+        // Group by fragment, keeping for every input where its row lands.
+        let mut groups: Vec<(usize, Vec<u64>)> = Vec::new();
+        let mut group_of = std::collections::HashMap::new();
+        let mut place = Vec::with_capacity(addrs.len());
+        for &a in addrs {
+            let fid = a >> 32;
+            let g = match group_of.get(&fid) {
+                Some(&g) => g,
+                None => {
+                    let fi = self.fragment_index(fid)
+                        .ok_or_else(|| Error::invalid_input(format!("row address {a} names fragment {fid}, which version {} does not have", self.version())))?;
+                    groups.push((fi, Vec::new()));
+                    group_of.insert(fid, groups.len() - 1);
+                    groups.len() - 1
+                }
+            };
+            place.push((g, groups[g].1.len()));
+            groups[g].1.push(a & 0xffff_ffff);
+        }
+        let batches = groups
+            .par_iter()
+            .map(|(fi, offs)| self.fragment_reader(*fi, &fields)?.take(offs))
+            .collect::<Result<Vec<_>>>()?;
+        if batches.len() == 1 {
+            return Ok(batches.into_iter().next().expect("one"));
+        }
+        if batches.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let cols = (0..fields.len())
+            .map(|c| {
+                let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+                arrow_select::interleave::interleave(&arrays, &place)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(addrs.len())))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cutting_and_splitting() {
+        let r = vec![0..3, 5..10, 12..13];
+        assert_eq!(cut(&r, 0, u64::MAX), r);
+        assert_eq!(cut(&r, 2, 3), vec![2..3, 5..7]);
+        assert_eq!(cut(&r, 8, 5), vec![12..13]);
+        assert_eq!(cut(&r, 9, 5), Vec::<Range<u64>>::new());
+        assert_eq!(cut(&r, 0, 0), Vec::<Range<u64>>::new());
+        assert_eq!(split(&r, 4), vec![vec![0..3, 5..6], vec![6..10], vec![12..13]]);
+        assert_eq!(split(&[0..8], 4), vec![vec![0..4], vec![4..8]]);
+    }
+}
