@@ -8,6 +8,7 @@ PyCapsule interface without copies.
 from __future__ import annotations
 
 from lancelet import file
+from lancelet.dataset import Dataset, LanceDataset, dataset
 from lancelet._native import __version__
 from lancelet.exceptions import (
     AlreadyExistsError,
@@ -23,6 +24,9 @@ from lancelet.exceptions import (
 __all__ = [
     "__version__",
     "file",
+    "dataset",
+    "Dataset",
+    "LanceDataset",
     "LanceletError",
     "CorruptFileError",
     "UnsupportedError",

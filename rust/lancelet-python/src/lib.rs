@@ -4,6 +4,7 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+mod dataset;
 mod errors;
 mod file;
 
@@ -15,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_ffi::ArrowSchemaHolder>()?;
     m.add_class::<file::NativeFileReader>()?;
     m.add_class::<file::NativeFileWriter>()?;
+    m.add_class::<dataset::NativeDataset>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

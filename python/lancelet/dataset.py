@@ -1,0 +1,359 @@
+"""Reading Lance datasets (the table format): versions, fragments, deletions
+and stable row ids, with pylance's method names.
+
+>>> import lancelet
+>>> ds = lancelet.dataset("/data/my.lance")          # latest version
+>>> ds.version, ds.latest_version, ds.count_rows()
+>>> ds.to_table(columns=["x"], with_row_id=True)
+>>> lancelet.dataset("/data/my.lance", version="t1")  # a version number or a tag
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from lancelet import _native
+from lancelet.exceptions import InvalidInputError, UnsupportedError
+
+__all__ = ["dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _uri(path: PathLike) -> str:
+    if isinstance(path, (str, os.PathLike)):
+        return os.fspath(path)
+    raise InvalidInputError(f"expected a path or URI string, got {type(path).__name__}")
+
+
+def _columns(columns: Any) -> Optional[List[str]]:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise InvalidInputError("columns must be a list of names, not a single string")
+    if isinstance(columns, dict):
+        raise UnsupportedError("column expressions (a dict of name -> SQL) are not implemented yet")
+    return [str(c) for c in columns]
+
+
+def _no_filter(filter: Any) -> None:
+    if filter is not None:
+        raise UnsupportedError("filters are not implemented yet")
+
+
+def _non_negative(name: str, v: Optional[int]) -> Optional[int]:
+    if v is None:
+        return None
+    v = int(v)
+    if v < 0:
+        raise InvalidInputError(f"{name} must be non-negative, got {v}")
+    return v
+
+
+def _int_list(values: Any, what: str) -> List[int]:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    out = [int(v) for v in values]
+    if any(v < 0 for v in out):
+        raise InvalidInputError(f"{what} must be non-negative")
+    return out
+
+
+def _version_args(version: Union[int, str, None]):
+    if version is None:
+        return None, None
+    if isinstance(version, bool):
+        raise InvalidInputError("version must be a number or a tag name")
+    if isinstance(version, int):
+        if version < 0:
+            raise InvalidInputError(f"version must be non-negative, got {version}")
+        return version, None
+    if isinstance(version, str):
+        if version.isdigit():
+            return int(version), None
+        return None, version
+    raise InvalidInputError(f"version must be a number or a tag name, got {type(version).__name__}")
+
+
+def _timestamp(seconds: int, nanos: int) -> datetime.datetime:
+    # Same arithmetic as pylance: local naive time, microsecond precision.
+    ts_nanos = seconds * 1_000_000_000 + nanos
+    return datetime.datetime.fromtimestamp(ts_nanos // 1e9) + datetime.timedelta(microseconds=(ts_nanos % 1e9) // 1e3)
+
+
+def _rfc3339(s: Optional[str]) -> Optional[datetime.datetime]:
+    if not s:
+        return None
+    t = s.strip().replace("Z", "+00:00")
+    # fromisoformat takes at most 6 fractional digits (and Python 3.9 wants exactly 3 or 6)
+    if "." in t:
+        head, rest = t.split(".", 1)
+        i = 0
+        while i < len(rest) and rest[i].isdigit():
+            i += 1
+        frac = (rest[:i] + "000000")[:6]
+        t = f"{head}.{frac}{rest[i:]}"
+    try:
+        return datetime.datetime.fromisoformat(t)
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class DataFile:
+    """One data file of a fragment (pylance's ``DataFile`` fields)."""
+
+    path: str
+    fields: List[int]
+    column_indices: List[int]
+    file_major_version: int
+    file_minor_version: int
+    file_size_bytes: Optional[int] = None
+    base_id: Optional[int] = None
+
+
+class LanceFragment:
+    """A fragment of one dataset version."""
+
+    def __init__(self, ds: "Dataset", row: tuple) -> None:
+        self._ds = ds
+        fid, physical_rows, files, deletion, num_deleted = row
+        self._id = fid
+        self._physical_rows = physical_rows
+        self._files = [DataFile(p, list(f), list(c), ma, mi, sz or None, b) for (p, f, c, ma, mi, sz, b) in files]
+        self._deletion = deletion
+        self._num_deleted = num_deleted
+
+    @property
+    def fragment_id(self) -> int:
+        return self._id
+
+    @property
+    def physical_rows(self) -> int:
+        """Rows in the data files, deleted ones included."""
+        return self._physical_rows
+
+    @property
+    def num_deletions(self) -> int:
+        return self._num_deleted or 0
+
+    def count_rows(self, filter: Any = None) -> int:
+        """Rows that are not deleted."""
+        _no_filter(filter)
+        return self._ds._native.fragment_count_rows(self._id)
+
+    def data_files(self) -> List[DataFile]:
+        return list(self._files)
+
+    def deletion_file(self) -> Optional[str]:
+        """The deletion file's path relative to the dataset root, or None."""
+        return self._deletion
+
+    def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
+                 offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        return self._ds.to_table(columns=columns, filter=filter, limit=limit, offset=offset, with_row_id=with_row_id,
+                                 with_row_address=with_row_address, fragments=[self])
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self._id}, physical_rows={self._physical_rows}, files={len(self._files)})"
+
+
+class Tags:
+    """The dataset's tags (read-only for now)."""
+
+    def __init__(self, ds: "Dataset") -> None:
+        self._ds = ds
+
+    def list(self) -> Dict[str, Dict[str, Any]]:
+        out = {}
+        for name, version, text in self._ds._native.tags():
+            try:
+                j = json.loads(text)
+            except ValueError:
+                j = {}
+            out[name] = {
+                "branch": j.get("branch"),
+                "version": version,
+                "created_at": _rfc3339(j.get("createdAt")),
+                "updated_at": _rfc3339(j.get("updatedAt")),
+                "manifest_size": j.get("manifestSize"),
+                "metadata": j.get("metadata") or {},
+            }
+        return out
+
+    def get_version(self, tag: str) -> int:
+        tags = self.list()
+        if tag not in tags:
+            from lancelet.exceptions import NotFoundError
+            raise NotFoundError(f"not found: tag {tag!r} of dataset {self._ds.uri}")
+        return tags[tag]["version"]
+
+
+class Scanner:
+    """A planned scan; nothing is read until a result is asked for."""
+
+    def __init__(self, ds: "Dataset", kwargs: Dict[str, Any]) -> None:
+        self._ds = ds
+        self._kw = kwargs
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self.to_reader().schema
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """Stream the result batch by batch."""
+        return pa.RecordBatchReader.from_stream(self._ds._native.scan(**self._kw))
+
+    def to_batches(self):
+        return iter(self.to_reader())
+
+    def to_table(self) -> pa.Table:
+        return pa.RecordBatchReader.from_stream(self._ds._native.scan_all(**self._kw)).read_all()
+
+    def count_rows(self) -> int:
+        kw = self._kw
+        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"])
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+
+class Dataset:
+    """One version of a Lance dataset, opened for reading."""
+
+    def __init__(self, uri: PathLike, version: Union[int, str, None] = None,
+                 storage_options: Optional[Dict[str, str]] = None, _native_ds: Any = None) -> None:
+        if storage_options:
+            raise UnsupportedError("storage_options are not supported yet (local paths, file:// and memory:// only)")
+        self._uri = _uri(uri)
+        if _native_ds is None:
+            v, tag = _version_args(version)
+            _native_ds = _native.Dataset(self._uri, v, tag)
+        self._native = _native_ds
+        self._schema = pa.schema(self._native.schema())
+
+    # -- metadata ----------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def version(self) -> int:
+        return self._native.version
+
+    @property
+    def latest_version(self) -> int:
+        return self._native.latest_version()
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        return self._native.has_stable_row_ids
+
+    @property
+    def tags(self) -> Tags:
+        return Tags(self)
+
+    @property
+    def config(self) -> Dict[str, str]:
+        return dict(self._native.config())
+
+    def versions(self) -> List[Dict[str, Any]]:
+        """Every version, oldest first: ``{"version", "timestamp", "metadata"}``."""
+        return [{"version": v, "timestamp": _timestamp(s, n), "metadata": dict(md)}
+                for v, s, n, md in self._native.versions()]
+
+    def checkout_version(self, version: Union[int, str]) -> "Dataset":
+        """The same dataset at another version (number or tag)."""
+        v, tag = _version_args(version)
+        return Dataset(self._uri, _native_ds=self._native.checkout(v, tag))
+
+    def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
+        _no_filter(filter)
+        return [LanceFragment(self, row) for row in self._native.fragments()]
+
+    def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
+        for f in self.get_fragments():
+            if f.fragment_id == fragment_id:
+                return f
+        return None
+
+    # -- reading -----------------------------------------------------------
+    def scanner(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
+                offset: Optional[int] = None, batch_size: Optional[int] = None,
+                fragments: Optional[Iterable[LanceFragment]] = None, *, with_row_id: bool = False,
+                with_row_address: bool = False, **unsupported: Any) -> Scanner:
+        _no_filter(filter)
+        for k, v in unsupported.items():
+            if v is not None and v is not False:
+                raise UnsupportedError(f"scanner option {k!r} is not implemented yet")
+        bs = _non_negative("batch_size", batch_size)
+        if bs == 0:
+            raise InvalidInputError("batch_size must be positive")
+        frag_ids = None
+        if fragments is not None:
+            frag_ids = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
+        return Scanner(self, dict(
+            columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
+            with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids))
+
+    def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
+                 offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,
+                 batch_size: Optional[int] = None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset, batch_size=batch_size,
+                            with_row_id=with_row_id, with_row_address=with_row_address, **kwargs).to_table()
+
+    def to_batches(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
+                   offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,
+                   batch_size: Optional[int] = None, **kwargs: Any):
+        return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset, batch_size=batch_size,
+                            with_row_id=with_row_id, with_row_address=with_row_address, **kwargs).to_batches()
+
+    def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
+        _no_filter(filter)
+        return self._native.count_rows(None, 0, None)
+
+    def take(self, indices: Any, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """Rows at positions ``indices`` of the dataset (after deletions)."""
+        stream = self._native.take(_int_list(indices, "row indices"), _columns(columns))
+        return pa.RecordBatchReader.from_stream(stream).read_all()
+
+    def take_row_ids(self, row_ids: Any, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """Rows with these row ids (stable ids, else row addresses); deleted
+        rows are left out."""
+        stream = self._native.take_row_ids(_int_list(row_ids, "row ids"), _columns(columns))
+        return pa.RecordBatchReader.from_stream(stream).read_all()
+
+    # pylance's private spelling
+    _take_rows = take_row_ids
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.scanner().__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        return f"Dataset({self._uri!r}, version={self.version})"
+
+
+LanceDataset = Dataset
+
+
+def dataset(uri: PathLike, version: Union[int, str, None] = None,
+            storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> Dataset:
+    """Open the dataset at ``uri`` (local path, ``file://`` or ``memory://``)
+    at ``version`` (a number or a tag name; the latest when None)."""
+    for k, v in kwargs.items():
+        if v is not None:
+            raise UnsupportedError(f"dataset option {k!r} is not implemented yet")
+    return Dataset(uri, version=version, storage_options=storage_options)

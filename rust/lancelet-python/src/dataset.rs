@@ -1,0 +1,219 @@
+//! Python classes for Lance datasets (the table format): one checked-out
+//! version, its history and tags, scans and takes. Arrow leaves through
+//! `ArrowStream`; the GIL is released for every core call.
+
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use lancelet::table::scan::ScanStream;
+use lancelet::table::{Dataset, ScanOptions, Scanner, VersionRef};
+use pyo3::prelude::*;
+
+use crate::arrow_ffi::{ArrowSchemaHolder, ArrowStream};
+use crate::errors::{guard, IntoPy};
+
+fn version_ref(version: Option<u64>, tag: Option<String>) -> Option<VersionRef> {
+    match (version, tag) {
+        (Some(v), _) => Some(VersionRef::Number(v)),
+        (None, Some(t)) => Some(VersionRef::Tag(t)),
+        (None, None) => None,
+    }
+}
+
+/// `(path, fields, column_indices, major, minor, size, base_id)` of a data file.
+type DataFileRow = (String, Vec<i32>, Vec<i32>, u32, u32, u64, Option<u32>);
+/// `(id, physical_rows, data files, deletion file path, deleted rows)`.
+type FragmentRow = (u64, u64, Vec<DataFileRow>, Option<String>, Option<u64>);
+
+/// One version of a Lance dataset.
+#[pyclass(module = "lancelet._native", name = "Dataset", frozen)]
+pub struct NativeDataset {
+    inner: Arc<Dataset>,
+}
+
+#[pymethods]
+impl NativeDataset {
+    #[new]
+    #[pyo3(signature = (uri, version=None, tag=None))]
+    fn new(py: Python<'_>, uri: String, version: Option<u64>, tag: Option<String>) -> PyResult<Self> {
+        let v = version_ref(version, tag);
+        let inner = py.detach(|| guard(|| Dataset::open(&uri, v))).py_err()?;
+        Ok(NativeDataset { inner: Arc::new(inner) })
+    }
+
+    /// The same dataset at another version (number or tag).
+    #[pyo3(signature = (version=None, tag=None))]
+    fn checkout(&self, py: Python<'_>, version: Option<u64>, tag: Option<String>) -> PyResult<NativeDataset> {
+        let v = version_ref(version, tag);
+        let inner = py.detach(|| guard(|| Dataset::open(self.inner.uri(), v))).py_err()?;
+        Ok(NativeDataset { inner: Arc::new(inner) })
+    }
+
+    /// The dataset schema (as an object with `__arrow_c_schema__`).
+    fn schema(&self) -> ArrowSchemaHolder {
+        ArrowSchemaHolder { schema: self.inner.schema().clone() }
+    }
+
+    #[getter]
+    fn uri(&self) -> String {
+        self.inner.uri().to_string()
+    }
+
+    #[getter]
+    fn version(&self) -> u64 {
+        self.inner.version()
+    }
+
+    #[getter]
+    fn manifest_name(&self) -> String {
+        self.inner.manifest_location().name.clone()
+    }
+
+    #[getter]
+    fn has_stable_row_ids(&self) -> bool {
+        self.inner.has_stable_row_ids()
+    }
+
+    /// The newest version present in storage.
+    fn latest_version(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| guard(|| self.inner.latest_version())).py_err()
+    }
+
+    /// `[(version, seconds, nanos, [(key, value)])]`, oldest first.
+    fn versions(&self, py: Python<'_>) -> PyResult<Vec<(u64, i64, i32, Vec<(String, String)>)>> {
+        let v = py.detach(|| guard(|| self.inner.versions())).py_err()?;
+        Ok(v.into_iter().map(|i| (i.version, i.timestamp.0, i.timestamp.1, i.metadata)).collect())
+    }
+
+    /// `[(name, version, json text)]`.
+    fn tags(&self, py: Python<'_>) -> PyResult<Vec<(String, u64, String)>> {
+        let t = py.detach(|| guard(|| self.inner.tags())).py_err()?;
+        Ok(t.into_iter().map(|t| (t.name, t.version, t.json)).collect())
+    }
+
+    /// The table config.
+    fn config(&self) -> std::collections::HashMap<String, String> {
+        self.inner.config()
+    }
+
+    /// Fragments as plain tuples (see `FragmentRow`).
+    fn fragments(&self) -> Vec<FragmentRow> {
+        self.inner
+            .fragments()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let files = f
+                    .files
+                    .iter()
+                    .map(|d| (d.path.clone(), d.fields.clone(), d.column_indices.clone(), d.file_major_version, d.file_minor_version, d.file_size_bytes, d.base_id))
+                    .collect();
+                (f.id, f.physical_rows, files, self.inner.deletion_file_name(i), f.deletion_file.as_ref().map(|d| d.num_deleted_rows))
+            })
+            .collect()
+    }
+
+    /// Rows of one fragment that are not deleted.
+    fn fragment_count_rows(&self, py: Python<'_>, fragment_id: u64) -> PyResult<u64> {
+        py.detach(|| {
+            guard(|| {
+                let i = self.inner.fragment_index(fragment_id).ok_or_else(|| {
+                    lancelet::Error::invalid_input(format!("no fragment {fragment_id} in version {}", self.inner.version()))
+                })?;
+                self.inner.live_rows(i)
+            })
+        })
+        .py_err()
+    }
+
+    /// Stream a scan batch by batch.
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        limit: Option<u64>,
+        offset: u64,
+        with_row_id: bool,
+        with_row_address: bool,
+        batch_size: Option<usize>,
+        fragments: Option<Vec<u64>>,
+    ) -> PyResult<ArrowStream> {
+        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None };
+        let stream = py.detach(|| guard(|| Scanner::new(self.inner.clone(), opts)?.stream())).py_err()?;
+        Ok(ArrowStream::new(Box::new(StreamReader { schema: stream.schema(), inner: stream })))
+    }
+
+    /// The whole scan, read before returning (errors keep their types).
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan_all(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        limit: Option<u64>,
+        offset: u64,
+        with_row_id: bool,
+        with_row_address: bool,
+        batch_size: Option<usize>,
+        fragments: Option<Vec<u64>>,
+    ) -> PyResult<ArrowStream> {
+        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None };
+        let (schema, batches) = py
+            .detach(|| {
+                guard(|| {
+                    let s = Scanner::new(self.inner.clone(), opts)?;
+                    Ok((s.schema().clone(), s.collect()?))
+                })
+            })
+            .py_err()?;
+        Ok(ArrowStream::from_batches(schema, batches))
+    }
+
+    /// Rows a scan would return.
+    #[pyo3(signature = (limit=None, offset=0, fragments=None))]
+    fn count_rows(&self, py: Python<'_>, limit: Option<u64>, offset: u64, fragments: Option<Vec<u64>>) -> PyResult<u64> {
+        let opts = ScanOptions { columns: Some(Vec::new()), limit, offset, fragments, ..Default::default() };
+        py.detach(|| guard(|| Scanner::new(self.inner.clone(), opts)?.count_rows())).py_err()
+    }
+
+    /// Rows at dataset positions (after deletions).
+    #[pyo3(signature = (indices, columns=None))]
+    fn take(&self, py: Python<'_>, indices: Vec<u64>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
+        let batch = py.detach(|| guard(|| self.inner.take(&indices, columns.as_deref()))).py_err()?;
+        Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+    }
+
+    /// Rows with these row ids (deleted ones are left out).
+    #[pyo3(signature = (row_ids, columns=None))]
+    fn take_row_ids(&self, py: Python<'_>, row_ids: Vec<u64>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
+        let batch = py.detach(|| guard(|| self.inner.take_row_ids(&row_ids, columns.as_deref()))).py_err()?;
+        Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+    }
+}
+
+/// A scan as an Arrow `RecordBatchReader`; panics become errors.
+struct StreamReader {
+    inner: ScanStream,
+    schema: SchemaRef,
+}
+
+impl Iterator for StreamReader {
+    type Item = Result<RecordBatch, ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = &mut self.inner;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.next())) {
+            Ok(None) => None,
+            Ok(Some(r)) => Some(r.map_err(|e| ArrowError::ExternalError(Box::new(e)))),
+            Err(_) => Some(Err(ArrowError::ExternalError(Box::new(lancelet::Error::Internal { what: "panic while scanning".into() })))),
+        }
+    }
+}
+
+impl RecordBatchReader for StreamReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
