@@ -14,8 +14,13 @@
 //! | 8 | table config present (writer only) | nothing to do |
 //! | 16 | multiple base paths | files resolved through `base_paths` |
 //! | 32 | no separate transaction file (writer only) | nothing to do |
+//! | 256 | data files of different 2.x versions in one dataset | each file is read by its own version |
 //!
-//! Anything from 64 up is unknown and refused with `Unsupported`.
+//! Bit 256 is not in the digest; pylance 14 sets it (reader and writer) as
+//! soon as an append uses another `data_storage_version` than the dataset's
+//! files (e.g. 2.0 then 2.1), and newer Lance sources name it
+//! "mixed data file versions". Every other bit (64, 128, 512 and up) is
+//! unknown and refused with `Unsupported`.
 
 use crate::error::{Error, Result};
 
@@ -32,9 +37,17 @@ pub const BASE_PATHS: u64 = 16;
 /// Transactions are only embedded in the manifest (writers only).
 pub const DISABLE_TRANSACTION_FILE: u64 = 32;
 
+/// Data files of different exact 2.x versions are mixed in the dataset.
+pub const MIXED_DATA_FILE_VERSIONS: u64 = 256;
+
 /// Every flag this implementation understands when reading.
-pub const KNOWN_READER_FLAGS: u64 =
-    DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG | BASE_PATHS | DISABLE_TRANSACTION_FILE;
+pub const KNOWN_READER_FLAGS: u64 = DELETION_FILES
+    | STABLE_ROW_IDS
+    | USE_V2_FORMAT_DEPRECATED
+    | TABLE_CONFIG
+    | BASE_PATHS
+    | DISABLE_TRANSACTION_FILE
+    | MIXED_DATA_FILE_VERSIONS;
 
 /// Refuse a manifest whose reader flags name something we cannot honour.
 pub fn check_reader_flags(flags: u64, manifest: &str) -> Result<()> {
@@ -58,7 +71,9 @@ mod tests {
     #[test]
     fn known_and_unknown_flags() {
         assert!(check_reader_flags(0, "m").is_ok());
-        assert!(check_reader_flags(1 | 2 | 8 | 16 | 32, "m").is_ok());
+        assert!(check_reader_flags(1 | 2 | 8 | 16 | 32 | 256, "m").is_ok());
+        assert!(check_reader_flags(128, "m").is_err());
+        assert!(check_reader_flags(512, "m").is_err());
         let e = check_reader_flags(64 | 1, "x.manifest").unwrap_err();
         assert!(matches!(e, Error::Unsupported { .. }));
         assert!(e.to_string().contains("0x40") && e.to_string().contains("x.manifest"), "{e}");
