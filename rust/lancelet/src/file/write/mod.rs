@@ -181,7 +181,11 @@ impl LeafEncoder {
                 constant::all_null_v21(&levels)
             });
         }
-        if self.traits.constant_pages && self.packed.is_none() && self.dict.is_none() {
+        // pylance 14 aborts on some constant pages that carry levels (a
+        // repeated value under a struct with nulls), so a repeated value
+        // only becomes a constant page when the page has no levels at all.
+        let flat_page = levels.rep.is_none() && levels.def.is_none();
+        if self.traits.constant_pages && self.packed.is_none() && self.dict.is_none() && flat_page {
             if let Some(v) = constant::constant_value(&values, valid.as_deref()) {
                 let variable = matches!(values, Values::Variable { .. });
                 return Ok(constant::constant_v22(&levels, Some((&v, variable)), self.wide));
