@@ -69,6 +69,51 @@ fn has_map(dt: &DataType) -> bool {
     }
 }
 
+/// Fixed-size lists of non fixed-width items (structs) are stored as a
+/// layer, which pylance 14 only supports in 2.2, for struct items, outside
+/// lists. Reject what pylance refuses (or writes but cannot read back).
+fn check_nested_fsl(f: &Field, version: FileVersion, in_list: bool) -> Result<()> {
+    let kids: Vec<&Field> = match f.data_type() {
+        DataType::Struct(fs) => fs.iter().map(|c| c.as_ref()).collect(),
+        DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) => {
+            return check_nested_fsl(c, version, true);
+        }
+        DataType::FixedSizeList(c, _) if !crate::file::schema::fsl_is_leaf(c.data_type()) => {
+            let name = f.name();
+            let item = c.data_type();
+            if !matches!(item, DataType::Struct(_)) {
+                return Err(Error::unsupported(format!(
+                    "field {name:?}: fixed-size lists of {item} are not supported (pylance 14 cannot write them)"
+                )));
+            }
+            match version.traits().map(|t| t.family) {
+                Some(PageFamily::ArrayEncoding) => {
+                    return Err(Error::unsupported(format!(
+                        "field {name:?}: Lance file version {version} cannot store FixedSizeList<Struct> \
+                         (pylance's packed-struct encoder needs fixed-width data and cannot read it back); use 2.2"
+                    )))
+                }
+                // (No version trait names this yet: 2.1 is the structural
+                // version without it.)
+                _ if version == FileVersion::V2_1 => {
+                    return Err(Error::unsupported(format!(
+                        "field {name:?}: FixedSizeList<Struct> is not enabled by file version {version}; use 2.2"
+                    )))
+                }
+                _ => {}
+            }
+            if in_list {
+                return Err(Error::unsupported(format!(
+                    "field {name:?}: FixedSizeList<Struct> inside a list or map is not supported (pylance 14 cannot write it)"
+                )));
+            }
+            vec![c.as_ref()]
+        }
+        _ => vec![],
+    };
+    kids.into_iter().try_for_each(|c| check_nested_fsl(c, version, in_list))
+}
+
 /// Compare two fields ignoring metadata; describe the first difference.
 fn field_mismatch(path: &str, want: &Field, got: &Field) -> Option<String> {
     let here = if path.is_empty() { want.name().clone() } else { format!("{path}.{}", want.name()) };
@@ -128,6 +173,7 @@ impl FileWriter {
                 )));
             }
             crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())))?;
+            check_nested_fsl(f, version, false)?;
         }
         let columns = match traits.family {
             PageFamily::Structural => Columns::Structural(

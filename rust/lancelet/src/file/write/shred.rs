@@ -196,6 +196,11 @@ pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
                 walk(c, outer, out);
                 outer.pop();
             }
+            DataType::FixedSizeList(c, _) => {
+                outer.push(LayerKind::Item);
+                walk(c, outer, out);
+                outer.pop();
+            }
             // is_leaf covers everything else; a leaf path keeps this total.
             _ => {
                 outer.push(LayerKind::Item);
@@ -215,10 +220,11 @@ pub fn leaf_paths(field: &Field) -> Vec<(Field, LeafPath)> {
 /// independent of which leaf it ends up in (structs hand the same slots to
 /// children whose paths differ), so codes are only worked out in
 /// [`emit_leaf`].
-/// Columns the writer shreds as one leaf. Fixed-size lists always are:
-/// those of nested (non fixed-width) items are rejected when gathered.
+/// Columns the writer shreds as one leaf. A fixed-size list of fixed-width
+/// items is one; one of anything else (structs) is an item layer whose slot
+/// spans `dim` level entries (pylance 14's 2.2 layout).
 fn is_leaf(f: &Field) -> bool {
-    owns_column(f) || matches!(f.data_type(), DataType::FixedSizeList(_, _))
+    owns_column(f)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -317,6 +323,39 @@ fn descend(
             let entries: ArrayRef = Arc::new(m.entries().clone());
             let next = expand_list(m.offsets(), m.logical_nulls(), slots, depth, lists_above, entries.len())?;
             descend(c, &entries, depth + 1, lists_above + 1, paths, leaf_no, &next, num_rows, out)
+        }
+        DataType::FixedSizeList(c, dim) => {
+            let l = array.as_any().downcast_ref::<FixedSizeListArray>().ok_or_else(|| Error::invalid_input("expected a fixed-size list array"))?;
+            check_len("fixed-size list", slots, l.len())?;
+            if lists_above > 0 {
+                return Err(Error::unsupported(format!(
+                    "fixed-size list {:?} of {} inside a list or map (pylance 14 cannot write it)",
+                    field.name(),
+                    c.data_type()
+                )));
+            }
+            let dim = usize::try_from(*dim).ok().filter(|d| *d > 0).ok_or_else(|| {
+                Error::invalid_input(format!("fixed-size list {:?}: size {dim} is not supported", field.name()))
+            })?;
+            let nulls = l.logical_nulls();
+            let child_len = l.values().len();
+            // Every slot becomes `dim` level entries (a null list or row
+            // above too): pages count the items.
+            let mut next = Vec::with_capacity(slots.len() * dim);
+            for sl in slots {
+                if sl.decided.is_some() {
+                    next.extend(std::iter::repeat_n(Slot { idx: 0, ..*sl }, dim));
+                } else if nulls.as_ref().is_some_and(|nb| nb.is_null(sl.idx)) {
+                    next.extend(std::iter::repeat_n(Slot { decided: Some((depth, false)), idx: 0, ..*sl }, dim));
+                } else {
+                    let start = l.value_offset_at(sl.idx);
+                    if start + dim > child_len {
+                        return Err(Error::invalid_input("fixed-size list values are shorter than the list"));
+                    }
+                    next.extend((start..start + dim).map(|j| Slot { idx: j, ..*sl }));
+                }
+            }
+            descend(c, l.values(), depth + 1, lists_above, paths, leaf_no, &next, num_rows * dim, out)
         }
         other => Err(Error::invalid_input(format!("cannot shred type {other}"))),
     }

@@ -430,3 +430,70 @@ fn interop_rewrite() {
         }
     }
 }
+
+/// `fixed_size_list<struct<a: int32, b: utf8>, 2>` with nulls at the list,
+/// struct and leaf levels (every `p`), plus an all-null column.
+fn fsl_struct_batch(rng: &mut StdRng, n: usize, p: f64) -> RecordBatch {
+    let sf = Fields::from(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Utf8, true)]);
+    let mk = |rng: &mut StdRng, n: usize, p: f64| -> ArrayRef {
+        let nb = |rng: &mut StdRng, k: usize| nulls(rng, k, p);
+        let a: ArrayRef = Arc::new(Int32Array::new((0..2 * n as i32).collect(), nb(rng, 2 * n)));
+        let b = strings(rng, 2 * n, 9, None);
+        let st: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![a, b], nb(rng, 2 * n)));
+        let item = Arc::new(Field::new("item", DataType::Struct(sf.clone()), true));
+        Arc::new(FixedSizeListArray::new(item, 2, st, nb(rng, n)))
+    };
+    let c1 = mk(rng, n, p);
+    let c2 = arrow_array::new_null_array(c1.data_type(), n);
+    let schema = Schema::new(vec![Field::new("fs", c1.data_type().clone(), true), Field::new("fs_null", c1.data_type().clone(), true)]);
+    RecordBatch::try_new(Arc::new(schema), vec![c1, c2]).unwrap()
+}
+
+#[test]
+fn fsl_of_struct_v2_2_roundtrip() {
+    let mut rng = StdRng::seed_from_u64(21);
+    for (i, p) in [0.0, 0.2, 1.0].into_iter().enumerate() {
+        let batches = vec![fsl_struct_batch(&mut rng, 40, p), fsl_struct_batch(&mut rng, 25, p)];
+        let file = path(&format!("fsl-struct-{i}.lance"));
+        write_file(&file, &batches, FileVersion::V2_2, if i == 1 { Some(64) } else { None });
+        let r = FileReader::open(&file).unwrap();
+        assert_eq!(r.num_rows(), 65);
+        let got = r.read_range(&r.projection(None).unwrap(), 0..65).unwrap();
+        let want = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
+        assert_same(&got, &want).unwrap();
+        let got = r.read_range(&r.projection(None).unwrap(), 30..50).unwrap();
+        assert_same(&got, &want.slice(30, 20)).unwrap();
+    }
+}
+
+#[test]
+fn fsl_of_struct_levels() {
+    // Each row is `dim` level entries: layers [leaf, struct, fsl].
+    let mut rng = StdRng::seed_from_u64(22);
+    let b = fsl_struct_batch(&mut rng, 6, 0.3);
+    let f = b.schema().field(0).clone();
+    let pieces = shred(&f, b.column(0)).unwrap();
+    assert_eq!(pieces.len(), 2);
+    for p in &pieces {
+        assert_eq!(p.num_rows, 12);
+        assert_eq!(p.def.len(), 12);
+        assert!(p.rep.is_none());
+    }
+    let paths = super::shred::leaf_paths(&f);
+    assert_eq!(paths[0].1.kinds.len(), 3);
+}
+
+#[test]
+fn fsl_of_struct_rejected_where_pylance_rejects() {
+    let mut rng = StdRng::seed_from_u64(23);
+    let b = fsl_struct_batch(&mut rng, 4, 0.0);
+    for v in [FileVersion::V2_0, FileVersion::V2_1] {
+        let e = FileWriter::create(&path("fsl-struct-rej.lance"), &b.schema(), v).unwrap_err();
+        assert!(matches!(e, crate::Error::Unsupported { .. }) && e.to_string().contains("\"fs\""), "{e}");
+    }
+    // fixed_size_list<utf8> (pylance panics) and list<fsl<struct>>.
+    let s = Schema::new(vec![Field::new("fstr", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Utf8, true)), 2), true)]);
+    assert!(FileWriter::create(&path("fsl-str.lance"), &s, FileVersion::V2_2).is_err());
+    let l = Schema::new(vec![Field::new("l", DataType::List(Arc::new(b.schema().field(0).clone().with_name("item"))), true)]);
+    assert!(FileWriter::create(&path("l-fsl-struct.lance"), &l, FileVersion::V2_2).is_err());
+}
