@@ -26,6 +26,9 @@ type DataFileRow = (String, Vec<i32>, Vec<i32>, u32, u32, u64, Option<u32>);
 /// `(id, physical_rows, data files, deletion file path, deleted rows)`.
 type FragmentRow = (u64, u64, Vec<DataFileRow>, Option<String>, Option<u64>);
 
+/// `(version, seconds, nanos, summary)` of one history entry.
+type VersionRow = (u64, i64, i32, Vec<(String, String)>);
+
 /// One version of a Lance dataset.
 #[pyclass(module = "lancelet._native", name = "Dataset", frozen)]
 pub struct NativeDataset {
@@ -81,7 +84,7 @@ impl NativeDataset {
     }
 
     /// `[(version, seconds, nanos, [(key, value)])]`, oldest first.
-    fn versions(&self, py: Python<'_>) -> PyResult<Vec<(u64, i64, i32, Vec<(String, String)>)>> {
+    fn versions(&self, py: Python<'_>) -> PyResult<Vec<VersionRow>> {
         let v = py.detach(|| guard(|| self.inner.versions())).py_err()?;
         Ok(v.into_iter().map(|i| (i.version, i.timestamp.0, i.timestamp.1, i.metadata)).collect())
     }

@@ -224,7 +224,9 @@ impl RowIdSequence {
 
     /// Every id in order.
     pub fn to_vec(&self) -> Vec<u64> {
-        self.select(&[0..self.len()])
+        #[allow(clippy::single_range_in_vec_init)]
+        let all = [0..self.len()];
+        self.select(&all)
     }
 
     /// Runs `(first id, first position, length)` of consecutive ids at

@@ -4,10 +4,13 @@
 //! A scan is planned per fragment: the deletion file (if any) becomes the
 //! sorted ranges of surviving physical rows, offset/limit cut those ranges
 //! (counted in surviving rows, fragments in manifest order), and the
-//! result is split into tasks of at most `batch_size` rows. Tasks run on
-//! the rayon pool a few at a time ahead of the consumer ([`ScanStream`]),
-//! so fragments are read in parallel while memory stays bounded by
-//! `readahead × batch_size` rows; batches come out in order.
+//! result is split into *read units*: about [`READ_UNIT_BYTES`] of file data
+//! (estimated from the data files' sizes), a whole multiple of `batch_size`
+//! rows. The file reader decodes whole pages, so one read per unit costs far
+//! less than one read per batch. Units run on the rayon pool a few at a time
+//! ahead of the consumer ([`ScanStream`]), so fragments are read in parallel
+//! while memory stays bounded by `readahead` units; each unit is handed out
+//! as zero-copy slices of `batch_size` rows, in order.
 //!
 //! Each output batch: the projected dataset columns (missing ones as
 //! nulls), then `_rowid` and `_rowaddr` (UInt64) when asked for. A row's
@@ -40,6 +43,8 @@ pub const ROW_ID: &str = "_rowid";
 pub const ROW_ADDR: &str = "_rowaddr";
 /// Default rows per batch.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
+/// Target size of one read unit, in bytes of the data files.
+pub const READ_UNIT_BYTES: u64 = 32 << 20;
 
 /// A row predicate evaluated batch by batch (the SQL filter engine plugs in
 /// here).
@@ -77,6 +82,8 @@ struct FragPlan {
     index: usize,
     id: u64,
     live: Vec<Range<u64>>,
+    /// Rows per read unit.
+    unit_rows: u64,
     row_ids: Option<Arc<RowIdSequence>>,
     reader: Mutex<Option<Arc<FragmentReader>>>,
 }
@@ -217,7 +224,13 @@ impl Scanner {
             .map(|&i| {
                 let live = ds.live_ranges(i)?;
                 let row_ids = if want_ids { ds.row_id_sequence(i)?.map(Arc::new) } else { None };
-                Ok(FragPlan { index: i, id: ds.fragments()[i].id, live, row_ids, reader: Mutex::new(None) })
+                let f = &ds.fragments()[i];
+                let rows = ds.physical_rows(i)?.max(1);
+                let bytes: u64 = f.files.iter().map(|d| d.file_size_bytes).sum();
+                let per_row = if bytes == 0 { 16 } else { bytes.div_ceil(rows) };
+                let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
+                let unit_rows = (READ_UNIT_BYTES / per_row).max(batch).div_ceil(batch) * batch;
+                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(None) })
             })
             .collect::<Result<Vec<_>>>()?;
         let filtered = self.opts.filter.is_some();
@@ -236,7 +249,7 @@ impl Scanner {
         let plans: Vec<Arc<FragPlan>> = plans.into_iter().filter(|p| !p.live.is_empty()).map(Arc::new).collect();
         let mut tasks = VecDeque::new();
         for p in &plans {
-            for ranges in split(&p.live, batch) {
+            for ranges in split(&p.live, p.unit_rows) {
                 tasks.push_back((p.clone(), ranges));
             }
         }
@@ -248,12 +261,14 @@ impl Scanner {
             with_row_id: self.opts.with_row_id,
             with_row_address: self.opts.with_row_address,
             filter: self.opts.filter.clone(),
+            batch_size: batch as usize,
         });
         Ok(ScanStream {
             ctx,
             tasks,
             in_flight: VecDeque::new(),
-            readahead: rayon::current_num_threads().clamp(2, 8),
+            ready: VecDeque::new(),
+            readahead: rayon::current_num_threads().clamp(2, 4),
             post: filtered.then_some((self.opts.offset, self.opts.limit.unwrap_or(u64::MAX))),
             failed: false,
         })
@@ -275,6 +290,7 @@ struct TaskContext {
     with_row_id: bool,
     with_row_address: bool,
     filter: Option<Arc<dyn RowFilter>>,
+    batch_size: usize,
 }
 
 impl TaskContext {
@@ -288,7 +304,14 @@ impl TaskContext {
         Ok(r)
     }
 
-    fn run(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
+    /// Read one unit and cut it into batches.
+    fn run(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<Vec<RecordBatch>> {
+        let unit = self.read_unit(p, ranges)?;
+        let n = unit.num_rows();
+        Ok((0..n).step_by(self.batch_size).map(|s| unit.slice(s, self.batch_size.min(n - s))).collect())
+    }
+
+    fn read_unit(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
         let batch = self.reader(p)?.read_ranges(ranges)?;
         let n = batch.num_rows();
         let mut cols: Vec<ArrayRef> = batch.columns()[..self.num_projected].to_vec();
@@ -317,7 +340,7 @@ impl TaskContext {
     }
 }
 
-type Pending = mpsc::Receiver<Result<RecordBatch>>;
+type Pending = mpsc::Receiver<Result<Vec<RecordBatch>>>;
 
 /// The batches of a scan, in order, decoded a few tasks ahead on the rayon
 /// pool.
@@ -325,6 +348,8 @@ pub struct ScanStream {
     ctx: Arc<TaskContext>,
     tasks: VecDeque<(Arc<FragPlan>, Vec<Range<u64>>)>,
     in_flight: VecDeque<Pending>,
+    /// Batches of the oldest finished unit not handed out yet.
+    ready: VecDeque<RecordBatch>,
     readahead: usize,
     /// (offset, limit) still to apply to the output (filtered scans).
     post: Option<(u64, u64)>,
@@ -367,16 +392,24 @@ impl Iterator for ScanStream {
                 return None;
             }
             self.fill();
-            let rx = self.in_flight.pop_front()?;
-            let batch = match rx.recv() {
-                Ok(Ok(b)) => b,
-                Ok(Err(e)) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
-                Err(_) => {
-                    self.failed = true;
-                    return Some(Err(Error::Internal { what: "scan task vanished".into() }));
+            let batch = match self.ready.pop_front() {
+                Some(b) => b,
+                None => {
+                    let rx = self.in_flight.pop_front()?;
+                    match rx.recv() {
+                        Ok(Ok(batches)) => {
+                            self.ready.extend(batches);
+                            continue;
+                        }
+                        Ok(Err(e)) => {
+                            self.failed = true;
+                            return Some(Err(e));
+                        }
+                        Err(_) => {
+                            self.failed = true;
+                            return Some(Err(Error::Internal { what: "scan task vanished".into() }));
+                        }
+                    }
                 }
             };
             let Some((skip, limit)) = &mut self.post else { return Some(Ok(batch)) };
