@@ -342,6 +342,8 @@ def test_error_dangling_data_file(tmp_path):
         ds.to_table()
     with pytest.raises(lancelet.NotFoundError, match=f.name):
         ds.take([1])
+    with pytest.raises(lancelet.NotFoundError, match=f.name):
+        list(ds.to_batches())
 
 
 def test_error_deletion_file_out_of_range(tmp_path):

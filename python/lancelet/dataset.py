@@ -105,6 +105,32 @@ def _rfc3339(s: Optional[str]) -> Optional[datetime.datetime]:
         return None
 
 
+_PREFIXES = [
+    ("not found:", "NotFoundError"),
+    ("already exists:", "AlreadyExistsError"),
+    ("corrupt ", "CorruptFileError"),
+    ("unsupported", "UnsupportedError"),
+    ("invalid input:", "InvalidInputError"),
+    ("commit conflict:", "CommitConflictError"),
+    ("I/O error", "LanceletIOError"),
+    ("internal error", "InternalError"),
+]
+
+
+def _retyped(e: Exception) -> Exception:
+    """A lancelet error that crossed the Arrow C stream (pyarrow wraps it as
+    ``External error: <message>``) turned back into its lancelet class."""
+    from lancelet import exceptions
+
+    msg = str(e)
+    if msg.startswith("External error: "):
+        msg = msg[len("External error: "):]
+    for prefix, name in _PREFIXES:
+        if msg.startswith(prefix) and hasattr(exceptions, name):
+            return getattr(exceptions, name)(msg)
+    return e
+
+
 @dataclasses.dataclass(frozen=True)
 class DataFile:
     """One data file of a fragment (pylance's ``DataFile`` fields)."""
@@ -211,7 +237,17 @@ class Scanner:
         return pa.RecordBatchReader.from_stream(self._ds._native.scan(**self._kw))
 
     def to_batches(self):
-        return iter(self.to_reader())
+        """Iterate the result's batches; errors met while streaming are
+        raised as lancelet exceptions."""
+        reader = self.to_reader()
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except pa.ArrowException as e:
+                raise _retyped(e) from e
+            yield batch
 
     def to_table(self) -> pa.Table:
         return pa.RecordBatchReader.from_stream(self._ds._native.scan_all(**self._kw)).read_all()
