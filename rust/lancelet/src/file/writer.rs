@@ -114,6 +114,38 @@ fn check_nested_fsl(f: &Field, version: FileVersion, in_list: bool) -> Result<()
     kids.into_iter().try_for_each(|c| check_nested_fsl(c, version, in_list))
 }
 
+/// Packed structs with variable-width children are a 2.2 encoding; pylance
+/// 14 refuses them in 2.1 ("Variable packed struct encoding is not
+/// enabled"). Children that can be neither fixed- nor variable-width are
+/// refused everywhere.
+fn check_packed(f: &Field, version: FileVersion) -> Result<()> {
+    use crate::file::structural::to_arrow::is_packed_struct;
+    let kids: Vec<&Field> = match f.data_type() {
+        DataType::Struct(fs) => fs.iter().map(|c| c.as_ref()).collect(),
+        DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) | DataType::FixedSizeList(c, _) => vec![c.as_ref()],
+        _ => vec![],
+    };
+    if is_packed_struct(f) && version.traits().is_some_and(|t| t.family == PageFamily::Structural) {
+        let all_fixed = kids.iter().all(|c| crate::file::write::shred::fixed_bytes(c.data_type()).is_some());
+        if !all_fixed {
+            if crate::file::write::shred::variable_packed_fields(f).is_none() {
+                return Err(Error::unsupported(format!(
+                    "field {:?}: a packed struct's children must be fixed-width, strings or binaries",
+                    f.name()
+                )));
+            }
+            if version == FileVersion::V2_1 {
+                return Err(Error::unsupported(format!(
+                    "field {:?}: Variable packed struct encoding is not enabled by file version {version}; use 2.2",
+                    f.name()
+                )));
+            }
+        }
+        return Ok(());
+    }
+    kids.into_iter().try_for_each(|c| check_packed(c, version))
+}
+
 /// Compare two fields ignoring metadata; describe the first difference.
 fn field_mismatch(path: &str, want: &Field, got: &Field) -> Option<String> {
     let here = if path.is_empty() { want.name().clone() } else { format!("{path}.{}", want.name()) };
@@ -174,6 +206,7 @@ impl FileWriter {
             }
             crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())))?;
             check_nested_fsl(f, version, false)?;
+            check_packed(f, version)?;
         }
         let columns = match traits.family {
             PageFamily::Structural => Columns::Structural(

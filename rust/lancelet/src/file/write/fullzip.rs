@@ -20,7 +20,7 @@
 use crate::encoding::{fsst, general};
 use crate::error::{Error, Result};
 use crate::file::write::choose::{self, flat, pack_bools, FieldOptions};
-use crate::file::write::shred::{PageLevels, Values};
+use crate::file::write::shred::{PackedField, PageLevels, Values};
 use crate::proto::encodings21 as pb;
 use crate::proto::encodings21::compressive_encoding::Compression as Enc;
 use crate::proto::encodings21::full_zip_layout::Details;
@@ -36,8 +36,19 @@ fn push_uint(out: &mut Vec<u8>, v: u64, bytes: usize) {
 /// Encode a full-zip page.
 /// `wide` (large_string / large_binary): 64-bit offsets and length
 /// prefixes, as pylance writes them.
-pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &FieldOptions, wide: bool) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
-    let ow: u32 = if wide { 64 } else { 32 };
+///
+/// `packed`: the values are rows of a packed struct with variable-width
+/// children (see [`crate::file::write::shred::variable_packed_fields`]),
+/// stored uncompressed as `VariablePackedStruct` with 32-bit prefixes.
+pub fn encode(
+    levels: &PageLevels,
+    values: &Values,
+    num_rows: usize,
+    opts: &FieldOptions,
+    wide: bool,
+    packed: Option<&[PackedField]>,
+) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
+    let ow: u32 = if wide && packed.is_none() { 64 } else { 32 };
     let bits_rep = if levels.rep.is_some() { bit_width(levels.max_rep) } else { 0 };
     let bits_def = if levels.def.is_some() { bit_width(levels.max_def) } else { 0 };
     let cw_bytes = match bits_rep + bits_def {
@@ -49,6 +60,21 @@ pub fn encode(levels: &PageLevels, values: &Values, num_rows: usize, opts: &Fiel
     // Per-value bytes and the description.
     let n = values.len();
     let (encoded, encoding, details, variable): (Vec<Vec<u8>>, pb::CompressiveEncoding, Details, bool) = match values {
+        Values::Variable { offsets, data } if packed.is_some() => {
+            use pb::variable_packed_struct::{field_encoding::Layout, FieldEncoding};
+            let fields = packed
+                .unwrap_or_default()
+                .iter()
+                .map(|k| match k {
+                    PackedField::Fixed(w) => FieldEncoding { value: Some(flat(8 * *w as u64)), layout: Some(Layout::BitsPerValue(8 * *w as u64)) },
+                    PackedField::Variable(w) => {
+                        FieldEncoding { value: Some(choose::variable(8 * *w as u64)), layout: Some(Layout::BitsPerLength(8 * *w as u64)) }
+                    }
+                })
+                .collect();
+            let enc: Vec<Vec<u8>> = offsets.windows(2).map(|w| data[w[0] as usize..w[1] as usize].to_vec()).collect();
+            (enc, choose::enc(Enc::VariablePackedStruct(pb::VariablePackedStruct { fields })), Details::BitsPerOffset(ow), true)
+        }
         Values::Variable { offsets, data } => {
             let item = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
             let max_len = (0..n).map(|i| item(i).len()).max().unwrap_or(0);

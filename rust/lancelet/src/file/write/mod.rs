@@ -53,6 +53,8 @@ pub struct LeafEncoder {
     opts: FieldOptions,
     wide: bool,
     packed: Option<Vec<u64>>,
+    /// A packed struct with variable-width children (full-zip only).
+    var_packed: Option<Vec<shred::PackedField>>,
     /// Arrow dictionary column: key width in bytes and how many dictionary
     /// values the key type can index.
     dict: Option<(usize, u64)>,
@@ -89,6 +91,7 @@ impl LeafEncoder {
             opts: FieldOptions::from_metadata(field.metadata()),
             wide,
             packed,
+            var_packed: shred::variable_packed_fields(field),
             dict: match field.data_type() {
                 arrow_schema::DataType::Dictionary(k, _) => {
                     let w = k.primitive_width().unwrap_or(4);
@@ -185,6 +188,9 @@ impl LeafEncoder {
         // repeated value under a struct with nulls), so a repeated value
         // only becomes a constant page when the page has no levels at all.
         let flat_page = levels.rep.is_none() && levels.def.is_none();
+        if let Some(kinds) = &self.var_packed {
+            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts, self.wide, Some(kinds));
+        }
         if self.traits.constant_pages && self.packed.is_none() && self.dict.is_none() && flat_page {
             if let Some(v) = constant::constant_value(&values, valid.as_deref()) {
                 let variable = matches!(values, Values::Variable { .. });
@@ -205,7 +211,7 @@ impl LeafEncoder {
                 _ => max_bytes >= MINIBLOCK_MAX_VALUE_BYTES,
             };
         if use_fullzip {
-            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts, self.wide);
+            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts, self.wide, None);
         }
         let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
         miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words, self.dict)

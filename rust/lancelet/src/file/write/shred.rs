@@ -494,6 +494,9 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
     }
     if is_packed_struct(field) {
         let s = array.as_any().downcast_ref::<StructArray>().ok_or_else(|| Error::invalid_input("packed struct"))?;
+        if let Some(kinds) = variable_packed_fields(field) {
+            return gather_variable_packed(field, s, &kinds, picks);
+        }
         let widths: Vec<usize> = s
             .columns()
             .iter()
@@ -538,6 +541,81 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
             Ok(Values::Fixed { bytes: w, data: out })
         }
     }
+}
+
+/// How a child of a packed struct with variable-width children is stored
+/// in each row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackedField {
+    /// Fixed-width: this many bytes.
+    Fixed(usize),
+    /// Variable-width: a length prefix of this many bytes, then the bytes.
+    Variable(usize),
+}
+
+/// The children of a packed struct (`lance-encoding:packed`) that has at
+/// least one variable-width child, or None (not packed, or all children
+/// fixed-width, or a child that cannot be packed).
+pub fn variable_packed_fields(field: &Field) -> Option<Vec<PackedField>> {
+    let DataType::Struct(fs) = field.data_type() else { return None };
+    if !is_packed_struct(field) {
+        return None;
+    }
+    let kinds: Vec<PackedField> = fs
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Utf8 | DataType::Binary => Some(PackedField::Variable(4)),
+            DataType::LargeUtf8 | DataType::LargeBinary => Some(PackedField::Variable(8)),
+            dt => fixed_bytes(dt).map(PackedField::Fixed),
+        })
+        .collect::<Option<_>>()?;
+    kinds.iter().any(|k| matches!(k, PackedField::Variable(_))).then_some(kinds)
+}
+
+/// Rows of a packed struct with variable-width children, each one value:
+/// per child its fixed-width bytes, or a little-endian length then bytes
+/// (pylance 14's `VariablePackedStruct`). Null rows are empty.
+fn gather_variable_packed(field: &Field, s: &StructArray, kinds: &[PackedField], picks: &[Option<usize>]) -> Result<Values> {
+    let datas: Vec<arrow_data::ArrayData> = s.columns().iter().map(|c| c.to_data()).collect();
+    for (c, d) in s.fields().iter().zip(&datas) {
+        let nulls = arrow_array::make_array(d.clone()).logical_nulls();
+        if let Some(nb) = nulls {
+            if picks.iter().flatten().any(|&i| nb.is_null(i)) {
+                return Err(Error::unsupported(format!(
+                    "packed struct {:?}: child {:?} has null values; a packed struct with variable-width children \
+                     cannot store child nulls (pylance 14: per-value compression not supported for nullable blocks)",
+                    field.name(),
+                    c.name()
+                )));
+            }
+        }
+    }
+    let mut offsets = Vec::with_capacity(picks.len() + 1);
+    offsets.push(0u64);
+    let mut out = Vec::new();
+    for p in picks {
+        if let Some(i) = p {
+            for (d, k) in datas.iter().zip(kinds) {
+                let j = d.offset() + i;
+                match k {
+                    PackedField::Fixed(w) => out.extend_from_slice(&d.buffers()[0].as_slice()[j * w..(j + 1) * w]),
+                    PackedField::Variable(ow) => {
+                        let (a, b) = if *ow == 4 {
+                            let o: &[i32] = d.buffer::<i32>(0);
+                            (o[*i] as usize, o[*i + 1] as usize)
+                        } else {
+                            let o: &[i64] = d.buffer::<i64>(0);
+                            (o[*i] as usize, o[*i + 1] as usize)
+                        };
+                        out.extend_from_slice(&((b - a) as u64).to_le_bytes()[..*ow]);
+                        out.extend_from_slice(&d.buffers()[1].as_slice()[a..b]);
+                    }
+                }
+            }
+        }
+        offsets.push(out.len() as u64);
+    }
+    Ok(Values::Variable { offsets, data: out })
 }
 
 /// Gather (possibly nested) fixed-size lists of fixed-width items: the

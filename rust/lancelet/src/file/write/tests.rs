@@ -497,3 +497,49 @@ fn fsl_of_struct_rejected_where_pylance_rejects() {
     let l = Schema::new(vec![Field::new("l", DataType::List(Arc::new(b.schema().field(0).clone().with_name("item"))), true)]);
     assert!(FileWriter::create(&path("l-fsl-struct.lance"), &l, FileVersion::V2_2).is_err());
 }
+
+fn packed_var_batch(n: usize, struct_nulls: bool) -> RecordBatch {
+    let sf = Fields::from(vec![
+        Field::new("a", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("f", DataType::Float64, false),
+        Field::new("b", DataType::LargeBinary, true),
+    ]);
+    let a: ArrayRef = Arc::new(Int32Array::from_iter_values(0..n as i32));
+    let s: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| "x".repeat(i % 13))));
+    let f: ArrayRef = Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64 / 3.0)));
+    let b: ArrayRef = Arc::new(LargeBinaryArray::from_iter_values((0..n).map(|i| vec![i as u8; i % 5])));
+    let nb = struct_nulls.then(|| NullBuffer::from((0..n).map(|i| i % 4 != 1).collect::<Vec<_>>()));
+    let st: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![a, s, f, b], nb));
+    let md = std::collections::HashMap::from([("lance-encoding:packed".to_string(), "true".to_string())]);
+    let schema = Schema::new(vec![Field::new("p", DataType::Struct(sf), true).with_metadata(md)]);
+    RecordBatch::try_new(Arc::new(schema), vec![st]).unwrap()
+}
+
+#[test]
+fn variable_packed_struct_v2_2() {
+    for nulls in [false, true] {
+        let b = packed_var_batch(300, nulls);
+        let file = path(&format!("packed-var-{nulls}.lance"));
+        write_file(&file, &[b.clone(), b.slice(7, 50)], FileVersion::V2_2, None);
+        let r = FileReader::open(&file).unwrap();
+        let got = r.read_range(&r.projection(None).unwrap(), 0..350).unwrap();
+        let want = arrow_select::concat::concat_batches(&b.schema(), &[b.clone(), b.slice(7, 50)]).unwrap();
+        assert_same(&got, &want).unwrap();
+    }
+    let b = packed_var_batch(3, false);
+    let e = FileWriter::create(&path("packed-var-21.lance"), &b.schema(), FileVersion::V2_1).unwrap_err();
+    assert!(e.to_string().contains("Variable packed struct"), "{e}");
+}
+
+#[test]
+fn variable_packed_struct_rejects_child_nulls() {
+    let b = packed_var_batch(3, false);
+    let (fs, mut cols, nb) = b.column(0).as_any().downcast_ref::<StructArray>().unwrap().clone().into_parts();
+    cols[0] = Arc::new(Int32Array::from(vec![Some(1), None, Some(3)]));
+    let st: ArrayRef = Arc::new(StructArray::new(fs, cols, nb));
+    let b = RecordBatch::try_new(b.schema(), vec![st]).unwrap();
+    let mut w = FileWriter::create(&path("packed-var-cn.lance"), &b.schema(), FileVersion::V2_2).unwrap();
+    let e = w.write(&b).unwrap_err();
+    assert!(e.to_string().contains("null"), "{e}");
+}
