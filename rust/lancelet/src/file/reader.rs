@@ -434,20 +434,33 @@ fn decode_leaf(
         dt => fixed_width_bits(dt),
     };
     let wide = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
-    // Pages decode independently: spread them over the cores too.
+    // Pages decode independently: spread them over the cores too. Each
+    // page yields exactly its requested rows (decoding only the chunks that
+    // hold them where the layout allows).
     let decoded: Vec<(Layers, LevelStream)> = plan
         .par_iter()
         .zip(bufs.par_iter())
         .map(|((first_row, page), page_bufs)| {
+            let wanted = page_relative(ranges, *first_row, page.length);
             let layout = page_layout(page)?;
             let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
-            let input = PageInput { buffers: &refs, num_rows: page.length as usize, wide_offsets: wide, fixed_bits, fsl_dim };
+            let input = PageInput {
+                buffers: &refs,
+                num_rows: page.length as usize,
+                wide_offsets: wide,
+                fixed_bits,
+                fsl_dim,
+                wanted: Some(&wanted),
+            };
             let decoded = match &layout.layout {
-                Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size),
+                Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size).map(|(l, s)| (l, s, false)),
                 _ => decode_page(&layout, &input),
             };
-            let (l, s) = decoded.map_err(|e| e.context(format!("page at row {first_row}")))?;
-            s.validate(&l).map_err(|e| e.context(format!("page at row {first_row}")))?;
+            let at_page = |e: Error| e.context(format!("page at row {first_row}"));
+            let (l, s, selected) = decoded.map_err(at_page)?;
+            s.validate(&l).map_err(at_page)?;
+            let whole = wanted.len() == 1 && wanted[0] == (0, page.length as usize);
+            let s = if selected || whole { s } else { s.select_rows(&l, &wanted).map_err(at_page)? };
             Ok((l, s))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -460,27 +473,19 @@ fn decode_leaf(
     for (s, l) in streams.iter_mut().zip(&page_layers) {
         s.remap_def(l, &layers)?;
     }
-    let span_rows: usize = streams.iter().map(|s| s.num_rows).sum();
-    // The requested rows in the coordinates of the decoded pages laid end
-    // to end (pages between them may have been skipped).
-    let mut rel: Vec<(usize, usize)> = Vec::new();
-    let mut acc = 0usize;
-    for ((first_row, page), _) in plan.iter().zip(bufs) {
-        let page_end = first_row + page.length;
-        for r in ranges.iter().filter(|r| r.end > *first_row && r.start < page_end) {
-            let s = acc + (r.start.max(*first_row) - first_row) as usize;
-            let e = acc + (r.end.min(page_end) - first_row) as usize;
-            match rel.last_mut() {
-                Some(last) if last.1 == s => last.1 = e,
-                _ => rel.push((s, e)),
-            }
-        }
-        acc += page.length as usize;
-    }
     let stream = LevelStream::concat(streams)?;
-    let whole = rel.len() == 1 && rel[0] == (0, span_rows);
-    let stream = if whole { stream } else { stream.select_rows(&layers, &rel)? };
     unravel(&layers, stream, &leaf.fsl_dims)
+}
+
+/// The parts of `ranges` inside the page starting at `first_row`, relative
+/// to the page.
+fn page_relative(ranges: &[Range<u64>], first_row: u64, length: u64) -> Vec<(usize, usize)> {
+    let end = first_row + length;
+    ranges
+        .iter()
+        .filter(|r| r.end > first_row && r.start < end)
+        .map(|r| ((r.start.max(first_row) - first_row) as usize, (r.end.min(end) - first_row) as usize))
+        .collect()
 }
 
 fn page_layout(page: &Page) -> Result<crate::proto::encodings21::PageLayout> {

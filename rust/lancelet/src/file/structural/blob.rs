@@ -17,8 +17,8 @@ use crate::proto::encodings21::BlobLayout;
 pub fn decode_blob_page(b: &BlobLayout, input: &PageInput<'_>, storage: &Storage, file_size: u64) -> Result<(Layers, LevelStream)> {
     let inner = b.inner_layout.as_deref().ok_or_else(|| Error::corrupt("blob layout without inner layout"))?;
     let layers = Layers::from_proto(&b.layers)?;
-    let inner_input = PageInput { fixed_bits: Some(128), fsl_dim: None, wide_offsets: false, ..*input };
-    let (_, descriptions) = decode_page(inner, &inner_input)?;
+    let inner_input = PageInput { fixed_bits: Some(128), fsl_dim: None, wide_offsets: false, wanted: None, ..*input };
+    let (_, descriptions, _) = decode_page(inner, &inner_input)?;
     let DataBlock::Fixed { bits: 128, data, len } = descriptions.values else {
         return Err(Error::corrupt("blob descriptions are not 128-bit (position, size) pairs"));
     };

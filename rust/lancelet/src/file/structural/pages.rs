@@ -40,14 +40,18 @@ pub struct PageInput<'a> {
     pub fixed_bits: Option<u64>,
     /// Dimension when the leaf is a fixed-size list.
     pub fsl_dim: Option<usize>,
+    /// Sorted row ranges (relative to the page) the caller wants; `None`
+    /// for all. Decoders may use this to skip work.
+    pub wanted: Option<&'a [(usize, usize)]>,
 }
 
-/// Decode a page into levels and values.
-pub fn decode_page(layout: &PageLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream)> {
+/// Decode a page into levels and values. The flag says whether the stream
+/// already holds only the `wanted` rows (else it holds the whole page).
+pub fn decode_page(layout: &PageLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream, bool)> {
     match layout.layout.as_ref().ok_or_else(|| Error::corrupt("page layout with no variant"))? {
         Layout::MiniBlockLayout(m) => decode_miniblock(m, input),
-        Layout::FullZipLayout(f) => decode_fullzip(f, input),
-        Layout::ConstantLayout(c) => decode_constant(c, input),
+        Layout::FullZipLayout(f) => decode_fullzip(f, input).map(|(l, s)| (l, s, false)),
+        Layout::ConstantLayout(c) => decode_constant(c, input).map(|(l, s)| (l, s, false)),
         Layout::BlobLayout(_) => Err(Error::unsupported("blob page layout")),
     }
 }
@@ -68,7 +72,7 @@ fn pad8(x: usize) -> usize {
     x.div_ceil(8) * 8
 }
 
-fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream)> {
+fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream, bool)> {
     let layers = Layers::from_proto(&m.layers)?;
     let meta = buffer(input, 0, "chunk metadata")?;
     let data = buffer(input, 1, "chunks")?;
@@ -87,6 +91,11 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
         .map(|c| if word_bytes == 2 { u16::from_le_bytes([c[0], c[1]]) as u32 } else { u32::from_le_bytes([c[0], c[1], c[2], c[3]]) })
         .collect();
     let wide = input.wide_offsets;
+    // Without repetition every level entry is a row and a value, so chunk
+    // value counts are row counts: only chunks holding wanted rows decode.
+    let selective = m.rep_compression.is_none() && input.wanted.is_some();
+    let wanted = input.wanted.unwrap_or(&[]);
+    let mut kept_rows: Vec<(usize, usize)> = Vec::new();
     let mut pos = 0usize;
     let mut items_seen = 0usize;
     let mut rep = m.rep_compression.as_ref().map(|_| Vec::new());
@@ -100,7 +109,16 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
         } else {
             1usize << log
         };
+        let chunk_start = items_seen;
         items_seen += n;
+        if selective {
+            let overlaps = wanted.iter().any(|&(s, e)| s < items_seen && e > chunk_start);
+            if !overlaps {
+                pos += chunk_bytes;
+                continue;
+            }
+            kept_rows.push((chunk_start, items_seen));
+        }
         let chunk = data
             .get(pos..pos + chunk_bytes)
             .ok_or_else(|| Error::corrupt(format!("chunk {ci} ({chunk_bytes} bytes at {pos}) runs past the data buffer")))?;
@@ -126,7 +144,29 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
         let indices = indices_of(&values)?;
         values = dict.take(&indices)?;
     }
-    Ok((layers, LevelStream { rep, def, values, num_rows: input.num_rows }))
+    if !selective {
+        return Ok((layers, LevelStream { rep, def, values, num_rows: input.num_rows }, false));
+    }
+    // Cut the decoded chunks down to the wanted rows.
+    let decoded_rows: usize = kept_rows.iter().map(|(s, e)| e - s).sum();
+    let stream = LevelStream { rep, def, values, num_rows: decoded_rows };
+    let mut rel = Vec::with_capacity(wanted.len());
+    let mut base = 0usize;
+    for &(cs, ce) in &kept_rows {
+        for &(s, e) in wanted.iter().filter(|&&(s, e)| s < ce && e > cs) {
+            let (a, b) = (base + s.max(cs) - cs, base + e.min(ce) - cs);
+            match rel.last_mut() {
+                Some((_, last)) if *last == a => *last = b,
+                _ => rel.push((a, b)),
+            }
+        }
+        base += ce - cs;
+    }
+    if rel.len() == 1 && rel[0] == (0, decoded_rows) {
+        return Ok((layers, stream, true));
+    }
+    let selected = stream.select_rows(&layers, &rel)?;
+    Ok((layers, selected, true))
 }
 
 fn empty_block(input: &PageInput<'_>) -> DataBlock {
