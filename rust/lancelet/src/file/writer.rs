@@ -125,7 +125,22 @@ fn check_packed(f: &Field, version: FileVersion) -> Result<()> {
         DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) | DataType::FixedSizeList(c, _) => vec![c.as_ref()],
         _ => vec![],
     };
-    if is_packed_struct(f) && version.traits().is_some_and(|t| t.family == PageFamily::Structural) {
+    let family = version.traits().map(|t| t.family);
+    if family == Some(PageFamily::ArrayEncoding) && crate::file::v2_0::is_packed(f) {
+        for c in &kids {
+            if crate::file::write::v2_0::packed_child(c.data_type()).is_none() {
+                return Err(Error::unsupported(format!(
+                    "field {:?}: packed struct child {:?} of type {} in a 2.0 file (pylance's packed struct encoder only \
+                     handles fixed-width data)",
+                    f.name(),
+                    c.name(),
+                    c.data_type()
+                )));
+            }
+        }
+        return Ok(());
+    }
+    if is_packed_struct(f) && family == Some(PageFamily::Structural) {
         let all_fixed = kids.iter().all(|c| crate::file::write::shred::fixed_bytes(c.data_type()).is_some());
         if !all_fixed {
             if crate::file::write::shred::variable_packed_fields(f).is_none() {

@@ -543,3 +543,37 @@ fn variable_packed_struct_rejects_child_nulls() {
     let e = w.write(&b).unwrap_err();
     assert!(e.to_string().contains("null"), "{e}");
 }
+
+#[test]
+fn packed_struct_v2_0() {
+    let n = 500;
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let sf = Fields::from(vec![
+        Field::new("a", DataType::Int32, true),
+        Field::new("v", DataType::FixedSizeList(item.clone(), 2), true),
+        Field::new("c", DataType::UInt8, true),
+    ]);
+    let a: ArrayRef = Arc::new(Int32Array::from_iter_values(0..n as i32));
+    let v: ArrayRef = Arc::new(FixedSizeListArray::new(item, 2, Arc::new(Float32Array::from_iter_values((0..2 * n).map(|i| i as f32))), None));
+    let c: ArrayRef = Arc::new(UInt8Array::from_iter_values((0..n).map(|i| i as u8)));
+    let st: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![a, v, c], None));
+    let md = std::collections::HashMap::from([("lance-encoding:packed".to_string(), "true".to_string())]);
+    let schema = Arc::new(Schema::new(vec![Field::new("p", DataType::Struct(sf.clone()), true).with_metadata(md.clone())]));
+    let b = RecordBatch::try_new(schema.clone(), vec![st]).unwrap();
+    let file = path("packed-20.lance");
+    write_file(&file, &[b.clone(), b.slice(3, 100)], FileVersion::V2_0, None);
+    let r = FileReader::open(&file).unwrap();
+    let got = r.read_range(&r.projection(None).unwrap(), 0..600).unwrap();
+    let want = arrow_select::concat::concat_batches(&schema, &[b.clone(), b.slice(3, 100)]).unwrap();
+    assert_same(&got, &want).unwrap();
+    // Child nulls and non fixed-width children are refused.
+    let (fs, mut cols, _) = b.column(0).as_any().downcast_ref::<StructArray>().unwrap().clone().slice(0, 3).into_parts();
+    cols[0] = Arc::new(Int32Array::from(vec![Some(1), None, Some(3)]));
+    let nb = RecordBatch::try_new(schema.clone(), vec![Arc::new(StructArray::new(fs, cols, None))]).unwrap();
+    let mut w = FileWriter::create(&path("packed-20-null.lance"), &schema, FileVersion::V2_0).unwrap();
+    w.write(&nb).unwrap();
+    assert!(w.finish().unwrap_err().to_string().contains("nulls"));
+    let bad = Schema::new(vec![Field::new("p", DataType::Struct(Fields::from(vec![Field::new("s", DataType::Utf8, true)])), true).with_metadata(md)]);
+    let e = FileWriter::create(&path("packed-20-str.lance"), &bad, FileVersion::V2_0).unwrap_err();
+    assert!(matches!(e, crate::Error::Unsupported { .. }), "{e}");
+}

@@ -18,6 +18,9 @@
 //!   trick, relative to the page's first item;
 //! * fixed-size lists: `nullable{…values: fixed_size_list{dimension,
 //!   items: nullable{…}}}` (row validity, item validity, items);
+//! * packed structs (`packed` = `true`, else `lance-encoding:packed`
+//!   present): one column, `packed_struct{inner, buffer}` of row-major
+//!   fixed-width children without nulls;
 //! * dictionaries of strings: `dictionary{indices: nullable{…flat 32},
 //!   items: binary{…}, num_dictionary_items}`.
 
@@ -50,6 +53,7 @@ pub fn columns_of(field: &Field) -> Vec<(Field, Kind)> {
     let mut out = Vec::new();
     fn walk(f: &Field, out: &mut Vec<(Field, Kind)>) {
         match f.data_type() {
+            DataType::Struct(_) if crate::file::v2_0::is_packed(f) => out.push((f.clone(), Kind::Leaf)),
             DataType::Struct(fs) => {
                 out.push((f.clone(), Kind::Struct));
                 fs.iter().for_each(|c| walk(c, out));
@@ -71,11 +75,14 @@ pub fn split(field: &Field, array: &ArrayRef) -> Result<Vec<ArrayRef>> {
     let mut out = Vec::new();
     fn walk(f: &Field, a: &ArrayRef, out: &mut Vec<ArrayRef>) -> Result<()> {
         match f.data_type() {
-            DataType::Struct(_) if crate::file::structural::to_arrow::is_packed_struct(f) => {
-                return Err(Error::invalid_input(format!(
-                    "field {:?}: packed structs (lance-encoding:packed) are not supported in 2.0 files by this writer; use 2.1 or later",
-                    f.name()
-                )));
+            DataType::Struct(_) if crate::file::v2_0::is_packed(f) => {
+                if a.null_count() > 0 {
+                    return Err(Error::invalid_input(format!(
+                        "field {:?}: Lance file version 2.0 does not encode struct validity (the struct has null rows); use 2.1 or later",
+                        f.name()
+                    )));
+                }
+                out.push(a.clone());
             }
             DataType::Struct(fs) => {
                 if a.null_count() > 0 {
@@ -262,6 +269,7 @@ fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
             }))))
         }
         DataType::FixedSizeList(_, _) => fsl(a, bufs),
+        DataType::Struct(_) => packed_struct(a, bufs),
         DataType::Boolean => Ok(nullable_wrap(a.as_ref(), bufs, |bufs| {
             let b = a.as_boolean();
             let i = bufs.len() as u32;
@@ -277,6 +285,79 @@ fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
             }))
         }
     }
+}
+
+/// How a child of a 2.0 packed struct is described, and its bytes per
+/// row; None when pylance 14 cannot pack (or read back) the type.
+pub fn packed_child(dt: &DataType) -> Option<(pb::ArrayEncoding, usize)> {
+    match dt {
+        DataType::FixedSizeList(item, dim) => {
+            let (inner, w) = packed_child(item.data_type())?;
+            let d = usize::try_from(*dim).ok().filter(|d| *d > 0)?;
+            let e = ae(AE::FixedSizeList(Box::new(pb::FixedSizeList { dimension: *dim as u32, items: Some(Box::new(inner)), has_validity: false })));
+            Some((no_nulls(e), w * d))
+        }
+        DataType::Boolean => None,
+        dt => crate::file::write::shred::fixed_bytes(dt).map(|w| (no_nulls(flat(8 * w as u64, 0)), w)),
+    }
+}
+
+/// Whether any level of an array (fixed-size list items included) has nulls.
+fn any_nulls(a: &dyn Array) -> bool {
+    if a.logical_null_count() > 0 {
+        return true;
+    }
+    match a.as_any().downcast_ref::<FixedSizeListArray>() {
+        Some(l) => {
+            let d = l.value_length() as usize;
+            any_nulls(l.values().slice(l.offset() * d, l.len() * d).as_ref())
+        }
+        None => false,
+    }
+}
+
+/// Fixed-width bytes of a null-free leaf or fixed-size list of them.
+fn packed_bytes(a: &ArrayRef, w: usize) -> Vec<u8> {
+    match a.as_any().downcast_ref::<FixedSizeListArray>() {
+        Some(l) => {
+            let d = l.value_length() as usize;
+            packed_bytes(&l.values().slice(l.offset() * d, l.len() * d), w / d)
+        }
+        None => fixed_values(a.as_ref(), w),
+    }
+}
+
+/// A 2.0 packed struct (`packed_struct{inner: [per child nullable{no_nulls
+/// {…}}], buffer 0}`): one buffer of rows, each the children's fixed-width
+/// bytes in order. As in pylance 14, children must be fixed-width and have
+/// no nulls.
+fn packed_struct(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
+    let s = a.as_any().downcast_ref::<StructArray>().ok_or_else(|| Error::invalid_input("expected a struct array"))?;
+    let mut inner = Vec::with_capacity(s.num_columns());
+    let mut cols = Vec::with_capacity(s.num_columns());
+    for (f, c) in s.fields().iter().zip(s.columns()) {
+        let (e, w) = packed_child(f.data_type()).ok_or_else(|| {
+            Error::unsupported(format!("packed struct child {:?} of type {} in a 2.0 file (pylance packs fixed-width types only)", f.name(), f.data_type()))
+        })?;
+        if any_nulls(c.as_ref()) {
+            return Err(Error::invalid_input(format!(
+                "packed struct child {:?} has nulls; the 2.0 packed struct encoding only stores fixed-width values without nulls",
+                f.name()
+            )));
+        }
+        inner.push(e);
+        cols.push((packed_bytes(c, w), w));
+    }
+    let row: usize = cols.iter().map(|c| c.1).sum();
+    let mut data = Vec::with_capacity(row * s.len());
+    for i in 0..s.len() {
+        for (b, w) in &cols {
+            data.extend_from_slice(&b[i * w..(i + 1) * w]);
+        }
+    }
+    let i = bufs.len() as u32;
+    bufs.push(data);
+    Ok(ae(AE::PackedStruct(pb::PackedStruct { inner, buffer: buf(i) })))
 }
 
 fn nullable_wrap(a: &dyn Array, bufs: &mut Vec<Vec<u8>>, values: impl FnOnce(&mut Vec<Vec<u8>>) -> pb::ArrayEncoding) -> pb::ArrayEncoding {
@@ -451,7 +532,7 @@ impl ColumnEncoder20 {
         }
         let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
         let a = if refs.len() == 1 { parts[0].clone() } else { arrow_select::concat::concat(&refs)? };
-        let (buffers, enc) = encode_page(&self.field, self.kind, &a)?;
+        let (buffers, enc) = encode_page(&self.field, self.kind, &a).map_err(|e| e.context(format!("field {:?}", self.field.name())))?;
         let n = a.len() as u64;
         self.pages.push(EncodedPage {
             buffers,
