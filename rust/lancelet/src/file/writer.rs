@@ -317,7 +317,7 @@ impl FileWriter {
             Columns::V20(cols) => {
                 let mut out = Vec::new();
                 for c in cols.iter_mut().flatten() {
-                    c.flush()?;
+                    c.finish()?;
                     out.push(std::mem::take(&mut c.pages));
                 }
                 out

@@ -577,3 +577,27 @@ fn packed_struct_v2_0() {
     let e = FileWriter::create(&path("packed-20-str.lance"), &bad, FileVersion::V2_0).unwrap_err();
     assert!(matches!(e, crate::Error::Unsupported { .. }), "{e}");
 }
+
+#[test]
+fn v2_0_all_null_list_of_struct_keeps_empty_item_pages() {
+    let sf = Fields::from(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Utf8, true)]);
+    let item = Arc::new(Field::new("item", DataType::Struct(sf.clone()), true));
+    let empty: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![Arc::new(Int32Array::from(Vec::<i32>::new())), Arc::new(StringArray::from(Vec::<&str>::new()))], None));
+    let l: ArrayRef = Arc::new(ListArray::new(item.clone(), OffsetBuffer::new(vec![0i32; 6].into()), empty, Some(NullBuffer::new_null(5))));
+    let schema = Arc::new(Schema::new(vec![Field::new("l", DataType::List(item), true)]));
+    let b = RecordBatch::try_new(schema, vec![l]).unwrap();
+    let file = path("v20-null-list-struct.lance");
+    write_file(&file, &[b.clone()], FileVersion::V2_0, None);
+    let r = FileReader::open(&file).unwrap();
+    let got = r.read_range(&r.projection(None).unwrap(), 0..5).unwrap();
+    assert_same(&got, &b).unwrap();
+    // An item column without values still gets one page of 0 rows.
+    for (dt, kind) in [(DataType::Int32, super::v2_0::Kind::Leaf), (DataType::Utf8, super::v2_0::Kind::Leaf), (DataType::Struct(sf), super::v2_0::Kind::Struct)] {
+        let f = Field::new("x", dt.clone(), true);
+        let mut c = super::v2_0::ColumnEncoder20::new(f, kind);
+        c.push(arrow_array::new_empty_array(&dt)).unwrap();
+        c.finish().unwrap();
+        assert_eq!(c.pages.len(), 1);
+        assert_eq!(c.pages[0].num_rows, 0);
+    }
+}

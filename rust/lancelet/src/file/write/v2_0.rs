@@ -218,6 +218,9 @@ fn fsl(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
 /// Encode a leaf array as a nullable-wrapped value; buffers appended to `bufs`.
 fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
     let n = a.len();
+    if n == 0 {
+        return Ok(empty_leaf(a, bufs));
+    }
     if matches!(a.data_type(), DataType::Null) || (n > 0 && a.logical_null_count() == n && !matches!(a.data_type(), DataType::FixedSizeList(_, _))) {
         return Ok(all_nulls());
     }
@@ -358,6 +361,38 @@ fn packed_struct(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncod
     let i = bufs.len() as u32;
     bufs.push(data);
     Ok(ae(AE::PackedStruct(pb::PackedStruct { inner, buffer: buf(i) })))
+}
+
+/// A leaf page of zero values, as pylance 14 writes it for a column that
+/// gets no values at all (the items of lists that are all null or empty):
+/// binaries keep their two (empty) buffers with `null_adjustment` 0, a
+/// dictionary keeps one null item, everything else is `all_nulls`.
+fn empty_leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> pb::ArrayEncoding {
+    let binary0 = |bufs: &mut Vec<Vec<u8>>| {
+        let i = bufs.len() as u32;
+        bufs.push(vec![]);
+        bufs.push(vec![]);
+        ae(AE::Binary(Box::new(pb::Binary { indices: Some(Box::new(no_nulls(flat(64, i)))), bytes: Some(Box::new(flat(8, i + 1))), null_adjustment: 0 })))
+    };
+    match a.data_type() {
+        DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary => binary0(bufs),
+        DataType::Dictionary(kt, vt) if matches!(vt.as_ref(), DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary) => {
+            let kw = kt.primitive_width().unwrap_or(4);
+            let i = bufs.len() as u32;
+            bufs.push(vec![]);
+            let nulls = arrow_array::new_null_array(vt, 1);
+            let items = match vt.as_ref() {
+                DataType::LargeUtf8 | DataType::LargeBinary => binary::<i64>(&nulls, bufs),
+                _ => binary::<i32>(&nulls, bufs),
+            };
+            ae(AE::Dictionary(Box::new(pb::Dictionary {
+                indices: Some(Box::new(no_nulls(flat(8 * kw as u64, i)))),
+                items: Some(Box::new(items)),
+                num_dictionary_items: 1,
+            })))
+        }
+        _ => all_nulls(),
+    }
 }
 
 fn nullable_wrap(a: &dyn Array, bufs: &mut Vec<Vec<u8>>, values: impl FnOnce(&mut Vec<Vec<u8>>) -> pb::ArrayEncoding) -> pb::ArrayEncoding {
@@ -501,6 +536,7 @@ pub struct ColumnEncoder20 {
     kind: Kind,
     pending: Vec<ArrayRef>,
     pending_bytes: usize,
+    saw_input: bool,
     next_row: u64,
     /// Finished pages.
     pub pages: Vec<EncodedPage>,
@@ -511,14 +547,32 @@ pub struct ColumnEncoder20 {
 impl ColumnEncoder20 {
     /// A new encoder.
     pub fn new(field: Field, kind: Kind) -> Self {
-        ColumnEncoder20 { field, kind, pending: vec![], pending_bytes: 0, next_row: 0, pages: vec![], page_bytes: super::PAGE_BYTES }
+        ColumnEncoder20 { field, kind, pending: vec![], pending_bytes: 0, saw_input: false, next_row: 0, pages: vec![], page_bytes: super::PAGE_BYTES }
     }
     /// Buffer an array; flush when enough data is buffered.
     pub fn push(&mut self, a: ArrayRef) -> Result<()> {
+        self.saw_input = true;
         self.pending_bytes += a.get_array_memory_size();
         self.pending.push(a);
         if self.pending_bytes >= self.page_bytes {
             self.flush()?;
+        }
+        Ok(())
+    }
+    /// Flush the last page. A column that received arrays but no values
+    /// at all (the items of lists that are all null or empty) still gets
+    /// one page of zero rows, as pylance writes (and needs to read it).
+    pub fn finish(&mut self) -> Result<()> {
+        self.flush()?;
+        if self.pages.is_empty() && self.saw_input {
+            let a = arrow_array::new_empty_array(self.field.data_type());
+            let (buffers, enc) = encode_page(&self.field, self.kind, &a).map_err(|e| e.context(format!("field {:?}", self.field.name())))?;
+            self.pages.push(EncodedPage {
+                buffers,
+                encoding: prost_types::Any { type_url: crate::proto::type_url::ARRAY_ENCODING.to_string(), value: enc.encode_to_vec() },
+                num_rows: 0,
+                first_row: 0,
+            });
         }
         Ok(())
     }
