@@ -17,7 +17,7 @@ use bytes::Bytes;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
 
@@ -43,6 +43,23 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     stores.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
+}
+
+/// Resolve `.` and `..` components without touching the file system
+/// (object_store paths may not contain them).
+fn lexically_normal(p: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// An object store plus one path inside it, with a count of the reads made
@@ -86,8 +103,9 @@ impl Storage {
         } else {
             std::path::PathBuf::from(uri)
         };
-        let abs = std::path::absolute(&local)
-            .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
+        let abs = lexically_normal(
+            &std::path::absolute(&local).map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?,
+        );
         let path = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
         Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string()))
@@ -176,5 +194,20 @@ impl Storage {
         block_on(self.store.put(&self.path, PutPayload::from_bytes(data)))
             .map(|_| ())
             .map_err(|e| io_err(&self.display, e))
+    }
+
+    /// Write the whole object only if it does not exist yet (object_store
+    /// `PutMode::Create`: atomic on local file systems and in memory).
+    /// An existing object gives `Error::AlreadyExists`.
+    pub fn write_new(&self, data: Bytes) -> Result<()> {
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        block_on(self.store.put_opts(&self.path, PutPayload::from_bytes(data), opts))
+            .map(|_| ())
+            .map_err(|e| io_err(&self.display, e))
+    }
+
+    /// Delete the object (a missing one is `Error::NotFound`).
+    pub fn delete(&self) -> Result<()> {
+        block_on(self.store.delete(&self.path)).map_err(|e| io_err(&self.display, e))
     }
 }
