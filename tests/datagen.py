@@ -677,10 +677,19 @@ def pylance_read(path, columns=None) -> pa.Table:
     if _PYLANCE_POOL is None:
         _PYLANCE_POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
     try:
-        return _PYLANCE_POOL.submit(_pylance_read_here, str(path), columns).result(timeout=600)
+        return _PYLANCE_POOL.submit(_pylance_read_in_worker, str(path), columns).result(timeout=600)
     except BrokenProcessPool:
         _PYLANCE_POOL = None
         raise AssertionError(f"pylance crashed (process aborted) reading {path}") from None
+
+
+def _pylance_read_in_worker(path, columns=None) -> pa.Table:
+    # pylance's Rust panics surface as pyo3's PanicException, which cannot
+    # be pickled back to the parent: send a plain error instead.
+    try:
+        return _pylance_read_here(path, columns)
+    except BaseException as e:  # noqa: BLE001 - re-raised as a picklable error
+        raise RuntimeError(f"pylance failed reading {path}: {type(e).__name__}: {e}") from None
 
 
 def _pylance_read_here(path, columns=None) -> pa.Table:
