@@ -161,6 +161,33 @@ fn check_packed(f: &Field, version: FileVersion) -> Result<()> {
     kids.into_iter().try_for_each(|c| check_packed(c, version))
 }
 
+/// Blob columns store rep/def only for nulls, so pylance's blob layout
+/// cannot hold them inside lists.
+fn check_blob(f: &Field, in_list: bool, version: FileVersion) -> Result<()> {
+    use crate::file::write::blob::{is_blob, BLOB_META_KEY};
+    if f.metadata().contains_key(BLOB_META_KEY) && !is_blob(f) {
+        return Err(Error::invalid_input(format!(
+            "Blob encoding is not available for field {:?} with data type {}; blobs must be large_binary",
+            f.name(),
+            f.data_type()
+        )));
+    }
+    if is_blob(f) && version.traits().is_some_and(|t| t.family == PageFamily::ArrayEncoding) {
+        // pylance writes 2.0 blobs as a packed_struct of (position, size)
+        // (null = (1, 0)) with the bytes out of line; lancelet's 2.0
+        // reader cannot read those yet, so they are not written either.
+        return Err(Error::unsupported(format!("field {:?}: blob columns in 2.0 files are not supported; use 2.1 or later", f.name())));
+    }
+    if in_list && is_blob(f) {
+        return Err(Error::unsupported(format!("field {:?}: blob columns inside lists or maps are not supported", f.name())));
+    }
+    match f.data_type() {
+        DataType::Struct(fs) => fs.iter().try_for_each(|c| check_blob(c, in_list, version)),
+        DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) | DataType::FixedSizeList(c, _) => check_blob(c, true, version),
+        _ => Ok(()),
+    }
+}
+
 /// Compare two fields ignoring metadata; describe the first difference.
 fn field_mismatch(path: &str, want: &Field, got: &Field) -> Option<String> {
     let here = if path.is_empty() { want.name().clone() } else { format!("{path}.{}", want.name()) };
@@ -222,6 +249,7 @@ impl FileWriter {
             crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())))?;
             check_nested_fsl(f, version, false)?;
             check_packed(f, version)?;
+            check_blob(f, false, version)?;
         }
         let columns = match traits.family {
             PageFamily::Structural => Columns::Structural(
@@ -340,7 +368,17 @@ impl FileWriter {
         let mut metas = Vec::with_capacity(columns.len());
         for pages in columns {
             let mut pb_pages = Vec::with_capacity(pages.len());
-            for p in pages {
+            for mut p in pages {
+                if let Some(b) = p.blob.take() {
+                    // Out-of-line blob values go just before the page.
+                    let mut positions = Vec::with_capacity(b.blobs.len());
+                    for v in &b.blobs {
+                        pad(&mut out);
+                        positions.push(out.len() as u64);
+                        out.extend_from_slice(v);
+                    }
+                    (p.buffers, p.encoding) = b.finish(&positions)?;
+                }
                 let mut offsets = Vec::with_capacity(p.buffers.len());
                 let mut sizes = Vec::with_capacity(p.buffers.len());
                 for b in &p.buffers {

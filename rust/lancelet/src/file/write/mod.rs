@@ -8,6 +8,7 @@
 //! [`LeafEncoder`] buffers one 2.1+ leaf column and cuts it into pages of
 //! about [`PAGE_BYTES`] of value data, like pylance.
 
+pub mod blob;
 pub mod choose;
 pub mod constant;
 pub mod fullzip;
@@ -45,6 +46,9 @@ pub struct EncodedPage {
     pub num_rows: u64,
     /// First row of the page (the `priority`).
     pub first_row: u64,
+    /// A blob page: buffers and encoding are made when the file is laid
+    /// out (they hold absolute positions).
+    pub blob: Option<blob::DeferredBlob>,
 }
 
 /// Buffers one leaf column of a 2.1+ file and encodes it into pages.
@@ -52,6 +56,7 @@ pub struct LeafEncoder {
     path: LeafPath,
     opts: FieldOptions,
     wide: bool,
+    blob: bool,
     packed: Option<Vec<u64>>,
     /// A packed struct with variable-width children (full-zip only).
     var_packed: Option<Vec<shred::PackedField>>,
@@ -90,6 +95,7 @@ impl LeafEncoder {
             path,
             opts: FieldOptions::from_metadata(field.metadata()),
             wide,
+            blob: blob::is_blob(field),
             packed,
             var_packed: shred::variable_packed_fields(field),
             dict: match field.data_type() {
@@ -158,12 +164,26 @@ impl LeafEncoder {
             return Ok(());
         }
         let num_rows = piece.num_rows as u64;
+        if self.blob {
+            let levels = PageLevels::finish(&self.path, piece.rep, piece.def);
+            let deferred = blob::defer(&levels, &piece.values, self.traits.large_chunk_words)?;
+            self.pages.push(EncodedPage {
+                buffers: vec![],
+                encoding: prost_types::Any::default(),
+                num_rows,
+                first_row: self.next_row,
+                blob: Some(deferred),
+            });
+            self.next_row += num_rows;
+            return Ok(());
+        }
         let (buffers, layout) = self.encode_page(piece)?;
         self.pages.push(EncodedPage {
             buffers,
             encoding: prost_types::Any { type_url: crate::proto::type_url::PAGE_LAYOUT.to_string(), value: layout.encode_to_vec() },
             num_rows,
             first_row: self.next_row,
+            blob: None,
         });
         self.next_row += num_rows;
         Ok(())

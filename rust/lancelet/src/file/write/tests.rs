@@ -601,3 +601,24 @@ fn v2_0_all_null_list_of_struct_keeps_empty_item_pages() {
         assert_eq!(c.pages[0].num_rows, 0);
     }
 }
+
+#[test]
+fn blob_columns_v2_1_v2_2() {
+    let md = std::collections::HashMap::from([("lance-encoding:blob".to_string(), "true".to_string())]);
+    let n = 200;
+    let vals: Vec<Option<Vec<u8>>> = (0..n).map(|i| match i % 4 { 0 => None, 1 => Some(vec![]), _ => Some(vec![i as u8; 1 + i * 37 % 5000]) }).collect();
+    let a: ArrayRef = Arc::new(LargeBinaryArray::from_iter(vals.iter().map(|v| v.as_deref())));
+    let schema = Arc::new(Schema::new(vec![Field::new("b", DataType::LargeBinary, true).with_metadata(md.clone())]));
+    let b = RecordBatch::try_new(schema.clone(), vec![a]).unwrap();
+    for v in [FileVersion::V2_1, FileVersion::V2_2] {
+        let file = path(&format!("blob-{v}.lance"));
+        write_file(&file, &[b.slice(0, 120), b.slice(120, 80)], v, Some(50_000));
+        let r = FileReader::open(&file).unwrap();
+        let got = r.read_range(&r.projection(None).unwrap(), 0..n as u64).unwrap();
+        assert_same(&got, &b).unwrap();
+    }
+    // Only large_binary can be a blob; 2.0 blobs are not written.
+    let bad = Schema::new(vec![Field::new("b", DataType::Binary, true).with_metadata(md)]);
+    assert!(matches!(FileWriter::create(&path("blob-bad.lance"), &bad, FileVersion::V2_2).unwrap_err(), crate::Error::InvalidInput { .. }));
+    assert!(FileWriter::create(&path("blob-20.lance"), &schema, FileVersion::V2_0).is_err());
+}

@@ -572,6 +572,7 @@ impl ColumnEncoder20 {
                 encoding: prost_types::Any { type_url: crate::proto::type_url::ARRAY_ENCODING.to_string(), value: enc.encode_to_vec() },
                 num_rows: 0,
                 first_row: 0,
+                blob: None,
             });
         }
         Ok(())
@@ -593,6 +594,7 @@ impl ColumnEncoder20 {
             encoding: prost_types::Any { type_url: crate::proto::type_url::ARRAY_ENCODING.to_string(), value: enc.encode_to_vec() },
             num_rows: n,
             first_row: self.next_row,
+            blob: None,
         });
         self.next_row += n;
         Ok(())
