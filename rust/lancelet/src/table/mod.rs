@@ -8,15 +8,24 @@
 //! * [`deletion`]: `.arrow`/`.bin` deletion files → masks;
 //! * [`rowids`]: RowIdSequence and the row id → address index;
 //! * [`dataset`]: opening a version, history, tags;
-//! * [`scan`]: streaming scans, `take`, `_rowid`/`_rowaddr`.
+//! * [`scan`]: streaming scans, `take`, `_rowid`/`_rowaddr`;
+//! * [`write`]: create/append/overwrite, delete, restore; [`transaction`]
+//!   builds manifests and checks conflicts, [`commit`] writes them
+//!   atomically, [`tags`] creates/deletes tags, [`predicate`] parses delete
+//!   predicates.
 
+pub mod commit;
 pub mod dataset;
 pub mod deletion;
 pub mod features;
 pub mod fragment;
 pub mod manifest;
+pub mod predicate;
 pub mod rowids;
 pub mod scan;
+pub mod tags;
+pub mod transaction;
+pub mod write;
 
 pub use dataset::{Dataset, VersionRef};
 pub use scan::{RowFilter, ScanOptions, Scanner};

@@ -1,0 +1,166 @@
+//! Committing a transaction: writing the next manifest atomically.
+//!
+//! 1. The transaction is written once to `_transactions/{read_version}-{uuid}.txn`.
+//! 2. The latest version is listed. Every version committed after
+//!    `read_version` has its transaction read (embedded in the manifest, or
+//!    its `.txn` file) and checked against ours
+//!    ([`check_compatible`]): compatible ones are rebased over (the new
+//!    manifest is built from the latest one), incompatible ones end the
+//!    commit with `Error::Conflict`.
+//! 3. The manifest `[IndexSection]? [Transaction] [Manifest] footer` of
+//!    version `latest + 1` is written with put-if-not-exists
+//!    (`PutMode::Create`). If another writer took that version first, go
+//!    back to 2 (at most [`MAX_ATTEMPTS`] times).
+//! 4. `_versions/latest_version_hint.json` is updated (best effort: it is
+//!    only a hint).
+//!
+//! Nothing is visible before step 3 succeeds, so a failure anywhere leaves
+//! the dataset as it was (files written before may be orphaned).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::io::Storage;
+use crate::proto::table as pb;
+use crate::table::manifest::{frame_sections, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
+use crate::table::transaction::{build_manifest, check_compatible, transaction_file_name, BuildOptions};
+
+/// Directory of transaction files.
+pub const TRANSACTIONS_DIR: &str = "_transactions";
+/// How many times a commit retries after losing a race for a version.
+pub const MAX_ATTEMPTS: usize = 100;
+
+/// Test hook: called with the name of each step just before it runs
+/// (`"data_file"`, `"deletion_file"`, `"transaction_file"`, `"manifest"`);
+/// an error returned from it aborts the write there.
+pub type FailHook = Arc<dyn Fn(&str) -> Result<()> + Send + Sync>;
+
+/// Run the hook, if any.
+pub fn step(hook: &Option<FailHook>, name: &str) -> Result<()> {
+    match hook {
+        Some(h) => h(name),
+        None => Ok(()),
+    }
+}
+
+/// How to commit.
+#[derive(Clone, Default)]
+pub struct CommitOptions {
+    /// Manifest building options (stable row ids / data version of a new dataset).
+    pub build: BuildOptions,
+    /// Refuse to commit when any version exists (mode "create").
+    pub must_not_exist: bool,
+    /// Failure injection for tests.
+    pub hook: Option<FailHook>,
+}
+
+/// The transaction of a committed version.
+pub fn transaction_of(root: &Storage, file: &ManifestFile) -> Result<Option<pb::Transaction>> {
+    if let Some(t) = file.transaction()? {
+        return Ok(Some(t));
+    }
+    let name = &file.manifest.transaction_file;
+    if name.is_empty() {
+        return Ok(None);
+    }
+    let bytes = root.child(&format!("{TRANSACTIONS_DIR}/{name}"))?.read_all()?;
+    Ok(Some(pb::Transaction::decode(bytes).map_err(|e| Error::corrupt(format!("transaction {name}: {e}")))?))
+}
+
+fn sleep_jitter(attempt: usize) {
+    let base = 2u64.saturating_pow(attempt.min(6) as u32);
+    let ms = base + crate::table::transaction::random_u64() % (base * 3 + 5);
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}
+
+/// Commit `txn` to the dataset at `root`. Returns the new version.
+pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<u64> {
+    let txn_bytes = txn.encode_to_vec();
+    let txn_name = transaction_file_name(txn);
+    step(&opts.hook, "transaction_file")?;
+    root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_new(Bytes::from(txn_bytes.clone()))?;
+
+    let restore_version = match &txn.operation {
+        Some(pb::transaction::Operation::Restore(r)) => Some(r.version),
+        _ => None,
+    };
+    let mut checked: HashMap<u64, ()> = HashMap::new();
+    for attempt in 0..MAX_ATTEMPTS {
+        let versions = list_versions(root)?;
+        if opts.must_not_exist && !versions.is_empty() {
+            return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display()) });
+        }
+        let latest = versions.last();
+        // Check what was committed after our read version.
+        for loc in versions.iter().filter(|l| l.version > txn.read_version) {
+            if checked.contains_key(&loc.version) {
+                continue;
+            }
+            let f = read_manifest(root, &loc.name)?;
+            match transaction_of(root, &f)? {
+                Some(other) => check_compatible(txn, &other, loc.version)?,
+                None => {
+                    if !matches!(txn.operation, Some(pb::transaction::Operation::Overwrite(_) | pb::transaction::Operation::Restore(_))) {
+                        return Err(Error::Conflict {
+                            what: format!("version {} was committed concurrently without a transaction record", loc.version),
+                        });
+                    }
+                }
+            }
+            checked.insert(loc.version, ());
+        }
+        let prev = latest.map(|l| read_manifest(root, &l.name)).transpose()?;
+        let naming = latest.map(|l| l.naming).unwrap_or(ManifestNaming::V2);
+        let version = latest.map(|l| l.version + 1).unwrap_or(1);
+        let restore_file = match restore_version {
+            Some(v) => {
+                let loc = versions.iter().find(|l| l.version == v).ok_or_else(|| Error::NotFound { what: format!("version {v} to restore") })?;
+                Some(read_manifest(root, &loc.name)?)
+            }
+            None => None,
+        };
+        let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest))?;
+        // Indices stay with the fragments they cover (an Overwrite drops them).
+        let index = match (&txn.operation, &restore_file, &prev) {
+            (Some(pb::transaction::Operation::Overwrite(_)), _, _) => None,
+            (_, Some(r), _) => r.index_section()?,
+            (_, None, Some(p)) => p.index_section()?,
+            _ => None,
+        };
+        m.transaction_file = txn_name.clone();
+        let index_bytes = index.map(|i| i.encode_to_vec());
+        let mut pos = 0u64;
+        if let Some(b) = &index_bytes {
+            m.index_section = Some(0);
+            pos = 4 + b.len() as u64;
+        }
+        m.transaction_section = Some(pos);
+        let m_bytes = m.encode_to_vec();
+        let mut sections: Vec<&[u8]> = Vec::new();
+        if let Some(b) = &index_bytes {
+            sections.push(b);
+        }
+        sections.push(&txn_bytes);
+        sections.push(&m_bytes);
+        let (file, _) = frame_sections(&sections);
+        step(&opts.hook, "manifest")?;
+        let target = root.child(&format!("{VERSIONS_DIR}/{}", naming.file_name(version)))?;
+        match target.write_new(Bytes::from(file)) {
+            Ok(()) => {
+                let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
+                let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
+                return Ok(version);
+            }
+            Err(Error::AlreadyExists { .. }) => {
+                sleep_jitter(attempt);
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Conflict { what: format!("gave up after {MAX_ATTEMPTS} attempts: other writers kept committing first") })
+}

@@ -1,0 +1,135 @@
+//! Creating and deleting tags: `_refs/tags/{name}.json`.
+//!
+//! The file is pretty-printed JSON (two-space indent) exactly as pylance 14
+//! writes it:
+//!
+//! ```text
+//! {
+//!   "branch": null,
+//!   "version": 2,
+//!   "createdAt": "2026-11-22T05:41:39.471464177Z",
+//!   "updatedAt": "2026-11-22T05:41:39.471464177Z",
+//!   "manifestSize": 459,
+//!   "metadata": {}
+//! }
+//! ```
+//!
+//! `manifestSize` is the size in bytes of the tagged version's manifest
+//! file. A tag is created with put-if-not-exists, so two writers cannot
+//! both create the same tag.
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::io::Storage;
+use crate::table::dataset::TAGS_DIR;
+use crate::table::manifest::list_versions;
+
+/// `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` for a time since the epoch.
+pub fn rfc3339(d: std::time::Duration) -> String {
+    let secs = d.as_secs() as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = if month <= 2 { y + 1 } else { y };
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_nanos()
+    )
+}
+
+/// Check a tag name the way Lance does: not empty, no path separators, no
+/// `..`, not starting with `.`, only ASCII letters, digits, `.`, `-`, `_`.
+pub fn check_tag_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.ends_with(".lock")
+        && !name.contains("..")
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "bad tag name {name:?}: use letters, digits, '.', '-' and '_' (not starting with '.', no '..')"
+        )))
+    }
+}
+
+/// The JSON text of a tag file.
+pub fn tag_json(version: u64, manifest_size: u64, now: std::time::Duration) -> String {
+    let t = rfc3339(now);
+    format!(
+        "{{\n  \"branch\": null,\n  \"version\": {version},\n  \"createdAt\": \"{t}\",\n  \"updatedAt\": \"{t}\",\n  \"manifestSize\": {manifest_size},\n  \"metadata\": {{}}\n}}"
+    )
+}
+
+/// Create tag `name` → `version`.
+pub fn create_tag(root: &Storage, name: &str, version: u64) -> Result<()> {
+    check_tag_name(name)?;
+    let versions = list_versions(root)?;
+    let Some(loc) = versions.iter().find(|l| l.version == version) else {
+        return Err(Error::NotFound { what: format!("version {version} of dataset {} (cannot tag it)", root.display()) });
+    };
+    let size = match loc.size {
+        Some(s) => s,
+        None => root.child(&format!("_versions/{}", loc.name))?.size()?,
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let s = root.child(&format!("{TAGS_DIR}/{name}.json"))?;
+    s.write_new(Bytes::from(tag_json(version, size, now))).map_err(|e| match e {
+        Error::AlreadyExists { .. } => Error::AlreadyExists { what: format!("tag {name:?} of dataset {}", root.display()) },
+        e => e,
+    })
+}
+
+/// Delete tag `name`.
+pub fn delete_tag(root: &Storage, name: &str) -> Result<()> {
+    check_tag_name(name)?;
+    let s = root.child(&format!("{TAGS_DIR}/{name}.json"))?;
+    s.delete().map_err(|e| match e {
+        Error::NotFound { .. } => Error::NotFound { what: format!("tag {name:?} of dataset {}", root.display()) },
+        e => e,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_format() {
+        let d = std::time::Duration::new(1_795_326_099, 471_464_177);
+        assert_eq!(rfc3339(d), "2026-11-22T05:41:39.471464177Z");
+        assert_eq!(rfc3339(std::time::Duration::ZERO), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(rfc3339(std::time::Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000000000Z");
+    }
+
+    #[test]
+    fn json_matches_pylance_shape() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pylance-14/ops_history/_refs/tags/t1.json");
+        let Ok(text) = std::fs::read_to_string(fixture) else { return };
+        let ours = tag_json(2, 459, std::time::Duration::new(1_795_326_099, 471_464_177));
+        assert_eq!(ours, text.trim_end());
+    }
+
+    #[test]
+    fn names() {
+        assert!(check_tag_name("t1").is_ok());
+        assert!(check_tag_name("v1.0-rc_2").is_ok());
+        for bad in ["", "a/b", "..", ".x", "a b", "a..b"] {
+            assert!(check_tag_name(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! Writing datasets: create / append / overwrite from a stream of record
+//! batches, delete rows by predicate, restore an old version.
+//!
+//! Data is streamed: batches go straight into a [`FileWriter`]; a new data
+//! file (`data/{name}.lance`, name as in [`new_data_file_name`]) and a new
+//! fragment start every `max_rows_per_file` rows. Nothing becomes visible
+//! until [`commit`] writes the manifest, so a failure at any step — a bad
+//! batch, a failed data/deletion/transaction file write — leaves the
+//! dataset exactly as it was (already written files are orphaned).
+//!
+//! A `DataFile` lists the ids of the fields that own a column, in column
+//! order: for 2.1/2.2 the leaves (and packed structs, fixed-size lists of
+//! fixed-width values), for 2.0 every field in pre-order (struct and list
+//! parents have their own columns).
+//!
+//! Deletions write one file per touched fragment holding *all* its deleted
+//! offsets (old and new): `.arrow` (Arrow IPC file, one `row_id: uint32 not
+//! null` column, ZSTD body compression) below 5000 rows, a portable roaring
+//! `.bin` from 5000 on, as pylance 14. A fragment whose rows are all deleted
+//! is dropped from the manifest instead.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, RecordBatch, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use bytes::Bytes;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::file::schema::{LanceField, LanceSchema};
+use crate::file::structural::to_arrow::{is_packed_struct, owns_column};
+use crate::file::version::PageFamily;
+use crate::file::{FileVersion, FileWriter};
+use crate::io::Storage;
+use crate::proto::table as pb;
+use crate::table::commit::{commit, step, CommitOptions, FailHook};
+use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::deletion::{encode_arrow, DELETIONS_DIR};
+use crate::table::manifest::list_versions;
+use crate::table::scan::{RowFilter, ScanOptions, Scanner};
+use crate::table::transaction::{new_data_file_name, new_transaction, random_u64, BuildOptions};
+
+use pb::transaction::Operation;
+
+/// Deleted rows per fragment from which a `.bin` bitmap is written.
+pub const BITMAP_THRESHOLD: u64 = 5000;
+
+/// How `write_dataset` treats an existing dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Fail if the dataset exists.
+    Create,
+    /// Add fragments (creates the dataset when missing).
+    Append,
+    /// Replace the content (creates the dataset when missing).
+    Overwrite,
+}
+
+impl WriteMode {
+    /// Parse pylance's mode names.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "create" => Ok(WriteMode::Create),
+            "append" => Ok(WriteMode::Append),
+            "overwrite" => Ok(WriteMode::Overwrite),
+            other => Err(Error::invalid_input(format!("unknown write mode {other:?} (expected create, append or overwrite)"))),
+        }
+    }
+}
+
+/// Options of [`write_dataset`].
+#[derive(Clone)]
+pub struct WriteParams {
+    /// create / append / overwrite.
+    pub mode: WriteMode,
+    /// Rows per data file (and fragment).
+    pub max_rows_per_file: u64,
+    /// File version of new datasets (appends use the dataset's).
+    pub data_storage_version: FileVersion,
+    /// Stable row ids for a new dataset.
+    pub enable_stable_row_ids: bool,
+    /// Failure injection for tests (see [`FailHook`]).
+    pub hook: Option<FailHook>,
+}
+
+impl Default for WriteParams {
+    fn default() -> Self {
+        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: FileVersion::V2_2, enable_stable_row_ids: false, hook: None }
+    }
+}
+
+/// Field ids owning a column, in column order, for files of `version`.
+pub fn column_field_ids(schema: &LanceSchema, version: FileVersion) -> Vec<i32> {
+    let structural = version.traits().map(|t| t.family == PageFamily::Structural).unwrap_or(true);
+    fn walk(f: &LanceField, structural: bool, out: &mut Vec<i32>) {
+        if structural {
+            if owns_column(&f.arrow) {
+                out.push(f.id);
+                return;
+            }
+            f.children.iter().for_each(|c| walk(c, structural, out));
+        } else {
+            out.push(f.id);
+            match f.arrow.data_type() {
+                DataType::Struct(_) if is_packed_struct(&f.arrow) => {}
+                DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) => {
+                    f.children.iter().for_each(|c| walk(c, structural, out))
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    schema.fields.iter().for_each(|f| walk(f, structural, &mut out));
+    out
+}
+
+/// The file version named by a manifest's `data_format`.
+fn dataset_file_version(m: &pb::Manifest) -> Result<FileVersion> {
+    match &m.data_format {
+        Some(d) if !d.version.is_empty() => FileVersion::parse(&d.version),
+        _ => Ok(FileVersion::Legacy),
+    }
+}
+
+/// Writes batches into data files of at most `max_rows` rows.
+struct FragmentSink<'a> {
+    root: &'a Storage,
+    schema: LanceSchema,
+    arrow: SchemaRef,
+    version: FileVersion,
+    max_rows: u64,
+    hook: Option<FailHook>,
+    current: Option<(FileWriter, String)>,
+    done: Vec<pb::DataFragment>,
+}
+
+impl FragmentSink<'_> {
+    fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        let mut off = 0usize;
+        while off < batch.num_rows() {
+            if self.current.is_none() {
+                let name = new_data_file_name();
+                let storage = self.root.child(&format!("data/{name}"))?;
+                self.current = Some((FileWriter::create_with_lance_schema(storage, self.schema.clone(), self.version)?, name));
+            }
+            let (w, _) = self.current.as_mut().expect("open writer");
+            let room = (self.max_rows - w.num_rows()) as usize;
+            let n = room.min(batch.num_rows() - off);
+            w.write(&batch.slice(off, n))?;
+            off += n;
+            if w.num_rows() >= self.max_rows {
+                self.close()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<()> {
+        let Some((w, name)) = self.current.take() else { return Ok(()) };
+        let rows = w.num_rows();
+        step(&self.hook, "data_file")?;
+        let size = w.finish()?;
+        let ids = column_field_ids(&self.schema, self.version);
+        let (major, minor) = self.version.data_file_numbers();
+        self.done.push(pb::DataFragment {
+            id: 0,
+            files: vec![pb::DataFile {
+                path: name,
+                column_indices: (0..ids.len() as i32).collect(),
+                fields: ids,
+                file_major_version: major,
+                file_minor_version: minor,
+                file_size_bytes: size,
+                base_id: None,
+            }],
+            physical_rows: rows,
+            ..Default::default()
+        });
+        Ok(())
+    }
+}
+
+/// Conform an input batch to the dataset schema: same columns by name (in
+/// the dataset's order), compatible types. Errors name the field.
+fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+    let got = batch.schema();
+    for g in got.fields() {
+        if target.field_with_name(g.name()).is_err() {
+            return Err(Error::invalid_input(format!(
+                "field {:?} is not in the dataset schema (dataset fields: {})",
+                g.name(),
+                target.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    let mut cols = Vec::with_capacity(target.fields().len());
+    for f in target.fields() {
+        let Ok(i) = got.index_of(f.name()) else {
+            return Err(Error::invalid_input(format!("field {:?} of the dataset schema is missing from the data", f.name())));
+        };
+        let g = got.field(i);
+        if !g.data_type().equals_datatype(f.data_type()) {
+            return Err(Error::invalid_input(format!(
+                "field {:?} has type {} in the data but {} in the dataset",
+                f.name(),
+                g.data_type(),
+                f.data_type()
+            )));
+        }
+        let col = batch.column(i).clone();
+        if !f.is_nullable() && col.null_count() > 0 {
+            return Err(Error::invalid_input(format!("field {:?} is not nullable in the dataset but the data has nulls", f.name())));
+        }
+        cols.push(col);
+    }
+    RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")))
+}
+
+fn open_root(uri: &str) -> Result<Storage> {
+    if !uri.contains("://") {
+        // object_store paths may not contain `..`
+        let p = std::path::Path::new(uri);
+        if p.components().any(|c| c == std::path::Component::ParentDir) {
+            std::fs::create_dir_all(p).ok();
+            if let Ok(canon) = p.canonicalize() {
+                return Storage::open(&canon.to_string_lossy());
+            }
+        }
+    }
+    Storage::open(uri)
+}
+
+/// Write a stream of batches as a dataset (see [`WriteParams`]). Returns
+/// the new version, opened.
+pub fn write_dataset(
+    uri: &str,
+    schema: SchemaRef,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    params: &WriteParams,
+) -> Result<Dataset> {
+    if params.max_rows_per_file == 0 {
+        return Err(Error::invalid_input("max_rows_per_file must be positive"));
+    }
+    let root = open_root(uri)?;
+    let latest = list_versions(&root)?.last().cloned();
+    let existing = match (&latest, params.mode) {
+        (Some(_), WriteMode::Create) => {
+            return Err(Error::AlreadyExists { what: format!("dataset at {uri} (use mode=\"overwrite\" or \"append\")") })
+        }
+        (Some(l), WriteMode::Append) => Some(Dataset::open(uri, Some(VersionRef::Number(l.version)))?),
+        _ => None,
+    };
+    let read_version = latest.as_ref().map(|l| l.version).unwrap_or(0);
+    let (lance_schema, version) = match &existing {
+        Some(ds) => (ds.lance_schema().clone(), dataset_file_version(ds.manifest())?),
+        None => {
+            if schema.fields().is_empty() {
+                return Err(Error::invalid_input("cannot write a dataset with no columns"));
+            }
+            (LanceSchema::from_arrow(&schema)?, params.data_storage_version)
+        }
+    };
+    if version == FileVersion::Legacy {
+        return Err(Error::unsupported("writing v0.1 (legacy) data files is not supported; use 2.0, 2.1 or 2.2"));
+    }
+    let target: SchemaRef = Arc::new(lance_schema.to_arrow());
+    if existing.is_some() {
+        // Check the stream's declared schema before writing anything.
+        let probe = RecordBatch::new_empty(schema.clone());
+        conform(&probe, &target)?;
+    }
+    let mut sink = FragmentSink {
+        root: &root,
+        schema: lance_schema.clone(),
+        arrow: target.clone(),
+        version,
+        max_rows: params.max_rows_per_file,
+        hook: params.hook.clone(),
+        current: None,
+        done: Vec::new(),
+    };
+    for b in batches {
+        let b = b?;
+        if b.num_rows() == 0 {
+            continue;
+        }
+        let b = conform(&b, &sink.arrow)?;
+        sink.push(&b)?;
+    }
+    sink.close()?;
+    let fragments = std::mem::take(&mut sink.done);
+    let op = match existing {
+        Some(_) => Operation::Append(pb::transaction::Append { fragments }),
+        None => Operation::Overwrite(pb::transaction::Overwrite {
+            fragments,
+            schema: lance_schema.to_pb()?,
+            schema_metadata: lance_schema.metadata_pb(),
+            ..Default::default()
+        }),
+    };
+    let txn = new_transaction(read_version, op);
+    let opts = CommitOptions {
+        build: BuildOptions { enable_stable_row_ids: params.enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
+        must_not_exist: params.mode == WriteMode::Create,
+        hook: params.hook.clone(),
+    };
+    let v = commit(&root, &txn, &opts)?;
+    Dataset::open(uri, Some(VersionRef::Number(v)))
+}
+
+/// Append batches to an existing dataset (read at `ds`'s version).
+pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, hook: Option<FailHook>) -> Result<Dataset> {
+    let target: SchemaRef = ds.schema().clone();
+    let version = dataset_file_version(ds.manifest())?;
+    let mut sink = FragmentSink {
+        root: ds.root(),
+        schema: ds.lance_schema().clone(),
+        arrow: Arc::new(Schema::new(target.fields().iter().map(|f| f.as_ref().clone()).collect::<Vec<Field>>()).with_metadata(target.metadata().clone())),
+        version,
+        max_rows: 1024 * 1024,
+        hook: hook.clone(),
+        current: None,
+        done: Vec::new(),
+    };
+    for b in batches {
+        let b = b?;
+        if b.num_rows() == 0 {
+            continue;
+        }
+        let b = conform(&b, &sink.arrow)?;
+        sink.push(&b)?;
+    }
+    sink.close()?;
+    let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments: std::mem::take(&mut sink.done) }));
+    let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
+    Dataset::open(ds.uri(), Some(VersionRef::Number(v)))
+}
+
+/// Encode a fragment's deleted offsets as pylance would.
+pub fn encode_deletions(set: &RoaringBitmap) -> Result<(pb::deletion_file::DeletionFileType, Vec<u8>)> {
+    if set.len() < BITMAP_THRESHOLD {
+        let vals: Vec<u32> = set.iter().collect();
+        Ok((pb::deletion_file::DeletionFileType::ArrowArray, encode_arrow(&vals)?))
+    } else {
+        let mut out = Vec::with_capacity(set.serialized_size());
+        set.serialize_into(&mut out).map_err(|e| Error::Internal { what: format!("serializing a deletion bitmap: {e}") })?;
+        Ok((pb::deletion_file::DeletionFileType::Bitmap, out))
+    }
+}
+
+/// Delete the rows matching `filter` (`predicate` is its text, recorded in
+/// the transaction). Returns the new dataset version (or `ds` reopened when
+/// nothing matched) and the number of rows deleted.
+pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
+    let opts = ScanOptions { columns: Some(Vec::new()), filter: Some(filter), with_row_address: true, ..Default::default() };
+    let batches = Scanner::new(ds.clone(), opts)?.collect()?;
+    let mut per_frag: std::collections::BTreeMap<u64, RoaringBitmap> = Default::default();
+    let mut total = 0u64;
+    for b in &batches {
+        let col = b.column_by_name("_rowaddr").ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?;
+        let addrs = col.as_any().downcast_ref::<UInt64Array>().ok_or_else(|| Error::Internal { what: "_rowaddr is not u64".into() })?;
+        for a in addrs.values().iter() {
+            per_frag.entry(a >> 32).or_default().insert(*a as u32);
+            total += 1;
+        }
+    }
+    if total == 0 {
+        return Ok((Dataset::open(ds.uri(), Some(VersionRef::Number(ds.version())))?, 0));
+    }
+    let mut updated = Vec::new();
+    let mut removed = Vec::new();
+    for (fid, new) in per_frag {
+        let i = ds.fragment_index(fid).ok_or_else(|| Error::Internal { what: format!("row address in unknown fragment {fid}") })?;
+        let mut all = ds.deletions(i)?.unwrap_or_default();
+        all |= new;
+        let rows = ds.physical_rows(i)?;
+        if all.len() >= rows {
+            removed.push(fid);
+            continue;
+        }
+        let (kind, bytes) = encode_deletions(&all)?;
+        let d = pb::DeletionFile { file_type: kind as i32, read_version: ds.version(), id: random_u64(), num_deleted_rows: all.len(), base_id: None };
+        step(&hook, "deletion_file")?;
+        let rel = crate::table::deletion::deletion_file_path(fid, &d);
+        ds.root().child(&rel)?.write_new(Bytes::from(bytes))?;
+        debug_assert!(rel.starts_with(DELETIONS_DIR));
+        let mut f = ds.fragments()[i].clone();
+        f.deletion_file = Some(d);
+        updated.push(f);
+    }
+    let txn = new_transaction(
+        ds.version(),
+        Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
+    );
+    let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
+    Ok((Dataset::open(ds.uri(), Some(VersionRef::Number(v)))?, total))
+}
+
+/// Delete the rows matching a SQL predicate.
+pub fn delete(ds: &Arc<Dataset>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
+    let filter = crate::table::predicate::parse_predicate(predicate, ds.schema())?;
+    delete_rows(ds, filter, predicate, hook)
+}
+
+/// Make `ds`'s version the latest again (a new version with its content).
+pub fn restore(ds: &Dataset) -> Result<Dataset> {
+    let latest = ds.latest_version()?;
+    let txn = new_transaction(latest, Operation::Restore(pb::transaction::Restore { version: ds.version() }));
+    let v = commit(ds.root(), &txn, &CommitOptions::default())?;
+    Dataset::open(ds.uri(), Some(VersionRef::Number(v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int64Array, StringArray};
+
+    fn batch(start: i64, n: i64) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
+        RecordBatch::try_new(
+            schema,
+            vec![Arc::new(Int64Array::from_iter_values(start..start + n)), Arc::new(StringArray::from_iter((start..start + n).map(|i| (i % 3 != 0).then(|| format!("s{i}")))))],
+        )
+        .unwrap()
+    }
+
+    fn xs(ds: &Dataset) -> Vec<i64> {
+        let s = Scanner::new(Arc::new(Dataset::open(ds.uri(), Some(VersionRef::Number(ds.version()))).unwrap()), ScanOptions::default()).unwrap();
+        s.collect().unwrap().iter().flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()).collect()
+    }
+
+    fn tmp(name: &str) -> String {
+        let d = std::env::temp_dir().join(format!("lancelet-write-{name}-{}", random_u64()));
+        d.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn create_append_delete_restore() {
+        let uri = tmp("cadr");
+        let b = batch(0, 25);
+        let p = WriteParams { max_rows_per_file: 10, enable_stable_row_ids: true, ..Default::default() };
+        let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap();
+        assert_eq!(ds.version(), 1);
+        assert_eq!(ds.fragments().len(), 3);
+        assert_eq!(xs(&ds), (0..25).collect::<Vec<_>>());
+        assert_eq!(ds.manifest().next_row_id, 25);
+        let b2 = batch(25, 5);
+        let ds = insert(&ds, vec![Ok(b2)].into_iter(), None).unwrap();
+        assert_eq!(ds.version(), 2);
+        assert_eq!(xs(&ds), (0..30).collect::<Vec<_>>());
+        let ds = Arc::new(ds);
+        let (ds3, n) = delete(&ds, "x < 3 or x >= 20 and x < 25", None).unwrap();
+        assert_eq!(n, 8);
+        assert_eq!(ds3.version(), 3);
+        let want: Vec<i64> = (3..20).chain(25..30).collect();
+        assert_eq!(xs(&ds3), want);
+        // fragment 2 (rows 20..25) is gone entirely
+        assert_eq!(ds3.fragments().iter().map(|f| f.id).collect::<Vec<_>>(), vec![0, 1, 3]);
+        assert_eq!(ds3.manifest().reader_feature_flags, 3);
+        // schema mismatch names the field
+        let bad = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false), Field::new("t", DataType::Utf8, true)])),
+            vec![Arc::new(Int64Array::from(vec![1])), Arc::new(StringArray::from(vec!["a"]))],
+        )
+        .unwrap();
+        let e = insert(&ds3, vec![Ok(bad)].into_iter(), None).unwrap_err();
+        assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains("\"t\""), "{e}");
+        // restore version 1
+        let v1 = ds3.checkout(VersionRef::Number(1)).unwrap();
+        let ds4 = restore(&v1).unwrap();
+        assert_eq!(ds4.version(), 4);
+        assert_eq!(xs(&ds4), (0..25).collect::<Vec<_>>());
+        assert_eq!(ds4.manifest().max_fragment_id, Some(3));
+        // create on an existing dataset
+        let b = batch(0, 1);
+        assert!(matches!(write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()), Err(Error::AlreadyExists { .. })));
+        let _ = std::fs::remove_dir_all(&uri);
+    }
+
+    #[test]
+    fn failure_at_each_step_leaves_dataset_unchanged() {
+        // (step, operation) pairs where the operation goes through that step.
+        let ops = ["insert", "delete", "overwrite"];
+        let hits = |step: &str, op: &str| match step {
+            "data_file" => op != "delete",
+            "deletion_file" => op == "delete",
+            _ => true,
+        };
+        for fail_at in ["data_file", "deletion_file", "transaction_file", "manifest"] {
+            for op in ops {
+                if !hits(fail_at, op) {
+                    continue;
+                }
+                let uri = tmp("fail");
+                let b = batch(0, 20);
+                let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams { max_rows_per_file: 8, ..Default::default() }).unwrap();
+                let name = fail_at.to_string();
+                let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) });
+                let r = match op {
+                    "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), Some(hook)).map(|_| ()),
+                    "delete" => delete(&Arc::new(ds), "x < 10", Some(hook)).map(|_| ()),
+                    _ => {
+                        let p = WriteParams { mode: WriteMode::Overwrite, hook: Some(hook), ..Default::default() };
+                        let b = batch(100, 3);
+                        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).map(|_| ())
+                    }
+                };
+                let e = r.unwrap_err();
+                assert!(e.to_string().contains("injected"), "{fail_at} {op}: {e}");
+                let now = Dataset::open(&uri, None).unwrap();
+                assert_eq!(now.version(), 1, "{fail_at} {op}");
+                assert_eq!(xs(&now), (0..20).collect::<Vec<_>>());
+                let _ = std::fs::remove_dir_all(&uri);
+            }
+        }
+        // A bad batch mid-stream.
+        let uri = tmp("badbatch");
+        let b = batch(0, 3);
+        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()).unwrap();
+        let b = batch(3, 3);
+        let r = write_dataset(&uri, b.schema(), vec![Ok(b), Err(Error::invalid_input("bad batch"))].into_iter(), &WriteParams { mode: WriteMode::Append, max_rows_per_file: 2, ..Default::default() });
+        assert!(r.is_err());
+        let now = Dataset::open(&uri, None).unwrap();
+        assert_eq!((now.version(), xs(&now)), (1, vec![0, 1, 2]));
+        let _ = std::fs::remove_dir_all(&uri);
+    }
+
+    #[test]
+    fn concurrent_appends_in_memory() {
+        let uri = format!("memory://conc{}/ds", random_u64());
+        let b = batch(0, 1);
+        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()).unwrap();
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let uri = uri.clone();
+                std::thread::spawn(move || {
+                    for k in 0..5 {
+                        let ds = Dataset::open(&uri, None).unwrap();
+                        insert(&ds, vec![Ok(batch(1000 * (t + 1) + k, 1))].into_iter(), None).unwrap();
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().for_each(|h| h.join().unwrap());
+        let ds = Dataset::open(&uri, None).unwrap();
+        assert_eq!(ds.version(), 21);
+        let mut got = xs(&ds);
+        got.sort();
+        let mut want: Vec<i64> = vec![0];
+        for t in 0..4 {
+            for k in 0..5 {
+                want.push(1000 * (t + 1) + k);
+            }
+        }
+        want.sort();
+        assert_eq!(got, want);
+        // every version present
+        assert_eq!(list_versions(ds.root()).unwrap().iter().map(|l| l.version).collect::<Vec<_>>(), (1..=21).collect::<Vec<_>>());
+    }
+}
