@@ -6,6 +6,7 @@
 
 pub mod encoding;
 pub mod error;
+pub mod expr;
 pub mod file;
 pub mod io;
 pub mod proto;

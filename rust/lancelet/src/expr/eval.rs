@@ -1,0 +1,261 @@
+//! Evaluating a planned [`Expr`] over a batch with the Arrow kernels.
+
+use std::sync::Arc;
+
+use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
+use arrow_arith::numeric;
+use arrow_array::cast::AsArray;
+use arrow_array::{
+    make_array, new_empty_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch,
+    Scalar, StringArray, UInt32Array,
+};
+use arrow_buffer::NullBuffer;
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::{ArrowError, DataType};
+
+use super::plan::{ArithOp, BoolTest, CmpOp, Expr, Func, Kind};
+use crate::error::{Error, Result};
+
+const STRICT: CastOptions<'static> = CastOptions { safe: false, format_options: arrow_cast::display::FormatOptions::new() };
+
+fn ae(e: ArrowError) -> Error {
+    Error::invalid_input(e.to_string())
+}
+
+/// A value: one per row, or one for all rows.
+#[derive(Debug, Clone)]
+pub enum Val {
+    Array(ArrayRef),
+    Scalar(ArrayRef),
+}
+
+impl Val {
+    fn datum(&self) -> Box<dyn Datum> {
+        match self {
+            Val::Array(a) => Box::new(a.clone()),
+            Val::Scalar(a) => Box::new(Scalar::new(a.clone())),
+        }
+    }
+
+    fn array(&self) -> &ArrayRef {
+        match self {
+            Val::Array(a) | Val::Scalar(a) => a,
+        }
+    }
+
+    fn is_scalar(&self) -> bool {
+        matches!(self, Val::Scalar(_))
+    }
+
+    /// As an array of `n` values.
+    pub fn into_array(self, n: usize) -> Result<ArrayRef> {
+        match self {
+            Val::Array(a) => Ok(a),
+            Val::Scalar(a) if n == 1 => Ok(a),
+            Val::Scalar(a) => Ok(arrow_select::take::take(&a, &UInt32Array::from(vec![0u32; n]), None)?),
+        }
+    }
+
+    /// Same shape as the inputs: scalar when all of them were.
+    fn like(result: ArrayRef, scalar: bool) -> Val {
+        if scalar {
+            Val::Scalar(result)
+        } else {
+            Val::Array(result)
+        }
+    }
+}
+
+type CmpFn = fn(&dyn Datum, &dyn Datum) -> std::result::Result<BooleanArray, ArrowError>;
+
+fn cmp_fn(op: CmpOp) -> CmpFn {
+    use arrow_ord::cmp;
+    match op {
+        CmpOp::Eq => cmp::eq,
+        CmpOp::NotEq => cmp::neq,
+        CmpOp::Lt => cmp::lt,
+        CmpOp::LtEq => cmp::lt_eq,
+        CmpOp::Gt => cmp::gt,
+        CmpOp::GtEq => cmp::gt_eq,
+        CmpOp::Distinct => cmp::distinct,
+        CmpOp::NotDistinct => cmp::not_distinct,
+    }
+}
+
+type ArithFn = fn(&dyn Datum, &dyn Datum) -> std::result::Result<ArrayRef, ArrowError>;
+
+fn arith_fn(op: ArithOp, t: &DataType) -> ArithFn {
+    let wrap = t.is_integer();
+    match op {
+        ArithOp::Add if wrap => numeric::add_wrapping,
+        ArithOp::Add => numeric::add,
+        ArithOp::Sub if wrap => numeric::sub_wrapping,
+        ArithOp::Sub => numeric::sub,
+        ArithOp::Mul if wrap => numeric::mul_wrapping,
+        ArithOp::Mul => numeric::mul,
+        ArithOp::Div => numeric::div,
+        ArithOp::Rem => numeric::rem,
+    }
+}
+
+/// Whether the comparison kernel takes these types.
+pub fn check_cmp(op: CmpOp, l: &DataType, r: &DataType) -> Result<()> {
+    let (a, b) = (new_empty_array(l), new_empty_array(r));
+    cmp_fn(op)(&a, &b)
+        .map(|_| ())
+        .map_err(|e| Error::invalid_input(format!("cannot compare a value of type {l} with one of type {r}: {e}")))
+}
+
+/// The result type of an arithmetic operation (an error if unsupported).
+pub fn arith_type(op: ArithOp, l: &DataType, r: &DataType) -> Result<DataType> {
+    let (a, b) = (new_empty_array(l), new_empty_array(r));
+    arith_fn(op, l)(&a, &b)
+        .map(|x| x.data_type().clone())
+        .map_err(|e| Error::invalid_input(format!("cannot apply {op:?} to values of types {l} and {r}: {e}")))
+}
+
+fn bools(v: &Val, n: usize) -> Result<BooleanArray> {
+    let a = v.clone().into_array(n)?;
+    Ok(a.as_boolean_opt().ok_or_else(|| Error::Internal { what: format!("expected booleans, got {}", a.data_type()) })?.clone())
+}
+
+fn column(batch: &RecordBatch, name: &str, path: &[String]) -> Result<ArrayRef> {
+    let mut arr = batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::Internal { what: format!("filter column `{name}` missing from the batch") })?
+        .clone();
+    for p in path {
+        let s = arr.as_struct_opt().ok_or_else(|| Error::Internal { what: format!("`{name}` is not a struct") })?;
+        let child = s.column_by_name(p).ok_or_else(|| Error::Internal { what: format!("no struct field `{p}`") })?.clone();
+        let nulls = NullBuffer::union(s.nulls(), child.logical_nulls().as_ref());
+        arr = if nulls.as_ref().map(|n| n.null_count()) == child.nulls().map(|n| n.null_count()) {
+            child
+        } else {
+            make_array(child.to_data().into_builder().nulls(nulls).build()?)
+        };
+    }
+    Ok(arr)
+}
+
+fn test(t: BoolTest, b: &BooleanArray) -> BooleanArray {
+    let vals = b.values().clone();
+    let valid = match b.nulls() {
+        Some(n) => n.inner().clone(),
+        None => arrow_buffer::BooleanBuffer::new_set(b.len()),
+    };
+    let out = match t {
+        BoolTest::IsTrue => &vals & &valid,
+        BoolTest::IsNotTrue => !&(&vals & &valid),
+        BoolTest::IsFalse => &(!&vals) & &valid,
+        BoolTest::IsNotFalse => !&(&(!&vals) & &valid),
+    };
+    BooleanArray::new(out, None)
+}
+
+fn func(f: Func, a: &ArrayRef) -> Result<ArrayRef> {
+    Ok(match f {
+        Func::Lower | Func::Upper => {
+            let up = f == Func::Upper;
+            let conv = |s: &str| if up { s.to_uppercase() } else { s.to_lowercase() };
+            if let Some(l) = a.as_string_opt::<i64>() {
+                Arc::new(l.iter().map(|o| o.map(conv)).collect::<LargeStringArray>())
+            } else {
+                let u = cast_with_options(a, &DataType::Utf8, &STRICT)?;
+                Arc::new(u.as_string::<i32>().iter().map(|o| o.map(conv)).collect::<StringArray>())
+            }
+        }
+        Func::Length => {
+            if let Some(l) = a.as_string_opt::<i64>() {
+                Arc::new(l.iter().map(|o| o.map(|s| s.chars().count() as i64)).collect::<Int64Array>())
+            } else {
+                let u = cast_with_options(a, &DataType::Utf8, &STRICT)?;
+                Arc::new(u.as_string::<i32>().iter().map(|o| o.map(|s| s.chars().count() as i32)).collect::<Int32Array>())
+            }
+        }
+        Func::Abs => {
+            let zero = cast_with_options(&Int64Array::from(vec![0]), a.data_type(), &STRICT)?;
+            let negative = arrow_ord::cmp::lt(a, &Scalar::new(zero))?;
+            let negated = numeric::neg_wrapping(a)?;
+            arrow_select::zip::zip(&negative, &negated, a)?
+        }
+    })
+}
+
+/// Evaluate an expression over a batch.
+pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
+    let n = batch.num_rows();
+    Ok(match &e.kind {
+        Kind::Column { name, path } => Val::Array(column(batch, name, path)?),
+        Kind::Literal(a) => Val::Scalar(a.clone()),
+        Kind::Cast(x) => {
+            let v = eval(x, batch)?;
+            let out = cast_with_options(v.array(), &e.data_type, &STRICT).map_err(ae)?;
+            Val::like(out, v.is_scalar())
+        }
+        Kind::Cmp(op, l, r) => {
+            let (l, r) = (eval(l, batch)?, eval(r, batch)?);
+            let out = cmp_fn(*op)(&*l.datum(), &*r.datum()).map_err(ae)?;
+            Val::like(Arc::new(out), l.is_scalar() && r.is_scalar())
+        }
+        Kind::Arith(op, l, r) => {
+            let (lv, rv) = (eval(l, batch)?, eval(r, batch)?);
+            let out = arith_fn(*op, &l.data_type)(&*lv.datum(), &*rv.datum()).map_err(ae)?;
+            Val::like(out, lv.is_scalar() && rv.is_scalar())
+        }
+        Kind::Neg(x) => {
+            let v = eval(x, batch)?;
+            let out = if matches!(x.data_type, DataType::Null) { v.array().clone() } else { numeric::neg_wrapping(v.array()).map_err(ae)? };
+            Val::like(out, v.is_scalar())
+        }
+        Kind::And(l, r) | Kind::Or(l, r) => {
+            let (lv, rv) = (eval(l, batch)?, eval(r, batch)?);
+            let scalar = lv.is_scalar() && rv.is_scalar();
+            let m = if scalar { 1 } else { n };
+            let (a, b) = (bools(&lv, m)?, bools(&rv, m)?);
+            let out = if matches!(e.kind, Kind::And(..)) { and_kleene(&a, &b) } else { or_kleene(&a, &b) }.map_err(ae)?;
+            Val::like(Arc::new(out), scalar)
+        }
+        Kind::Not(x) => {
+            let v = eval(x, batch)?;
+            let b = bools(&v, if v.is_scalar() { 1 } else { n })?;
+            Val::like(Arc::new(not(&b).map_err(ae)?), v.is_scalar())
+        }
+        Kind::IsNull(x) | Kind::IsNotNull(x) => {
+            let v = eval(x, batch)?;
+            let a = v.array();
+            let out = if matches!(e.kind, Kind::IsNull(_)) { is_null(a) } else { is_not_null(a) }.map_err(ae)?;
+            Val::like(Arc::new(out), v.is_scalar())
+        }
+        Kind::Test(t, x) => {
+            let v = eval(x, batch)?;
+            let b = bools(&v, if v.is_scalar() { 1 } else { n })?;
+            Val::like(Arc::new(test(*t, &b)), v.is_scalar())
+        }
+        Kind::Like { expr, pattern, negated, case_insensitive } => {
+            use arrow_string::like;
+            let (x, p) = (eval(expr, batch)?, eval(pattern, batch)?);
+            let f = match (negated, case_insensitive) {
+                (false, false) => like::like,
+                (false, true) => like::ilike,
+                (true, false) => like::nlike,
+                (true, true) => like::nilike,
+            };
+            let out = f(&*x.datum(), &*p.datum()).map_err(ae)?;
+            Val::like(Arc::new(out), x.is_scalar() && p.is_scalar())
+        }
+        Kind::Func(f, x) => {
+            let v = eval(x, batch)?;
+            let out = func(*f, v.array()).map_err(|e| match e {
+                Error::Corrupt { what, .. } => Error::invalid_input(what),
+                other => other,
+            })?;
+            Val::like(out, v.is_scalar())
+        }
+    })
+}
+
+/// Evaluate a boolean expression to one value per row.
+pub fn evaluate_predicate(e: &Expr, batch: &RecordBatch) -> Result<BooleanArray> {
+    let v = eval(e, batch)?;
+    bools(&v, batch.num_rows())
+}
