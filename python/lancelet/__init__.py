@@ -8,7 +8,7 @@ PyCapsule interface without copies.
 from __future__ import annotations
 
 from lancelet import file
-from lancelet.dataset import Dataset, LanceDataset, dataset
+from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet._native import __version__
 from lancelet.exceptions import (
     AlreadyExistsError,
@@ -25,6 +25,7 @@ __all__ = [
     "__version__",
     "file",
     "dataset",
+    "write_dataset",
     "Dataset",
     "LanceDataset",
     "LanceletError",

@@ -21,7 +21,7 @@ import pyarrow as pa
 from lancelet import _native
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 
-__all__ = ["dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
+__all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -191,7 +191,7 @@ class LanceFragment:
 
 
 class Tags:
-    """The dataset's tags (read-only for now)."""
+    """The dataset's tags: list, get_version, create, delete."""
 
     def __init__(self, ds: "Dataset") -> None:
         self._ds = ds
@@ -219,6 +219,16 @@ class Tags:
             from lancelet.exceptions import NotFoundError
             raise NotFoundError(f"not found: tag {tag!r} of dataset {self._ds.uri}")
         return tags[tag]["version"]
+
+    def create(self, tag: str, version: int) -> None:
+        """Create ``tag`` pointing at ``version`` (``_refs/tags/{tag}.json``)."""
+        v, t = _version_args(version)
+        if v is None:
+            v = self.get_version(t)
+        _native.tag_create(self._ds._native, str(tag), v)
+
+    def delete(self, tag: str) -> None:
+        _native.tag_delete(self._ds._native, str(tag))
 
 
 class Scanner:
@@ -372,6 +382,36 @@ class Dataset:
     # pylance's private spelling
     _take_rows = take_row_ids
 
+    # -- writing -----------------------------------------------------------
+    def _become(self, native_ds: Any) -> None:
+        self._native = native_ds
+        self._schema = pa.schema(self._native.schema())
+
+    def insert(self, data: Any, **kwargs: Any) -> "Dataset":
+        """Append ``data`` (a pyarrow Table, RecordBatchReader, pandas
+        DataFrame or any Arrow stream) as a new version; this object moves
+        to the new version."""
+        for k, v in kwargs.items():
+            if v is not None:
+                raise UnsupportedError(f"insert option {k!r} is not implemented yet")
+        self._become(_native.dataset_insert(self._native, _stream(data, self._schema)))
+        return self
+
+    def delete(self, predicate: Any) -> int:
+        """Delete the rows matching a SQL predicate; returns how many were
+        deleted. This object moves to the new version."""
+        if not isinstance(predicate, str):
+            raise UnsupportedError("delete predicates must be SQL strings")
+        native_ds, n = _native.dataset_delete(self._native, predicate)
+        self._become(native_ds)
+        return n
+
+    def restore(self) -> "Dataset":
+        """Make this (old) version the latest one by committing a new version
+        with its content."""
+        self._become(_native.dataset_restore(self._native))
+        return self
+
     def __len__(self) -> int:
         return self.count_rows()
 
@@ -383,6 +423,49 @@ class Dataset:
 
 
 LanceDataset = Dataset
+
+
+def _stream(data: Any, schema: Optional[pa.Schema] = None) -> Any:
+    """Any supported input as an object with ``__arrow_c_stream__`` (streamed,
+    not materialized, when it already is a stream)."""
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    try:
+        import pandas as pd  # noqa: F401
+        if isinstance(data, pd.DataFrame):
+            return pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+    except ImportError:
+        pass
+    if isinstance(data, (list, dict)):
+        return pa.Table.from_pylist(data, schema=schema) if isinstance(data, list) else pa.table(data, schema=schema)
+    raise InvalidInputError(f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatchReader, "
+                            "a pandas DataFrame or an object with __arrow_c_stream__")
+
+
+def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, mode: str = "create",
+                  max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None,
+                  enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
+                  **kwargs: Any) -> Dataset:
+    """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
+    ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
+    ``"overwrite"``; data files hold at most ``max_rows_per_file`` rows."""
+    if storage_options:
+        raise UnsupportedError("storage_options are not supported yet (local paths, file:// and memory:// only)")
+    for k, v in kwargs.items():
+        if v is not None and v is not False:
+            raise UnsupportedError(f"write_dataset option {k!r} is not implemented yet")
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidInputError(f"unknown mode {mode!r} (expected create, append or overwrite)")
+    if int(max_rows_per_file) <= 0:
+        raise InvalidInputError("max_rows_per_file must be positive")
+    stream = _stream(data, schema)
+    if schema is not None and hasattr(stream, "schema") and stream.schema != schema:
+        stream = stream.cast(schema) if isinstance(stream, pa.Table) else stream
+    native_ds = _native.write_dataset(_uri(uri), stream, mode, int(max_rows_per_file),
+                                      data_storage_version or "2.2", bool(enable_stable_row_ids))
+    return Dataset(_uri(uri), _native_ds=native_ds)
 
 
 def dataset(uri: PathLike, version: Union[int, str, None] = None,

@@ -32,7 +32,7 @@ type VersionRow = (u64, i64, i32, Vec<(String, String)>);
 /// One version of a Lance dataset.
 #[pyclass(module = "lancelet._native", name = "Dataset", frozen)]
 pub struct NativeDataset {
-    inner: Arc<Dataset>,
+    pub(crate) inner: Arc<Dataset>,
 }
 
 #[pymethods]

@@ -7,6 +7,7 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod file;
+mod write;
 
 use pyo3::prelude::*;
 
@@ -17,6 +18,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileReader>()?;
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
+    write::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

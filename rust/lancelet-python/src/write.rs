@@ -1,0 +1,98 @@
+//! Python glue for the write side of datasets: `write_dataset`, and the
+//! committing methods of a dataset (insert, delete, restore, tags). Each
+//! returns the new version as a `Dataset`; the GIL is released while data
+//! is written (pyarrow takes it back when a Python-backed stream needs it).
+
+use std::sync::Arc;
+
+use lancelet::table::write::{self, WriteMode, WriteParams};
+use lancelet::table::{tags, Dataset};
+use lancelet::file::FileVersion;
+use pyo3::prelude::*;
+use pyo3::wrap_pyfunction;
+
+use crate::dataset::NativeDataset;
+use crate::errors::{guard, IntoPy};
+
+fn wrap(ds: Dataset) -> NativeDataset {
+    NativeDataset { inner: Arc::new(ds) }
+}
+
+fn batches(reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>>) -> impl Iterator<Item = lancelet::Result<arrow_array::RecordBatch>> {
+    reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading input batch: {e}"))))
+}
+
+/// Write an Arrow stream as a dataset (mode create / append / overwrite).
+#[pyfunction]
+#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version="2.2", enable_stable_row_ids=false))]
+fn write_dataset(
+    py: Python<'_>,
+    uri: String,
+    data: &Bound<'_, PyAny>,
+    mode: &str,
+    max_rows_per_file: u64,
+    data_storage_version: &str,
+    enable_stable_row_ids: bool,
+) -> PyResult<NativeDataset> {
+    let params = WriteParams {
+        mode: WriteMode::parse(mode).py_err()?,
+        max_rows_per_file,
+        data_storage_version: FileVersion::parse(data_storage_version).py_err()?,
+        enable_stable_row_ids,
+        hook: None,
+    };
+    let reader = crate::arrow_ffi::import_stream(data)?;
+    let schema = arrow_array::RecordBatchReader::schema(&reader);
+    let ds = py.detach(move || guard(move || write::write_dataset(&uri, schema, batches(reader), &params))).py_err()?;
+    Ok(wrap(ds))
+}
+
+/// Append an Arrow stream to the dataset (read at its version).
+#[pyfunction]
+fn dataset_insert(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>) -> PyResult<NativeDataset> {
+    let reader = crate::arrow_ffi::import_stream(data)?;
+    let inner = ds.inner.clone();
+    let out = py.detach(move || guard(move || write::insert(&inner, batches(reader), None))).py_err()?;
+    Ok(wrap(out))
+}
+
+/// Delete rows matching a predicate: `(new dataset, rows deleted)`.
+#[pyfunction]
+fn dataset_delete(py: Python<'_>, ds: &NativeDataset, predicate: String) -> PyResult<(NativeDataset, u64)> {
+    let inner = ds.inner.clone();
+    let (out, n) = py.detach(move || guard(move || write::delete(&inner, &predicate, None))).py_err()?;
+    Ok((wrap(out), n))
+}
+
+/// Commit the dataset's version as the new latest version.
+#[pyfunction]
+fn dataset_restore(py: Python<'_>, ds: &NativeDataset) -> PyResult<NativeDataset> {
+    let inner = ds.inner.clone();
+    let out = py.detach(move || guard(move || write::restore(&inner))).py_err()?;
+    Ok(wrap(out))
+}
+
+/// Create tag `name` → `version`.
+#[pyfunction]
+fn tag_create(py: Python<'_>, ds: &NativeDataset, name: String, version: u64) -> PyResult<()> {
+    let inner = ds.inner.clone();
+    py.detach(move || guard(move || tags::create_tag(inner.root(), &name, version))).py_err()
+}
+
+/// Delete tag `name`.
+#[pyfunction]
+fn tag_delete(py: Python<'_>, ds: &NativeDataset, name: String) -> PyResult<()> {
+    let inner = ds.inner.clone();
+    py.detach(move || guard(move || tags::delete_tag(inner.root(), &name))).py_err()
+}
+
+/// Add the functions to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(write_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_insert, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_restore, m)?)?;
+    m.add_function(wrap_pyfunction!(tag_create, m)?)?;
+    m.add_function(wrap_pyfunction!(tag_delete, m)?)?;
+    Ok(())
+}
