@@ -47,6 +47,14 @@ def _no_filter(filter: Any) -> None:
         raise UnsupportedError("filters are not implemented yet")
 
 
+def _filter(filter: Any) -> Optional[str]:
+    """A scan filter: an SQL boolean expression string (or None)."""
+    if filter is None or isinstance(filter, str):
+        return filter
+    raise UnsupportedError(f"filters must be SQL strings, not {type(filter).__name__} "
+                           "(pyarrow compute expressions are not supported yet)")
+
+
 def _non_negative(name: str, v: Optional[int]) -> Optional[int]:
     if v is None:
         return None
@@ -170,8 +178,9 @@ class LanceFragment:
         return self._num_deleted or 0
 
     def count_rows(self, filter: Any = None) -> int:
-        """Rows that are not deleted."""
-        _no_filter(filter)
+        """Rows that are not deleted (and match ``filter``, an SQL string)."""
+        if filter is not None:
+            return self._ds._native.count_rows(None, 0, [self._id], _filter(filter))
         return self._ds._native.fragment_count_rows(self._id)
 
     def data_files(self) -> List[DataFile]:
@@ -264,7 +273,7 @@ class Scanner:
 
     def count_rows(self) -> int:
         kw = self._kw
-        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"])
+        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"])
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self.to_reader().__arrow_c_stream__(requested_schema)
@@ -338,7 +347,7 @@ class Dataset:
                 offset: Optional[int] = None, batch_size: Optional[int] = None,
                 fragments: Optional[Iterable[LanceFragment]] = None, *, with_row_id: bool = False,
                 with_row_address: bool = False, **unsupported: Any) -> Scanner:
-        _no_filter(filter)
+        filter = _filter(filter)
         for k, v in unsupported.items():
             if v is not None and v is not False:
                 raise UnsupportedError(f"scanner option {k!r} is not implemented yet")
@@ -350,7 +359,8 @@ class Dataset:
             frag_ids = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         return Scanner(self, dict(
             columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
-            with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids))
+            with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
+            filter=filter))
 
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                  offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,
@@ -365,8 +375,8 @@ class Dataset:
                             with_row_id=with_row_id, with_row_address=with_row_address, **kwargs).to_batches()
 
     def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
-        _no_filter(filter)
-        return self._native.count_rows(None, 0, None)
+        """Rows in this version (matching ``filter``, an SQL string)."""
+        return self._native.count_rows(None, 0, None, _filter(filter))
 
     def take(self, indices: Any, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """Rows at positions ``indices`` of the dataset (after deletions)."""

@@ -13,6 +13,15 @@ use pyo3::prelude::*;
 use crate::arrow_ffi::{ArrowSchemaHolder, ArrowStream};
 use crate::errors::{guard, IntoPy};
 
+/// Parse a SQL `filter` (type-checked against the dataset schema before any
+/// I/O) into the scan options.
+fn with_filter(ds: &Dataset, mut opts: ScanOptions, filter: Option<String>) -> lancelet::Result<ScanOptions> {
+    if let Some(f) = filter {
+        opts.filter = Some(lancelet::expr::parse_filter(&f, ds.schema())?);
+    }
+    Ok(opts)
+}
+
 fn version_ref(version: Option<u64>, tag: Option<String>) -> Option<VersionRef> {
     match (version, tag) {
         (Some(v), _) => Some(VersionRef::Number(v)),
@@ -131,7 +140,7 @@ impl NativeDataset {
     }
 
     /// Stream a scan batch by batch.
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -143,14 +152,15 @@ impl NativeDataset {
         with_row_address: bool,
         batch_size: Option<usize>,
         fragments: Option<Vec<u64>>,
+        filter: Option<String>,
     ) -> PyResult<ArrowStream> {
         let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None };
-        let stream = py.detach(|| guard(|| Scanner::new(self.inner.clone(), opts)?.stream())).py_err()?;
+        let stream = py.detach(|| guard(|| Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)?.stream())).py_err()?;
         Ok(ArrowStream::new(Box::new(StreamReader { schema: stream.schema(), inner: stream })))
     }
 
     /// The whole scan, read before returning (errors keep their types).
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan_all(
         &self,
@@ -162,12 +172,13 @@ impl NativeDataset {
         with_row_address: bool,
         batch_size: Option<usize>,
         fragments: Option<Vec<u64>>,
+        filter: Option<String>,
     ) -> PyResult<ArrowStream> {
         let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None };
         let (schema, batches) = py
             .detach(|| {
                 guard(|| {
-                    let s = Scanner::new(self.inner.clone(), opts)?;
+                    let s = Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)?;
                     Ok((s.schema().clone(), s.collect()?))
                 })
             })
@@ -176,10 +187,17 @@ impl NativeDataset {
     }
 
     /// Rows a scan would return.
-    #[pyo3(signature = (limit=None, offset=0, fragments=None))]
-    fn count_rows(&self, py: Python<'_>, limit: Option<u64>, offset: u64, fragments: Option<Vec<u64>>) -> PyResult<u64> {
+    #[pyo3(signature = (limit=None, offset=0, fragments=None, filter=None))]
+    fn count_rows(
+        &self,
+        py: Python<'_>,
+        limit: Option<u64>,
+        offset: u64,
+        fragments: Option<Vec<u64>>,
+        filter: Option<String>,
+    ) -> PyResult<u64> {
         let opts = ScanOptions { columns: Some(Vec::new()), limit, offset, fragments, ..Default::default() };
-        py.detach(|| guard(|| Scanner::new(self.inner.clone(), opts)?.count_rows())).py_err()
+        py.detach(|| guard(|| Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)?.count_rows())).py_err()
     }
 
     /// Rows at dataset positions (after deletions).
