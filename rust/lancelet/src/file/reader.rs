@@ -23,7 +23,7 @@ use crate::file::structural::blob::decode_blob_page;
 use crate::file::structural::pages::{decode_page, PageInput};
 use crate::proto::encodings21::page_layout::Layout;
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
-use crate::file::structural::unravel::{row_multiplier, unravel, Unraveled};
+use crate::file::structural::unravel::{row_multiplier, unravel, Ancestor, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
 use crate::io::Storage;
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata};
@@ -159,7 +159,7 @@ impl FileReader {
                 collect_leaves(f, &mut cols.clone(), &mut Vec::new(), &mut leaves);
             }
             for l in leaves {
-                multipliers[l.column] = row_multiplier(&l.fsl_dims) as u64;
+                multipliers[l.column] = row_multiplier(&l.ancestors) as u64;
             }
         }
         for (i, c) in columns.iter().enumerate() {
@@ -350,7 +350,7 @@ impl FileReader {
         let scaled: Vec<Vec<Range<u64>>> = leaves
             .iter()
             .map(|l| {
-                let m = row_multiplier(&l.fsl_dims) as u64;
+                let m = row_multiplier(&l.ancestors) as u64;
                 ranges.iter().map(|r| r.start * m..r.end * m).collect()
             })
             .collect();
@@ -378,33 +378,33 @@ impl FileReader {
     }
 }
 
-/// A leaf column to decode: its field, column index, and for each ancestor
-/// layer (outermost first) the size of a fixed-size list stored as a layer.
+/// A leaf column to decode: its field, column index, and what each
+/// ancestor layer is (outermost first).
 struct LeafPlan {
     field: Field,
     column: usize,
-    fsl_dims: Vec<Option<usize>>,
+    ancestors: Vec<Ancestor>,
 }
 
-fn collect_leaves(f: &Field, cols: &mut Range<usize>, path: &mut Vec<Option<usize>>, out: &mut Vec<LeafPlan>) {
+fn collect_leaves(f: &Field, cols: &mut Range<usize>, path: &mut Vec<Ancestor>, out: &mut Vec<LeafPlan>) {
     if owns_column(f) {
         let column = cols.next().expect("column count checked at open");
-        out.push(LeafPlan { field: f.clone(), column, fsl_dims: path.clone() });
+        out.push(LeafPlan { field: f.clone(), column, ancestors: path.clone() });
         return;
     }
     match f.data_type() {
         DataType::Struct(fs) => {
-            path.push(None);
+            path.push(Ancestor::Struct);
             fs.iter().for_each(|c| collect_leaves(c, cols, path, out));
             path.pop();
         }
         DataType::List(c) | DataType::LargeList(c) | DataType::Map(c, _) => {
-            path.push(None);
+            path.push(Ancestor::List);
             collect_leaves(c, cols, path, out);
             path.pop();
         }
         DataType::FixedSizeList(c, n) => {
-            path.push(Some(*n as usize));
+            path.push(Ancestor::FixedSizeList(*n as usize));
             collect_leaves(c, cols, path, out);
             path.pop();
         }
@@ -474,7 +474,7 @@ fn decode_leaf(
         s.remap_def(l, &layers)?;
     }
     let stream = LevelStream::concat(streams)?;
-    unravel(&layers, stream, &leaf.fsl_dims)
+    unravel(&layers, stream, &leaf.ancestors)
 }
 
 /// The parts of `ranges` inside the page starting at `first_row`, relative

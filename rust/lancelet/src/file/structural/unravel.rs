@@ -62,10 +62,10 @@ fn finish_validity(mut b: BooleanBufferBuilder, any_null: bool) -> Option<NullBu
 
 /// Rebuild the structure of one leaf column.
 ///
-/// `fsl_dims[k]` (outermost first, one per ancestor layer) is the size of a
-/// fixed-size list stored as a layer: such a layer gains one slot per `dim`
-/// entries that reach it.
-pub fn unravel(layers: &Layers, stream: LevelStream, fsl_dims: &[Option<usize>]) -> Result<Unraveled> {
+/// `ancestors` (outermost first, one per layer above the leaf) says what
+/// each layer is; a fixed-size list stored as a layer gains one slot per
+/// `dim` entries that reach it.
+pub fn unravel(layers: &Layers, stream: LevelStream, ancestors: &[Ancestor]) -> Result<Unraveled> {
     stream.validate(layers)?;
     let n = layers.layers.len();
     let entries = stream.num_entries();
@@ -122,8 +122,8 @@ pub fn unravel(layers: &Layers, stream: LevelStream, fsl_dims: &[Option<usize>])
             fsl_seen: 0,
         })
         .collect();
-    for (k, d) in fsl_dims.iter().enumerate() {
-        if let (Some(d), Some(layer)) = (d, b.get_mut(k)) {
+    for (k, a) in ancestors.iter().enumerate() {
+        if let (Ancestor::FixedSizeList(d), Some(layer)) = (a, b.get_mut(k)) {
             if layer.is_list || *d == 0 {
                 return Err(Error::corrupt("fixed-size list layer stored as a list"));
             }
@@ -140,20 +140,33 @@ pub fn unravel(layers: &Layers, stream: LevelStream, fsl_dims: &[Option<usize>])
                 "level entry {i} continues a list (rep {r}) that its definition level {d} says is absent"
             )));
         }
-        let mut under_null = false;
-        for k in start..n {
+        // Inside a fixed-size list's group of `dim` entries, only the layers
+        // below the list gain slots: move the start past every such list
+        // that is mid-group.
+        let mut eff = start;
+        for (k, layer) in b.iter().enumerate().skip(start) {
+            if let Some(d) = layer.fsl_dim {
+                if layer.fsl_seen % d != 0 {
+                    eff = k + 1;
+                }
+            }
+        }
+        for layer in b[start..eff].iter_mut() {
+            if layer.fsl_dim.is_some() {
+                layer.fsl_seen += 1;
+            }
+        }
+        let mut under_null = d != 0 && null_k >= start && null_k < eff;
+        for k in eff..n {
             let next_count = if k + 1 < n { b[k + 1].count } else { 0 };
             let layer = &mut b[k];
-            if let Some(d) = layer.fsl_dim {
-                // One slot per `d` entries; the rest continue the same list.
-                let new_slot = layer.fsl_seen % d == 0;
+            if layer.fsl_dim.is_some() {
+                // At a group boundary (see above): a new slot.
                 layer.fsl_seen += 1;
-                if new_slot {
-                    let valid = !(under_null || k == null_k);
-                    layer.count += 1;
-                    layer.validity.append(valid);
-                    layer.any_null |= !valid;
-                }
+                let valid = !(under_null || k == null_k);
+                layer.count += 1;
+                layer.validity.append(valid);
+                layer.any_null |= !valid;
                 under_null |= k == null_k;
                 continue;
             }
@@ -196,14 +209,29 @@ pub fn unravel(layers: &Layers, stream: LevelStream, fsl_dims: &[Option<usize>])
         }
     }
     let num_rows = outer.first().map_or(leaf_count, |o| o.len());
-    if num_rows * row_multiplier(fsl_dims) != stream.num_rows {
+    if num_rows * row_multiplier(ancestors) != stream.num_rows {
         return Err(Error::corrupt(format!("structure has {num_rows} rows, page says {}", stream.num_rows)));
     }
     Ok(Unraveled { outer, leaf_validity, values: stream.values, num_rows })
 }
 
-/// Page lengths of a column under top-level fixed-size lists stored as
-/// layers count the lists' items: this is how many per row.
-pub fn row_multiplier(fsl_dims: &[Option<usize>]) -> usize {
-    fsl_dims.iter().map_while(|d| *d).product()
+/// What a layer above a leaf is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ancestor {
+    /// A struct (or map entries): one slot per entry reaching it.
+    Struct,
+    /// A list: repetition levels delimit its items.
+    List,
+    /// A fixed-size list of a nested type: one slot per `dim` entries.
+    FixedSizeList(usize),
+}
+
+/// Page lengths of a column under fixed-size lists stored as layers (and
+/// no list above them) count the lists' items: this is how many per row.
+pub fn row_multiplier(ancestors: &[Ancestor]) -> usize {
+    ancestors
+        .iter()
+        .take_while(|a| **a != Ancestor::List)
+        .map(|a| if let Ancestor::FixedSizeList(d) = a { *d } else { 1 })
+        .product()
 }
