@@ -326,3 +326,22 @@ def test_concurrent_writers(tmp_path):
     assert [v["version"] for v in ll.versions()] == list(range(1, ll.latest_version + 1))
     assert ll.latest_version == 1 + 4 * n
     assert sorted(lance.dataset(p).to_table()["x"].to_pylist()) == sorted(xs)
+
+
+def test_conflicts_and_rebase(tmp_path):
+    p = str(tmp_path / "ds")
+    lancelet.write_dataset(tbl(0, 20), p, max_rows_per_file=10)
+    a, b, c = lancelet.dataset(p), lancelet.dataset(p), lancelet.dataset(p)
+    assert a.delete("x = 1") == 1                       # v2, fragment 0
+    assert b.delete("x = 15") == 1                      # other fragment: rebased -> v3
+    with pytest.raises(lancelet.CommitConflictError):
+        c.delete("x = 2")                               # fragment 0 again: conflict
+    d = lancelet.dataset(p, version=1)
+    d.insert(tbl(100, 1))                               # append over deletes: rebased -> v4
+    e = lancelet.dataset(p, version=4)
+    lance.write_dataset(tbl(500, 2), p, mode="overwrite")  # v5 by pylance
+    with pytest.raises(lancelet.CommitConflictError):
+        e.insert(tbl(200, 1))                           # append over an overwrite: conflict
+    assert lancelet.dataset(p).latest_version == 5
+    check_every_version(p)
+    assert lance.dataset(p, version=4).to_table()["x"].to_pylist() == [0] + list(range(2, 15)) + list(range(16, 20)) + [100]
