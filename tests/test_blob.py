@@ -29,7 +29,7 @@ def _blob_table(n: int, seed: int) -> pa.Table:
                     schema=pa.schema([pa.field("id", pa.int64()), field]))
 
 
-@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
 def test_pylance_blob_column_reads_equal(version, tmp_path, lance_mod):
     table = _blob_table(300, seed=3)
     p = tmp_path / "blob.lance"

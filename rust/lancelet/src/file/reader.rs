@@ -206,6 +206,11 @@ impl FileReader {
     pub fn read_count(&self) -> u64 {
         self.storage.read_count()
     }
+    /// The storage handle of this file.
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
     /// Where this file lives.
     pub fn path(&self) -> &str {
         self.storage.display()

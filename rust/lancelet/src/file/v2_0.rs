@@ -212,7 +212,7 @@ fn build(
         DataType::Map(_, _) => Err(ctx(Error::unsupported("map columns in a 2.0 file"))),
         _ => {
             let pages = by_col.remove(&col).unwrap_or_default();
-            read_leaf(f, &pages, ranges).map_err(ctx)
+            read_leaf(r, f, &pages, ranges).map_err(ctx)
         }
     }
 }
@@ -373,7 +373,7 @@ fn as_u64s(block: &DataBlock, n: usize) -> Result<Vec<u64>> {
 // ---------------------------------------------------------------------------
 // Leaves
 
-fn read_leaf(f: &Field, pages: &[PageData], ranges: &[Range<u64>]) -> Result<ArrayRef> {
+fn read_leaf(r: &FileReader, f: &Field, pages: &[PageData], ranges: &[Range<u64>]) -> Result<ArrayRef> {
     let dt = f.data_type();
     let mut acc: Option<Appender> = None;
     let mut validity = BooleanBufferBuilder::new(0);
@@ -413,7 +413,45 @@ fn read_leaf(f: &Field, pages: &[PageData], ranges: &[Range<u64>]) -> Result<Arr
     if let DataType::Struct(_) = dt {
         return packed_struct_array(values, nulls, dt);
     }
+    if let (DataType::LargeBinary, DataBlock::Fixed { bits: 128, data, len }) = (dt, &values) {
+        return blob_array(r, data, *len, nulls);
+    }
     leaf_array(values, nulls, dt)
+}
+
+/// Fetch the values of a 2.0 blob column from their (position, size)
+/// descriptions; `size == 0` with a non-zero position marks a null.
+fn blob_array(r: &FileReader, desc: &[u8], len: usize, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let mut ranges = Vec::new();
+    let mut valid = BooleanBufferBuilder::new(len);
+    let mut any_null = false;
+    for i in 0..len {
+        let pos = u64::from_le_bytes(desc[16 * i..16 * i + 8].try_into().unwrap());
+        let size = u64::from_le_bytes(desc[16 * i + 8..16 * i + 16].try_into().unwrap());
+        let is_null = (size == 0 && pos != 0) || nulls.as_ref().is_some_and(|n| n.is_null(i));
+        valid.append(!is_null);
+        any_null |= is_null;
+        if !is_null && size > 0 {
+            match pos.checked_add(size) {
+                Some(end) if end <= r.size() => ranges.push(pos..end),
+                _ => return Err(Error::corrupt(format!("blob {i} at {pos}+{size} lies outside the file"))),
+            }
+        } else {
+            ranges.push(0..0);
+        }
+    }
+    let wanted: Vec<Range<u64>> = ranges.iter().filter(|r| !r.is_empty()).cloned().collect();
+    let mut fetched = r.storage().read_ranges(&wanted)?.into_iter();
+    let mut offsets = Offsets::new(true);
+    let mut data = Vec::new();
+    for rg in &ranges {
+        if !rg.is_empty() {
+            data.extend_from_slice(&fetched.next().expect("one per range"));
+        }
+        offsets.push_end(data.len())?;
+    }
+    let nulls = any_null.then(|| NullBuffer::new(valid.finish()));
+    leaf_array(DataBlock::Variable { offsets, data }, nulls, &DataType::LargeBinary)
 }
 
 /// Values of one page plus their validity.
@@ -671,6 +709,9 @@ fn decode_array(
                 validity: bytes.validity,
             })
         }
+        // A 2.0 blob column: (position u64, size u64) per row, resolved by
+        // `read_leaf`, which can reach the file.
+        Enc::PackedStruct(ps) if *dt == DataType::LargeBinary => fixed_from(page_buf(&ps.buffer, bufs)?, 128, n),
         Enc::PackedStruct(ps) => {
             let DataType::Struct(fields) = dt else {
                 return Err(Error::corrupt(format!("packed struct page for type {dt}")));
