@@ -406,24 +406,26 @@ fn fullzip_values(
 /// child arrays by the schema.
 fn variable_packed_rows(v: &crate::proto::encodings21::VariablePackedStruct, raw: &[&[u8]], valid: &[bool]) -> Result<DataBlock> {
     use crate::proto::encodings21::variable_packed_struct::field_encoding::Layout;
+    // Variable children may be compressed value by value (FSST, zstd…);
+    // fixed children must be stored raw.
+    let mut decoders = Vec::with_capacity(v.fields.len());
     for f in &v.fields {
-        if let Some(enc) = &f.value {
-            let raw_bytes = match variant(enc)? {
-                Enc::Flat(f) => f.data.is_none(),
-                Enc::Variable(v) => v.values.is_none(),
-                _ => false,
-            };
-            if !raw_bytes {
-                return Err(Error::unsupported("compressed children in a variable packed struct"));
-            }
-        }
+        let dec = match (&f.value, &f.layout) {
+            (Some(enc), Some(Layout::BitsPerLength(_))) => value_decoder(enc)?,
+            (Some(enc), _) => match variant(enc)? {
+                Enc::Flat(fl) if fl.data.is_none() => ValueDecoder::Raw,
+                _ => return Err(Error::unsupported("compressed fixed-width child in a variable packed struct")),
+            },
+            (None, _) => ValueDecoder::Raw,
+        };
+        decoders.push(dec);
     }
     let mut offsets = Offsets::new(true);
     let mut data = Vec::with_capacity(raw.iter().map(|r| r.len() + 8 * v.fields.len()).sum());
     for (row, ok) in raw.iter().zip(valid) {
         if *ok {
             let mut at = 0usize;
-            for f in &v.fields {
+            for (f, dec) in v.fields.iter().zip(&decoders) {
                 match f.layout.as_ref().ok_or_else(|| Error::corrupt("packed struct field without layout"))? {
                     Layout::BitsPerValue(bits) => {
                         let w = (*bits as usize).div_ceil(8);
@@ -440,8 +442,11 @@ fn variable_packed_rows(v: &crate::proto::encodings21::VariablePackedStruct, raw
                         .ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
                         at += (*bits / 8) as usize;
                         let b = row.get(at..at.saturating_add(len)).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
-                        data.extend_from_slice(&(len as u64).to_le_bytes());
-                        data.extend_from_slice(b);
+                        let len_at = data.len();
+                        data.extend_from_slice(&0u64.to_le_bytes());
+                        dec.decode_into(b, &mut data)?;
+                        let out_len = (data.len() - len_at - 8) as u64;
+                        data[len_at..len_at + 8].copy_from_slice(&out_len.to_le_bytes());
                         at += len;
                     }
                 }
