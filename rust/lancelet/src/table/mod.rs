@@ -20,7 +20,6 @@ pub mod deletion;
 pub mod features;
 pub mod fragment;
 pub mod manifest;
-pub mod predicate;
 pub mod rowids;
 pub mod scan;
 pub mod tags;

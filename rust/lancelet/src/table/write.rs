@@ -399,7 +399,7 @@ pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &st
 
 /// Delete the rows matching a SQL predicate.
 pub fn delete(ds: &Arc<Dataset>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
-    let filter = crate::table::predicate::parse_predicate(predicate, ds.schema())?;
+    let filter = crate::expr::parse_filter(predicate, ds.schema())?;
     delete_rows(ds, filter, predicate, hook)
 }
 
