@@ -11,8 +11,8 @@
 //! * [`scan`]: streaming scans, `take`, `_rowid`/`_rowaddr`;
 //! * [`write`]: create/append/overwrite, delete, restore; [`transaction`]
 //!   builds manifests and checks conflicts, [`commit`] writes them
-//!   atomically, [`tags`] creates/deletes tags, [`predicate`] parses delete
-//!   predicates.
+//!   atomically, [`tags`] creates/deletes tags; delete predicates are SQL
+//!   filters ([`crate::expr`]).
 
 pub mod commit;
 pub mod dataset;
