@@ -144,10 +144,10 @@ fn test(t: BoolTest, b: &BooleanArray) -> BooleanArray {
         None => arrow_buffer::BooleanBuffer::new_set(b.len()),
     };
     let out = match t {
-        BoolTest::IsTrue => &vals & &valid,
-        BoolTest::IsNotTrue => !&(&vals & &valid),
-        BoolTest::IsFalse => &(!&vals) & &valid,
-        BoolTest::IsNotFalse => !&(&(!&vals) & &valid),
+        BoolTest::True => &vals & &valid,
+        BoolTest::NotTrue => !&(&vals & &valid),
+        BoolTest::False => &(!&vals) & &valid,
+        BoolTest::NotFalse => !&(&(!&vals) & &valid),
     };
     BooleanArray::new(out, None)
 }

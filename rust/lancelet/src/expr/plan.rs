@@ -42,10 +42,10 @@ pub enum ArithOp {
 /// Boolean tests: `IS [NOT] TRUE|FALSE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoolTest {
-    IsTrue,
-    IsNotTrue,
-    IsFalse,
-    IsNotFalse,
+    True,
+    NotTrue,
+    False,
+    NotFalse,
 }
 
 /// Scalar functions.
@@ -311,10 +311,10 @@ impl Planner<'_> {
             }
             E::IsNull(x) => Ok(Expr { kind: Kind::IsNull(Box::new(self.plan(x)?)), data_type: DataType::Boolean }),
             E::IsNotNull(x) => Ok(Expr { kind: Kind::IsNotNull(Box::new(self.plan(x)?)), data_type: DataType::Boolean }),
-            E::IsTrue(x) => self.test(BoolTest::IsTrue, x),
-            E::IsNotTrue(x) => self.test(BoolTest::IsNotTrue, x),
-            E::IsFalse(x) => self.test(BoolTest::IsFalse, x),
-            E::IsNotFalse(x) => self.test(BoolTest::IsNotFalse, x),
+            E::IsTrue(x) => self.test(BoolTest::True, x),
+            E::IsNotTrue(x) => self.test(BoolTest::NotTrue, x),
+            E::IsFalse(x) => self.test(BoolTest::False, x),
+            E::IsNotFalse(x) => self.test(BoolTest::NotFalse, x),
             E::IsDistinctFrom(a, b) => self.compare(CmpOp::Distinct, self.plan(a)?, self.plan(b)?),
             E::IsNotDistinctFrom(a, b) => self.compare(CmpOp::NotDistinct, self.plan(a)?, self.plan(b)?),
             E::InList { expr, list, negated } => {

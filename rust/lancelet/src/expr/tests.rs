@@ -243,5 +243,17 @@ fn typed_literals() {
     let s = Schema::new(vec![Field::new("t", DataType::Timestamp(TimeUnit::Nanosecond, None), true)]);
     let f = SqlFilter::new("t < timestamp '2024-01-01 10:00:00.5'", &s).unwrap();
     assert_eq!(f.columns(), vec!["t".to_string()]);
-    assert!(SqlFilter::new("t < timestamp(3) '2024-01-01 10:00:00'", &s).is_ok() || true);
+    let b = RecordBatch::try_new(
+        Arc::new(s.clone()),
+        vec![Arc::new(TimestampNanosecondArray::from(vec![Some(1_704_103_200_000_000_000), Some(1_704_103_200_600_000_000), None]))],
+    )
+    .unwrap();
+    let m = f.evaluate(&b).unwrap();
+    assert_eq!(m, BooleanArray::from(vec![true, false, false]));
+    let f = SqlFilter::new("t = CAST('2024-01-01 10:00:00.6' AS timestamp(3))", &s).unwrap();
+    assert_eq!(f.evaluate(&b).unwrap(), BooleanArray::from(vec![false, true, false]));
+    let f = SqlFilter::new("t = decimal '1.5' OR t IS NULL", &s);
+    assert!(f.is_err());
+    let e = SqlFilter::new("t < timestamp(4) '2024-01-01'", &s).unwrap_err().to_string();
+    assert!(e.contains("precision"), "{e}");
 }
