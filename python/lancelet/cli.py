@@ -139,7 +139,7 @@ def _collect(ds: Any) -> Dict[str, Any]:
         ts = v["timestamp"]
         versions.append({
             "version": v["version"],
-            "timestamp": ts.isoformat(sep=" ", timespec="seconds") if isinstance(ts, datetime.datetime) else str(ts),
+            "timestamp": ts.isoformat(sep=" ", timespec="milliseconds") if isinstance(ts, datetime.datetime) else str(ts),
             "rows": rows,
             "tags": tags_by_version.get(v["version"], []),
             "current": v["version"] == ds.version,
@@ -237,7 +237,8 @@ def _render(info: Dict[str, Any]) -> str:
     out += _table(["version", "timestamp", "rows", "tags"], rows, [True, False, True, False])
 
     out.append("")
-    out.append(f"Schema ({len(info['schema'])} fields)")
+    n = len(info["schema"])
+    out.append(f"Schema ({n} field{'' if n == 1 else 's'})")
     out += ["  " + ln for ln in info["schema_text"].splitlines()]
 
     out.append("")
@@ -321,6 +322,8 @@ def _text(v: Any) -> str:
         return "null"
     if isinstance(v, str):
         return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, (bytes, bytearray)):
         return "0x" + bytes(v).hex()
     if isinstance(v, float):
@@ -338,9 +341,11 @@ def _columns_of(batch: pa.RecordBatch) -> List[List[Any]]:
 
 class _TableWriter:
     """Aligned text table, streamed: column widths are fixed by the header and
-    the first batch; wider values later on are cut with an ellipsis."""
+    the first rows; wider text later on is cut with an ellipsis (numbers are
+    never cut, they push their row's later cells right instead)."""
 
     MAX_WIDTH = 40
+    SAMPLE = 1000
 
     def __init__(self, out: Any) -> None:
         self.out = out
@@ -354,14 +359,17 @@ class _TableWriter:
     def _cut(self, s: str, w: int) -> str:
         return s if len(s) <= w else s[: max(w - 1, 0)] + "…"
 
-    def header(self, schema: pa.Schema, first: Optional[pa.RecordBatch]) -> None:
+    def header(self, schema: pa.Schema, head: List[pa.RecordBatch]) -> None:
         names = [f.name for f in schema]
-        cols = _columns_of(first) if first is not None else [[] for _ in names]
+        cols: List[List[Any]] = [[] for _ in names]
+        for b in head:
+            for acc, col in zip(cols, _columns_of(b)):
+                acc.extend(col)
         self.right = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
                       for f in schema]
         self.widths = []
         for name, col in zip(names, cols):
-            w = max([len(name)] + [len(self._clean(_text(v))) for v in col[:1000]])
+            w = max([len(name)] + [len(self._clean(_text(v))) for v in col[: self.SAMPLE]])
             self.widths.append(min(w, max(self.MAX_WIDTH, len(name))))
         self._line(names, header=True)
         self.out.write("  ".join("-" * w for w in self.widths) + "\n")
@@ -370,7 +378,7 @@ class _TableWriter:
         assert self.widths is not None
         parts = []
         for c, w, rj in zip(cells, self.widths, self.right):
-            c = self._cut(self._clean(c), w)
+            c = self._clean(c) if rj else self._cut(self._clean(c), w)
             parts.append(c.rjust(w) if rj and not header else c.ljust(w))
         self.out.write("  ".join(parts).rstrip() + "\n")
 
@@ -400,14 +408,21 @@ def _cmd_cat(args: argparse.Namespace) -> int:
     out = sys.stdout
     n = 0
     if args.format == "table":
+        # Column widths come from the first rows (up to _TableWriter.SAMPLE),
+        # buffered before anything is printed; the rest streams.
         it = iter(batches)
-        first = next(it, None)
-        schema = first.schema if first is not None else scanner.projected_schema
+        head: List[pa.RecordBatch] = []
+        while sum(b.num_rows for b in head) < _TableWriter.SAMPLE:
+            b = next(it, None)
+            if b is None:
+                break
+            head.append(b)
+        schema = head[0].schema if head else scanner.projected_schema
         tw = _TableWriter(out)
-        tw.header(schema, first)
-        if first is not None:
-            tw.batch(first)
-            n += first.num_rows
+        tw.header(schema, head)
+        for b in head:
+            tw.batch(b)
+            n += b.num_rows
         for b in it:
             tw.batch(b)
             n += b.num_rows
