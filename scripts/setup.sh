@@ -11,4 +11,8 @@ command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with
 "$PY" -m pip install -q --disable-pip-version-check \
   "maturin>=1.7,<2" "pyarrow>=14" "pylance==14.0.2" "pytest>=8" "hypothesis>=6" numpy "pandas<3"
 # Build + install the package (incremental: reuses ./target between runs).
-"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps .
+# LANCELET_PROFILE=dev (used by the test command) shares compiled
+# dependencies with `cargo test` and builds much faster; the default
+# release profile is what the main job and benchmarks use.
+MATURIN_PEP517_ARGS="--profile ${LANCELET_PROFILE:-release}" \
+  "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps .

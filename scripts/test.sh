@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-bash scripts/setup.sh
+# Tests build the extension in the dev profile (dependencies optimised,
+# see Cargo.toml) so that it and `cargo test` share one set of artifacts.
+LANCELET_PROFILE="${LANCELET_PROFILE:-dev}" bash scripts/setup.sh
 cargo test -p lancelet --quiet
 # Run pytest from outside the source tree so it imports the installed package.
 cd tests && python3 -m pytest -q -p no:cacheprovider --rootdir=.. -c ../pyproject.toml . "$@"
