@@ -557,7 +557,7 @@ pub fn train_forced<O: Offset>(offsets: &[O], data: &[u8]) -> Result<SymbolTable
 }
 
 /// About this many sample bytes are used for training.
-const SAMPLE_TARGET: usize = 16 * 1024;
+const SAMPLE_TARGET: usize = 32 * 1024;
 /// Longest piece of one string taken into the sample (short windows from
 /// many strings generalize better than a few whole long strings).
 const SAMPLE_PIECE: usize = 64;
@@ -645,7 +645,7 @@ fn build_table(sample: &[&[u8]]) -> SymbolTable {
     };
     let mut count1 = vec![0u32; CODES];
     let mut count2 = vec![0u32; CODES * CODES];
-    const ROUNDS: usize = 5;
+    const ROUNDS: usize = 8;
     for _round in 0..ROUNDS {
         count1.iter_mut().for_each(|c| *c = 0);
         count2.iter_mut().for_each(|c| *c = 0);
