@@ -14,7 +14,7 @@ import dataclasses
 import datetime
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -71,6 +71,18 @@ def _int_list(values: Any, what: str) -> List[int]:
     if any(v < 0 for v in out):
         raise InvalidInputError(f"{what} must be non-negative")
     return out
+
+
+def _row_range(r: Any) -> Optional[Tuple[int, int]]:
+    if r is None:
+        return None
+    try:
+        start, end = (int(x) for x in r)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"row_range must be a (start, end) pair of integers, got {r!r}") from None
+    if start < 0 or end < start:
+        raise InvalidInputError(f"row_range {r!r} must satisfy 0 <= start <= end")
+    return (start, end)
 
 
 def _version_args(version: Union[int, str, None]):
@@ -190,6 +202,18 @@ class LanceFragment:
         """The deletion file's path relative to the dataset root, or None."""
         return self._deletion
 
+    def scanner(self, columns: Optional[Sequence[str]] = None, filter: Any = None, batch_size: Optional[int] = None,
+                with_row_id: bool = False, with_row_address: bool = False,
+                row_range: Optional[Tuple[int, int]] = None) -> "Scanner":
+        """A scan of this fragment only; ``row_range=(start, end)`` limits it
+        to those physical rows (deleted ones still left out)."""
+        return self._ds.scanner(columns=columns, filter=filter, batch_size=batch_size, fragments=[self],
+                                with_row_id=with_row_id, with_row_address=with_row_address, row_range=row_range)
+
+    def to_batches(self, columns: Optional[Sequence[str]] = None, filter: Any = None,
+                   batch_size: Optional[int] = None, **kwargs: Any):
+        return self.scanner(columns=columns, filter=filter, batch_size=batch_size, **kwargs).to_batches()
+
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                  offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         return self._ds.to_table(columns=columns, filter=filter, limit=limit, offset=offset, with_row_id=with_row_id,
@@ -273,7 +297,7 @@ class Scanner:
 
     def count_rows(self) -> int:
         kw = self._kw
-        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"])
+        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"])
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self.to_reader().__arrow_c_stream__(requested_schema)
@@ -346,7 +370,11 @@ class Dataset:
     def scanner(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                 offset: Optional[int] = None, batch_size: Optional[int] = None,
                 fragments: Optional[Iterable[LanceFragment]] = None, *, with_row_id: bool = False,
-                with_row_address: bool = False, **unsupported: Any) -> Scanner:
+                with_row_address: bool = False, row_range: Optional[Tuple[int, int]] = None,
+                **unsupported: Any) -> Scanner:
+        """Plan a scan. ``row_range=(start, end)`` keeps only the physical
+        rows ``start <= offset < end`` of each fragment scanned (how a
+        distributed task reads one slice of a large fragment)."""
         filter = _filter(filter)
         for k, v in unsupported.items():
             if v is not None and v is not False:
@@ -360,7 +388,7 @@ class Dataset:
         return Scanner(self, dict(
             columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
             with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
-            filter=filter))
+            filter=filter, row_range=_row_range(row_range)))
 
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                  offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,

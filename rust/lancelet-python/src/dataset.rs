@@ -140,7 +140,7 @@ impl NativeDataset {
     }
 
     /// Stream a scan batch by batch.
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -153,14 +153,15 @@ impl NativeDataset {
         batch_size: Option<usize>,
         fragments: Option<Vec<u64>>,
         filter: Option<String>,
+        row_range: Option<(u64, u64)>,
     ) -> PyResult<ArrowStream> {
-        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None };
-        let stream = py.detach(|| guard(|| Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)?.stream())).py_err()?;
+        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None, row_range: row_range.map(|(s, e)| s..e) };
+        let stream = py.detach(|| guard(|| self.scanner(opts, filter)?.stream())).py_err()?;
         Ok(ArrowStream::new(Box::new(StreamReader { schema: stream.schema(), inner: stream })))
     }
 
     /// The whole scan, read before returning (errors keep their types).
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan_all(
         &self,
@@ -173,12 +174,13 @@ impl NativeDataset {
         batch_size: Option<usize>,
         fragments: Option<Vec<u64>>,
         filter: Option<String>,
+        row_range: Option<(u64, u64)>,
     ) -> PyResult<ArrowStream> {
-        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None };
+        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None, row_range: row_range.map(|(s, e)| s..e) };
         let (schema, batches) = py
             .detach(|| {
                 guard(|| {
-                    let s = Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)?;
+                    let s = self.scanner(opts, filter)?;
                     Ok((s.schema().clone(), s.collect()?))
                 })
             })
@@ -187,7 +189,7 @@ impl NativeDataset {
     }
 
     /// Rows a scan would return.
-    #[pyo3(signature = (limit=None, offset=0, fragments=None, filter=None))]
+    #[pyo3(signature = (limit=None, offset=0, fragments=None, filter=None, row_range=None))]
     fn count_rows(
         &self,
         py: Python<'_>,
@@ -195,9 +197,10 @@ impl NativeDataset {
         offset: u64,
         fragments: Option<Vec<u64>>,
         filter: Option<String>,
+        row_range: Option<(u64, u64)>,
     ) -> PyResult<u64> {
-        let opts = ScanOptions { columns: Some(Vec::new()), limit, offset, fragments, ..Default::default() };
-        py.detach(|| guard(|| Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)?.count_rows())).py_err()
+        let opts = ScanOptions { columns: Some(Vec::new()), limit, offset, fragments, row_range: row_range.map(|(s, e)| s..e), ..Default::default() };
+        py.detach(|| guard(|| self.scanner(opts, filter)?.count_rows())).py_err()
     }
 
     /// Rows at dataset positions (after deletions).
@@ -207,11 +210,25 @@ impl NativeDataset {
         Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
     }
 
+    /// Rows with these row ids that exist, and for each id whether it did.
+    #[pyo3(signature = (row_ids, columns=None))]
+    fn take_row_ids_found(&self, py: Python<'_>, row_ids: Vec<u64>, columns: Option<Vec<String>>) -> PyResult<(ArrowStream, Vec<bool>)> {
+        let (batch, found) = py.detach(|| guard(|| self.inner.take_row_ids_found(&row_ids, columns.as_deref()))).py_err()?;
+        Ok((ArrowStream::from_batches(batch.schema(), vec![batch]), found))
+    }
+
     /// Rows with these row ids (deleted ones are left out).
     #[pyo3(signature = (row_ids, columns=None))]
     fn take_row_ids(&self, py: Python<'_>, row_ids: Vec<u64>, columns: Option<Vec<String>>) -> PyResult<ArrowStream> {
         let batch = py.detach(|| guard(|| self.inner.take_row_ids(&row_ids, columns.as_deref()))).py_err()?;
         Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
+    }
+}
+
+impl NativeDataset {
+    /// Plan a scan of this version, with the SQL filter parsed in.
+    fn scanner(&self, opts: ScanOptions, filter: Option<String>) -> lancelet::Result<Scanner> {
+        Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)
     }
 }
 

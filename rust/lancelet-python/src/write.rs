@@ -1,14 +1,18 @@
 //! Python glue for the write side of datasets: `write_dataset`, and the
 //! committing methods of a dataset (insert, delete, restore, tags). Each
-//! returns the new version as a `Dataset`; the GIL is released while data
-//! is written (pyarrow takes it back when a Python-backed stream needs it).
+//! returns the new version as a `Dataset`. The `staged_*` functions are the
+//! two halves of a distributed write (workers stage, a driver commits). The
+//! GIL is released while data is written (pyarrow takes it back when a
+//! Python-backed stream needs it).
 
 use std::sync::Arc;
 
+use lancelet::table::staged::{self, StagePlan};
 use lancelet::table::write::{self, WriteMode, WriteParams};
 use lancelet::table::{tags, Dataset};
 use lancelet::file::FileVersion;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use pyo3::wrap_pyfunction;
 
 use crate::dataset::NativeDataset;
@@ -86,6 +90,81 @@ fn tag_delete(py: Python<'_>, ds: &NativeDataset, name: String) -> PyResult<()> 
     py.detach(move || guard(move || tags::delete_tag(inner.root(), &name))).py_err()
 }
 
+fn stage_plan(uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: arrow_schema::SchemaRef) -> PyResult<StagePlan> {
+    Ok(StagePlan {
+        uri,
+        mode: WriteMode::parse(mode).py_err()?,
+        read_version,
+        data_storage_version: FileVersion::parse(data_storage_version).py_err()?,
+        schema,
+    })
+}
+
+/// Latest version of the dataset at `uri` (0 when there is none).
+#[pyfunction]
+fn staged_latest_version(py: Python<'_>, uri: String) -> PyResult<u64> {
+    py.detach(move || guard(move || staged::latest_version(&uri))).py_err()
+}
+
+/// Check that data of `schema` can be written with this plan (before any task runs).
+#[pyfunction]
+fn staged_check(py: Python<'_>, uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: &Bound<'_, PyAny>) -> PyResult<()> {
+    let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?))?;
+    py.detach(move || guard(move || plan.check())).py_err()
+}
+
+/// Write an Arrow stream as uncommitted data files: encoded fragments.
+#[pyfunction]
+#[pyo3(signature = (uri, mode, read_version, data_storage_version, data, max_rows_per_file, name_prefix))]
+#[allow(clippy::too_many_arguments)]
+fn staged_write(
+    py: Python<'_>,
+    uri: String,
+    mode: &str,
+    read_version: u64,
+    data_storage_version: &str,
+    data: &Bound<'_, PyAny>,
+    max_rows_per_file: u64,
+    name_prefix: String,
+) -> PyResult<Vec<Py<PyBytes>>> {
+    let reader = crate::arrow_ffi::import_stream(data)?;
+    let schema = arrow_array::RecordBatchReader::schema(&reader);
+    let plan = stage_plan(uri, mode, read_version, data_storage_version, schema)?;
+    let frags = py.detach(move || guard(move || staged::write_fragments(&plan, batches(reader), max_rows_per_file, &name_prefix))).py_err()?;
+    Ok(frags.iter().map(|f| PyBytes::new(py, f).unbind()).collect())
+}
+
+/// Commit encoded fragments as one new version.
+#[pyfunction]
+#[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, fragments, enable_stable_row_ids=false))]
+#[allow(clippy::too_many_arguments)]
+fn staged_commit(
+    py: Python<'_>,
+    uri: String,
+    mode: &str,
+    read_version: u64,
+    data_storage_version: &str,
+    schema: &Bound<'_, PyAny>,
+    fragments: Vec<Vec<u8>>,
+    enable_stable_row_ids: bool,
+) -> PyResult<NativeDataset> {
+    let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?))?;
+    let ds = py.detach(move || guard(move || staged::commit_fragments(&plan, &fragments, enable_stable_row_ids))).py_err()?;
+    Ok(wrap(ds))
+}
+
+/// Data file names referenced by encoded fragments.
+#[pyfunction]
+fn staged_file_names(fragments: Vec<Vec<u8>>) -> PyResult<Vec<String>> {
+    guard(|| staged::staged_file_names(&fragments)).py_err()
+}
+
+/// Delete data files named with `name_prefix` that are not in `keep`.
+#[pyfunction]
+fn staged_cleanup(py: Python<'_>, uri: String, name_prefix: String, keep: Vec<String>) -> PyResult<usize> {
+    py.detach(move || guard(move || staged::remove_staged_files(&uri, &name_prefix, &keep))).py_err()
+}
+
 /// Add the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_dataset, m)?)?;
@@ -94,5 +173,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset_restore, m)?)?;
     m.add_function(wrap_pyfunction!(tag_create, m)?)?;
     m.add_function(wrap_pyfunction!(tag_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_latest_version, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_check, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_write, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_file_names, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_cleanup, m)?)?;
     Ok(())
 }

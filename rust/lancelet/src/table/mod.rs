@@ -12,7 +12,8 @@
 //! * [`write`]: create/append/overwrite, delete, restore; [`transaction`]
 //!   builds manifests and checks conflicts, [`commit`] writes them
 //!   atomically, [`tags`] creates/deletes tags; delete predicates are SQL
-//!   filters ([`crate::expr`]).
+//!   filters ([`crate::expr`]);
+//! * [`staged`]: distributed writes — workers stage fragments, one commit.
 
 pub mod commit;
 pub mod dataset;
@@ -22,6 +23,7 @@ pub mod fragment;
 pub mod manifest;
 pub mod rowids;
 pub mod scan;
+pub mod staged;
 pub mod tags;
 pub mod transaction;
 pub mod write;

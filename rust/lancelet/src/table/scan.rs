@@ -74,6 +74,9 @@ pub struct ScanOptions {
     pub batch_size: Option<usize>,
     /// Only these fragment ids, in this order (all when `None`).
     pub fragments: Option<Vec<u64>>,
+    /// Only physical rows in this range of each fragment (a task of a
+    /// distributed scan reads one slice of a large fragment).
+    pub row_range: Option<Range<u64>>,
 }
 
 /// One fragment's part of the plan.
@@ -199,6 +202,25 @@ impl Scanner {
         }
     }
 
+    /// Surviving physical rows of fragment `i` within `row_range`.
+    fn live_ranges(&self, i: usize) -> Result<Vec<Range<u64>>> {
+        let live = self.ds.live_ranges(i)?;
+        Ok(match &self.opts.row_range {
+            None => live,
+            Some(r) => live.into_iter().filter_map(|l| {
+                let (s, e) = (l.start.max(r.start), l.end.min(r.end));
+                (s < e).then_some(s..e)
+            }).collect(),
+        })
+    }
+
+    fn live_rows(&self, i: usize) -> Result<u64> {
+        match self.opts.row_range {
+            None => self.ds.live_rows(i),
+            Some(_) => Ok(rows_in(&self.live_ranges(i)?)),
+        }
+    }
+
     /// Rows the scan returns.
     pub fn count_rows(&self) -> Result<u64> {
         if self.opts.filter.is_some() {
@@ -209,7 +231,7 @@ impl Scanner {
             return Ok(n);
         }
         let idx = self.fragment_indices()?;
-        let total: u64 = idx.par_iter().map(|&i| self.ds.live_rows(i)).collect::<Result<Vec<_>>>()?.into_iter().sum();
+        let total: u64 = idx.par_iter().map(|&i| self.live_rows(i)).collect::<Result<Vec<_>>>()?.into_iter().sum();
         let after = total.saturating_sub(self.opts.offset);
         Ok(self.opts.limit.map_or(after, |l| l.min(after)))
     }
@@ -222,7 +244,7 @@ impl Scanner {
         let mut plans = indices
             .par_iter()
             .map(|&i| {
-                let live = ds.live_ranges(i)?;
+                let live = self.live_ranges(i)?;
                 let row_ids = if want_ids { ds.row_id_sequence(i)?.map(Arc::new) } else { None };
                 let f = &ds.fragments()[i];
                 let rows = ds.physical_rows(i)?.max(1);
@@ -472,10 +494,21 @@ impl Dataset {
     /// Rows with these row ids (stable ids, or addresses without them), in
     /// the given order; ids of deleted rows are left out.
     pub fn take_row_ids(self: &Arc<Self>, ids: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        Ok(self.take_row_ids_found(ids, columns)?.0)
+    }
+
+    /// Like [`Self::take_row_ids`], and also tells for each id whether its
+    /// row was found (not deleted): the batch holds the found rows, in order.
+    pub fn take_row_ids_found(self: &Arc<Self>, ids: &[u64], columns: Option<&[String]>) -> Result<(RecordBatch, Vec<bool>)> {
+        let mut found = Vec::with_capacity(ids.len());
         let mut addrs = Vec::with_capacity(ids.len());
         if self.has_stable_row_ids() {
             let index = self.row_id_index()?;
-            addrs.extend(ids.iter().filter_map(|&id| index.get(id)));
+            for &id in ids {
+                let a = index.get(id);
+                found.push(a.is_some());
+                addrs.extend(a);
+            }
         } else {
             let mut dels: Vec<Option<Option<roaring::RoaringBitmap>>> = vec![None; self.fragments().len()];
             for &a in ids {
@@ -489,13 +522,14 @@ impl Dataset {
                 if dels[fi].is_none() {
                     dels[fi] = Some(self.deletions(fi)?);
                 }
-                if dels[fi].as_ref().expect("set").as_ref().is_some_and(|d| d.contains(off as u32)) {
-                    continue;
+                let deleted = dels[fi].as_ref().expect("set").as_ref().is_some_and(|d| d.contains(off as u32));
+                found.push(!deleted);
+                if !deleted {
+                    addrs.push(a);
                 }
-                addrs.push(a);
             }
         }
-        self.take_addresses(&addrs, columns)
+        Ok((self.take_addresses(&addrs, columns)?, found))
     }
 
     /// Rows at these (valid, live) row addresses, in order.

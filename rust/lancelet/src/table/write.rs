@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use arrow_array::{Array, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 
@@ -116,7 +116,7 @@ pub fn column_field_ids(schema: &LanceSchema, version: FileVersion) -> Vec<i32> 
 }
 
 /// The file version named by a manifest's `data_format`.
-fn dataset_file_version(m: &pb::Manifest) -> Result<FileVersion> {
+pub(crate) fn dataset_file_version(m: &pb::Manifest) -> Result<FileVersion> {
     match &m.data_format {
         Some(d) if !d.version.is_empty() => FileVersion::parse(&d.version),
         _ => Ok(FileVersion::Legacy),
@@ -127,10 +127,12 @@ fn dataset_file_version(m: &pb::Manifest) -> Result<FileVersion> {
 struct FragmentSink<'a> {
     root: &'a Storage,
     schema: LanceSchema,
-    arrow: SchemaRef,
     version: FileVersion,
     max_rows: u64,
     hook: Option<FailHook>,
+    /// Put in front of every data file name (distributed writes tag their
+    /// files with a job id so an aborted job's files can be found).
+    name_prefix: &'a str,
     current: Option<(FileWriter, String)>,
     done: Vec<pb::DataFragment>,
 }
@@ -140,7 +142,7 @@ impl FragmentSink<'_> {
         let mut off = 0usize;
         while off < batch.num_rows() {
             if self.current.is_none() {
-                let name = new_data_file_name();
+                let name = format!("{}{}", self.name_prefix, new_data_file_name());
                 let storage = self.root.child(&format!("data/{name}"))?;
                 self.current = Some((FileWriter::create_with_lance_schema(storage, self.schema.clone(), self.version)?, name));
             }
@@ -181,9 +183,47 @@ impl FragmentSink<'_> {
     }
 }
 
+/// Where and how [`stage_fragments`] writes data files.
+pub(crate) struct StageTarget<'a> {
+    pub root: &'a Storage,
+    pub schema: &'a LanceSchema,
+    pub version: FileVersion,
+    pub max_rows_per_file: u64,
+    pub name_prefix: &'a str,
+    pub hook: Option<FailHook>,
+}
+
+/// Write batches (conformed to the target schema) into new data files and
+/// return their fragments, not yet committed (ids are given at commit).
+pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item = Result<RecordBatch>>) -> Result<Vec<pb::DataFragment>> {
+    if t.max_rows_per_file == 0 {
+        return Err(Error::invalid_input("max_rows_per_file must be positive"));
+    }
+    let arrow: SchemaRef = Arc::new(t.schema.to_arrow());
+    let mut sink = FragmentSink {
+        root: t.root,
+        schema: t.schema.clone(),
+        version: t.version,
+        max_rows: t.max_rows_per_file,
+        hook: t.hook.clone(),
+        name_prefix: t.name_prefix,
+        current: None,
+        done: Vec::new(),
+    };
+    for b in batches {
+        let b = b?;
+        if b.num_rows() == 0 {
+            continue;
+        }
+        sink.push(&conform(&b, &arrow)?)?;
+    }
+    sink.close()?;
+    Ok(sink.done)
+}
+
 /// Conform an input batch to the dataset schema: same columns by name (in
 /// the dataset's order), compatible types. Errors name the field.
-fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let got = batch.schema();
     for g in got.fields() {
         if target.field_with_name(g.name()).is_err() {
@@ -217,7 +257,7 @@ fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")))
 }
 
-fn open_root(uri: &str) -> Result<Storage> {
+pub(crate) fn open_root(uri: &str) -> Result<Storage> {
     if !uri.contains("://") {
         // object_store paths may not contain `..`
         let p = std::path::Path::new(uri);
@@ -270,26 +310,8 @@ pub fn write_dataset(
         let probe = RecordBatch::new_empty(schema.clone());
         conform(&probe, &target)?;
     }
-    let mut sink = FragmentSink {
-        root: &root,
-        schema: lance_schema.clone(),
-        arrow: target.clone(),
-        version,
-        max_rows: params.max_rows_per_file,
-        hook: params.hook.clone(),
-        current: None,
-        done: Vec::new(),
-    };
-    for b in batches {
-        let b = b?;
-        if b.num_rows() == 0 {
-            continue;
-        }
-        let b = conform(&b, &sink.arrow)?;
-        sink.push(&b)?;
-    }
-    sink.close()?;
-    let fragments = std::mem::take(&mut sink.done);
+    let target_spec = StageTarget { root: &root, schema: &lance_schema, version, max_rows_per_file: params.max_rows_per_file, name_prefix: "", hook: params.hook.clone() };
+    let fragments = stage_fragments(&target_spec, batches)?;
     let op = match existing {
         Some(_) => Operation::Append(pb::transaction::Append { fragments }),
         None => Operation::Overwrite(pb::transaction::Overwrite {
@@ -311,28 +333,10 @@ pub fn write_dataset(
 
 /// Append batches to an existing dataset (read at `ds`'s version).
 pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, hook: Option<FailHook>) -> Result<Dataset> {
-    let target: SchemaRef = ds.schema().clone();
     let version = dataset_file_version(ds.manifest())?;
-    let mut sink = FragmentSink {
-        root: ds.root(),
-        schema: ds.lance_schema().clone(),
-        arrow: Arc::new(Schema::new(target.fields().iter().map(|f| f.as_ref().clone()).collect::<Vec<Field>>()).with_metadata(target.metadata().clone())),
-        version,
-        max_rows: 1024 * 1024,
-        hook: hook.clone(),
-        current: None,
-        done: Vec::new(),
-    };
-    for b in batches {
-        let b = b?;
-        if b.num_rows() == 0 {
-            continue;
-        }
-        let b = conform(&b, &sink.arrow)?;
-        sink.push(&b)?;
-    }
-    sink.close()?;
-    let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments: std::mem::take(&mut sink.done) }));
+    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", hook: hook.clone() };
+    let fragments = stage_fragments(&target, batches)?;
+    let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
     let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
     Dataset::open(ds.uri(), Some(VersionRef::Number(v)))
 }
@@ -415,6 +419,7 @@ pub fn restore(ds: &Dataset) -> Result<Dataset> {
 mod tests {
     use super::*;
     use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{Field, Schema};
 
     fn batch(start: i64, n: i64) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));

@@ -1,0 +1,100 @@
+"""Distributed writes: plan once, write fragments in many workers, commit once.
+
+>>> plan = lancelet.distributed.plan_write(uri, table.schema, mode="append")
+>>> staged = plan.write(part_of_the_data)          # in each worker
+>>> ds = plan.commit(staged_from_all_workers)      # once, on the driver
+
+A :class:`WritePlan` is plain, picklable data: the dataset URI, the mode,
+the version read when planning, the Arrow schema of the data and a job id.
+Workers write ordinary Lance data files whose names start with the job id
+and return the fragments they made as opaque ``bytes`` (the table format's
+``DataFragment`` message); nothing is visible until :meth:`WritePlan.commit`
+writes one new version holding all of them. ``commit`` then removes the
+job's files that it did not reference (from failed or duplicate task
+attempts), and :meth:`WritePlan.abort` removes all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from typing import Any, Iterable, List, Optional, Sequence
+
+import pyarrow as pa
+
+from lancelet import _native
+from lancelet.dataset import Dataset, _stream, _uri
+from lancelet.exceptions import InvalidInputError
+
+__all__ = ["WritePlan", "plan_write"]
+
+_MODES = ("create", "append", "overwrite")
+
+
+@dataclasses.dataclass(frozen=True)
+class WritePlan:
+    """What every worker of one distributed write shares (picklable)."""
+
+    uri: str
+    mode: str
+    read_version: int
+    schema: pa.Schema
+    data_storage_version: str
+    max_rows_per_file: int
+    enable_stable_row_ids: bool
+    job_id: str
+
+    @property
+    def file_prefix(self) -> str:
+        """Every data file of this job starts with this."""
+        return f"{self.job_id}-"
+
+    def write(self, data: Any) -> List[bytes]:
+        """Write ``data`` (Table, RecordBatchReader, batches, anything with
+        ``__arrow_c_stream__``) as new, uncommitted data files; returns the
+        staged fragments."""
+        if isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data):
+            data = pa.RecordBatchReader.from_batches(self.schema, data)
+        return list(_native.staged_write(self.uri, self.mode, self.read_version, self.data_storage_version,
+                                         _stream(data, self.schema), self.max_rows_per_file, self.file_prefix))
+
+    def commit(self, fragments: Iterable[bytes]) -> Dataset:
+        """Commit all staged fragments as one new version, then remove this
+        job's data files that the commit does not reference."""
+        frags = [bytes(f) for f in fragments]
+        native_ds = _native.staged_commit(self.uri, self.mode, self.read_version, self.data_storage_version,
+                                          self.schema, frags, self.enable_stable_row_ids)
+        self.cleanup(keep=_native.staged_file_names(frags))
+        return Dataset(self.uri, _native_ds=native_ds)
+
+    def abort(self) -> int:
+        """Remove every data file this job wrote; returns how many."""
+        return self.cleanup(keep=())
+
+    def cleanup(self, keep: Sequence[str] = ()) -> int:
+        """Remove this job's data files except those named in ``keep``."""
+        return _native.staged_cleanup(self.uri, self.file_prefix, list(keep))
+
+
+def plan_write(uri: Any, schema: pa.Schema, mode: str = "append", data_storage_version: Optional[str] = None,
+               max_rows_per_file: int = 1024 * 1024, enable_stable_row_ids: bool = False,
+               read_version: Optional[int] = None) -> WritePlan:
+    """Plan a distributed write of data with ``schema`` to ``uri``.
+
+    ``mode``: ``"append"`` (creates the dataset when missing),
+    ``"overwrite"`` or ``"create"``. The schema is checked against the
+    dataset here, before any worker writes: an append whose columns or types
+    differ from the dataset's raises :class:`InvalidInputError`."""
+    if mode not in _MODES:
+        raise InvalidInputError(f"unknown mode {mode!r} (expected create, append or overwrite)")
+    if int(max_rows_per_file) <= 0:
+        raise InvalidInputError("max_rows_per_file must be positive")
+    if not isinstance(schema, pa.Schema):
+        raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    uri = _uri(uri)
+    rv = _native.staged_latest_version(uri) if read_version is None else int(read_version)
+    plan = WritePlan(uri=uri, mode=mode, read_version=rv, schema=schema,
+                     data_storage_version=data_storage_version or "2.2", max_rows_per_file=int(max_rows_per_file),
+                     enable_stable_row_ids=bool(enable_stable_row_ids), job_id=secrets.token_hex(6))
+    _native.staged_check(plan.uri, plan.mode, plan.read_version, plan.data_storage_version, plan.schema)
+    return plan

@@ -1,0 +1,273 @@
+//! Distributed writes: many workers write data files for their share of the
+//! rows ("staged" fragments), then one driver commits all of them in a
+//! single transaction.
+//!
+//! A staged fragment is the table format's own `DataFragment` message
+//! (protobuf, id 0: ids are given when the commit places it), so it can
+//! travel between processes as bytes. Workers never touch `_versions/`:
+//! until the driver commits, nothing a worker wrote is visible.
+//!
+//! The plan all workers share is small and plain: the dataset URI, the
+//! mode, the version read at planning (`read_version`, 0 for a dataset that
+//! does not exist yet), the Arrow schema of the data and the data storage
+//! version. From it each worker derives the same Lance schema: for an
+//! append, the schema of the dataset at `read_version` (same field ids);
+//! otherwise the schema built from the Arrow schema, whose field ids are
+//! assigned deterministically in pre-order.
+//!
+//! Every data file a job writes is named `{name_prefix}{usual name}`. Failed
+//! tasks, aborted jobs and losing speculative attempts report nothing, so
+//! their files are found by that prefix in `data/` and removed
+//! ([`remove_staged_files`]); a commit keeps only the files it references.
+
+use std::collections::HashSet;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::file::schema::LanceSchema;
+use crate::file::FileVersion;
+use crate::io::Storage;
+use crate::proto::table as pb;
+use crate::table::commit::{commit, CommitOptions};
+use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::manifest::list_versions;
+use crate::table::transaction::{new_transaction, BuildOptions};
+use crate::table::write::{column_field_ids, conform, dataset_file_version, open_root, stage_fragments, StageTarget, WriteMode};
+
+use pb::transaction::Operation;
+
+/// What every worker of one distributed write agrees on.
+#[derive(Debug, Clone)]
+pub struct StagePlan {
+    /// Dataset location.
+    pub uri: String,
+    /// create / append / overwrite.
+    pub mode: WriteMode,
+    /// Latest version when the write was planned (0: no dataset yet).
+    pub read_version: u64,
+    /// File version for a new dataset or an overwrite.
+    pub data_storage_version: FileVersion,
+    /// Arrow schema of the data written.
+    pub schema: SchemaRef,
+}
+
+/// The latest version of the dataset at `uri`, 0 when there is none.
+pub fn latest_version(uri: &str) -> Result<u64> {
+    let root = open_root(uri)?;
+    Ok(list_versions(&root)?.last().map(|l| l.version).unwrap_or(0))
+}
+
+impl StagePlan {
+    /// True when the write adds to an existing dataset.
+    fn appends(&self) -> bool {
+        self.mode == WriteMode::Append && self.read_version > 0
+    }
+
+    /// The Lance schema and file version the data files get.
+    fn target(&self) -> Result<(LanceSchema, FileVersion, Option<Dataset>)> {
+        if self.appends() {
+            let ds = Dataset::open(&self.uri, Some(VersionRef::Number(self.read_version)))?;
+            let version = dataset_file_version(ds.manifest())?;
+            return Ok((ds.lance_schema().clone(), version, Some(ds)));
+        }
+        if self.schema.fields().is_empty() {
+            return Err(Error::invalid_input("cannot write a dataset with no columns"));
+        }
+        if self.data_storage_version == FileVersion::Legacy {
+            return Err(Error::unsupported("writing v0.1 (legacy) data files is not supported; use 2.0, 2.1 or 2.2"));
+        }
+        Ok((LanceSchema::from_arrow(&self.schema)?, self.data_storage_version, None))
+    }
+
+    /// Check the data's schema against the target before anything is written.
+    pub fn check(&self) -> Result<()> {
+        if self.mode == WriteMode::Create && self.read_version > 0 {
+            return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", self.uri) });
+        }
+        let (schema, _, _) = self.target()?;
+        conform(&RecordBatch::new_empty(self.schema.clone()), &std::sync::Arc::new(schema.to_arrow()))?;
+        Ok(())
+    }
+}
+
+/// Write `batches` as new data files (at most `max_rows_per_file` rows each)
+/// and return their fragments, encoded, uncommitted.
+pub fn write_fragments(
+    plan: &StagePlan,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    max_rows_per_file: u64,
+    name_prefix: &str,
+) -> Result<Vec<Vec<u8>>> {
+    check_prefix(name_prefix)?;
+    let (schema, version, _) = plan.target()?;
+    let root = open_root(&plan.uri)?;
+    let t = StageTarget { root: &root, schema: &schema, version, max_rows_per_file, name_prefix, hook: None };
+    Ok(stage_fragments(&t, batches)?.iter().map(|f| f.encode_to_vec()).collect())
+}
+
+fn check_prefix(p: &str) -> Result<()> {
+    if p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!("data file name prefix {p:?} may only hold letters, digits, '-' and '_'")))
+    }
+}
+
+/// Decode staged fragments and check they fit the plan's schema.
+fn decode(plan: &StagePlan, schema: &LanceSchema, version: FileVersion, staged: &[Vec<u8>]) -> Result<Vec<pb::DataFragment>> {
+    let ids = column_field_ids(schema, version);
+    staged
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let f = pb::DataFragment::decode(bytes.as_slice())
+                .map_err(|e| Error::invalid_input(format!("staged fragment #{i} for {} is not a DataFragment: {e}", plan.uri)))?;
+            for d in &f.files {
+                if d.fields != ids {
+                    return Err(Error::invalid_input(format!(
+                        "staged fragment #{i} ({}) was written for another schema (field ids {:?}, expected {:?})",
+                        d.path, d.fields, ids
+                    )));
+                }
+            }
+            if f.files.is_empty() || f.physical_rows == 0 {
+                return Err(Error::invalid_input(format!("staged fragment #{i} for {} has no rows", plan.uri)));
+            }
+            Ok(f)
+        })
+        .collect()
+}
+
+/// Commit staged fragments as one new version (an Append, or an Overwrite
+/// that creates or replaces the dataset). Returns the new version.
+pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_ids: bool) -> Result<Dataset> {
+    let (schema, version, _) = plan.target()?;
+    let fragments = decode(plan, &schema, version, staged)?;
+    let root = open_root(&plan.uri)?;
+    let op = if plan.appends() {
+        Operation::Append(pb::transaction::Append { fragments })
+    } else {
+        Operation::Overwrite(pb::transaction::Overwrite {
+            fragments,
+            schema: schema.to_pb()?,
+            schema_metadata: schema.metadata_pb(),
+            ..Default::default()
+        })
+    };
+    let txn = new_transaction(plan.read_version, op);
+    let opts = CommitOptions {
+        build: BuildOptions { enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
+        must_not_exist: plan.mode == WriteMode::Create,
+        hook: None,
+    };
+    let v = commit(&root, &txn, &opts)?;
+    Dataset::open(&plan.uri, Some(VersionRef::Number(v)))
+}
+
+/// The data file names that staged fragments reference.
+pub fn staged_file_names(staged: &[Vec<u8>]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, bytes) in staged.iter().enumerate() {
+        let f = pb::DataFragment::decode(bytes.as_slice()).map_err(|e| Error::invalid_input(format!("staged fragment #{i} is not a DataFragment: {e}")))?;
+        out.extend(f.files.into_iter().map(|d| d.path));
+    }
+    Ok(out)
+}
+
+/// Delete the files in `data/` whose names start with `name_prefix`, except
+/// those named in `keep`. Returns how many were deleted.
+pub fn remove_staged_files(uri: &str, name_prefix: &str, keep: &[String]) -> Result<usize> {
+    check_prefix(name_prefix)?;
+    if name_prefix.is_empty() {
+        return Err(Error::invalid_input("refusing to remove staged files without a job prefix"));
+    }
+    let keep: HashSet<&str> = keep.iter().map(|s| s.as_str()).collect();
+    let data: Storage = open_root(uri)?.child("data")?;
+    let mut n = 0;
+    for (name, _) in data.list()? {
+        if name.starts_with(name_prefix) && !keep.contains(name.as_str()) {
+            match data.child(&name)?.delete() {
+                Ok(()) | Err(Error::NotFound { .. }) => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::scan::{ScanOptions, Scanner};
+    use crate::table::transaction::random_u64;
+    use arrow_array::{Array, Int64Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn batch(start: i64, n: i64) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(start..start + n))]).unwrap()
+    }
+
+    fn plan(uri: &str, mode: WriteMode) -> StagePlan {
+        StagePlan {
+            uri: uri.into(),
+            mode,
+            read_version: latest_version(uri).unwrap(),
+            data_storage_version: FileVersion::V2_2,
+            schema: batch(0, 0).schema(),
+        }
+    }
+
+    fn xs(uri: &str) -> Vec<i64> {
+        let ds = Arc::new(Dataset::open(uri, None).unwrap());
+        let mut v: Vec<i64> = Scanner::new(ds, ScanOptions::default())
+            .unwrap()
+            .collect()
+            .unwrap()
+            .iter()
+            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn staged_write_commit_and_cleanup() {
+        let uri = std::env::temp_dir().join(format!("lancelet-staged-{}", random_u64())).to_string_lossy().into_owned();
+        // two "tasks" stage fragments for a new dataset, the driver commits
+        let p = plan(&uri, WriteMode::Overwrite);
+        assert_eq!(p.read_version, 0);
+        let a = write_fragments(&p, vec![Ok(batch(0, 5))].into_iter(), 3, "job1-").unwrap();
+        let b = write_fragments(&p, vec![Ok(batch(5, 2))].into_iter(), 3, "job1-").unwrap();
+        assert_eq!((a.len(), b.len()), (2, 1));
+        // a losing attempt's files: staged but never committed
+        let lost = write_fragments(&p, vec![Ok(batch(100, 1))].into_iter(), 3, "job1-").unwrap();
+        assert!(Dataset::open(&uri, None).is_err(), "nothing visible before commit");
+        let all: Vec<Vec<u8>> = a.into_iter().chain(b).collect();
+        let ds = commit_fragments(&p, &all, false).unwrap();
+        assert_eq!(ds.version(), 1);
+        assert_eq!(xs(&uri), (0..7).collect::<Vec<_>>());
+        let keep = staged_file_names(&all).unwrap();
+        assert_eq!(remove_staged_files(&uri, "job1-", &keep).unwrap(), staged_file_names(&lost).unwrap().len());
+        assert_eq!(xs(&uri), (0..7).collect::<Vec<_>>());
+        // append uses the dataset's schema; a fragment for another schema is refused
+        let p2 = plan(&uri, WriteMode::Append);
+        let c = write_fragments(&p2, vec![Ok(batch(7, 1))].into_iter(), 10, "job2-").unwrap();
+        let mut bad = pb::DataFragment::decode(c[0].as_slice()).unwrap();
+        bad.files[0].fields = vec![7];
+        let e = commit_fragments(&p2, &[bad.encode_to_vec()], false).unwrap_err();
+        assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
+        assert!(commit_fragments(&p2, &[b"garbage".to_vec()], false).is_err());
+        commit_fragments(&p2, &c, false).unwrap();
+        assert_eq!(xs(&uri), (0..8).collect::<Vec<_>>());
+        // create refuses an existing dataset before writing anything
+        assert!(matches!(plan(&uri, WriteMode::Create).check(), Err(Error::AlreadyExists { .. })));
+        assert!(remove_staged_files(&uri, "", &[]).is_err());
+        assert!(write_fragments(&p2, std::iter::empty(), 10, "../x").is_err());
+        let _ = std::fs::remove_dir_all(&uri);
+    }
+}
