@@ -99,3 +99,25 @@ def lance_mod():
 def pytest_report_header(config):
     return [f"lancelet fixtures: {FIXTURES_DIR} ({'found' if FIXTURES_DIR.is_dir() else 'MISSING'})",
             f"pid {os.getpid()}"]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] Spark session for the spark-marked tests (pushdown on;
+    tests switch it off with spark.conf.set where they need to)."""
+    from pyspark.sql import SparkSession
+
+    import lancelet.spark
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[2]").appName("lancelet-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.python.filterPushdown.enabled", "true")
+               .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    lancelet.spark.register(session)
+    yield session
+    session.stop()

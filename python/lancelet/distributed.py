@@ -9,9 +9,11 @@ the version read when planning, the Arrow schema of the data and a job id.
 Workers write ordinary Lance data files whose names start with the job id
 and return the fragments they made as opaque ``bytes`` (the table format's
 ``DataFragment`` message); nothing is visible until :meth:`WritePlan.commit`
-writes one new version holding all of them. ``commit`` then removes the
-job's files that it did not reference (from failed or duplicate task
-attempts), and :meth:`WritePlan.abort` removes all of them.
+writes one new version holding all of them. ``commit`` then closes the job
+and removes the job's files that it did not reference (from failed or
+duplicate task attempts); :meth:`WritePlan.abort` closes it and removes all
+of them. A task that finishes writing after its job was closed removes its
+own files and raises :class:`~lancelet.exceptions.CommitConflictError`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pyarrow as pa
 
 from lancelet import _native
 from lancelet.dataset import Dataset, _stream, _uri
-from lancelet.exceptions import InvalidInputError
+from lancelet.exceptions import CommitConflictError, InvalidInputError
 
 __all__ = ["WritePlan", "plan_write"]
 
@@ -55,8 +57,13 @@ class WritePlan:
         staged fragments."""
         if isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data):
             data = pa.RecordBatchReader.from_batches(self.schema, data)
-        return list(_native.staged_write(self.uri, self.mode, self.read_version, self.data_storage_version,
-                                         _stream(data, self.schema), self.max_rows_per_file, self.file_prefix))
+        staged = list(_native.staged_write(self.uri, self.mode, self.read_version, self.data_storage_version,
+                                           _stream(data, self.schema), self.max_rows_per_file, self.file_prefix))
+        if _native.staged_job_closed(self.uri, self.file_prefix):
+            _native.staged_remove_files(self.uri, _native.staged_file_names(staged))
+            raise CommitConflictError(f"write job {self.job_id} on {self.uri} was already committed or aborted; "
+                                      "this task's data files were removed")
+        return staged
 
     def commit(self, fragments: Iterable[bytes]) -> Dataset:
         """Commit all staged fragments as one new version, then remove this
@@ -64,11 +71,13 @@ class WritePlan:
         frags = [bytes(f) for f in fragments]
         native_ds = _native.staged_commit(self.uri, self.mode, self.read_version, self.data_storage_version,
                                           self.schema, frags, self.enable_stable_row_ids)
+        _native.staged_close_job(self.uri, self.file_prefix)
         self.cleanup(keep=_native.staged_file_names(frags))
         return Dataset(self.uri, _native_ds=native_ds)
 
     def abort(self) -> int:
-        """Remove every data file this job wrote; returns how many."""
+        """Close the job and remove every data file it wrote; returns how many."""
+        _native.staged_close_job(self.uri, self.file_prefix)
         return self.cleanup(keep=())
 
     def cleanup(self, keep: Sequence[str] = ()) -> int:

@@ -36,7 +36,7 @@ from lancelet.spark.source import (
     plan_slices,
     read_slice,
 )
-from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema
+from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema, spark_type
 
 __all__ = [
     "register",
@@ -129,7 +129,7 @@ def take_udf(uri: str, columns: Sequence[str], version: Any = None,
     ds = _latest(uri, version, storage_options)
     pinned = ds.version
     cols = list(columns)
-    st = spark_schema(pa.schema([ds.schema.field(c) for c in cols]))
+    st = spark_type(pa.struct([ds.schema.field(c) for c in cols]))
     target = spark_arrow_schema(st)
 
     @pandas_udf(st)

@@ -58,7 +58,10 @@ def spark_type(t: pa.DataType, where: str = "") -> DataType:
         return spark_type(t.value_type, where)
     if pa.types.is_time32(t):
         t = pa.time64("us")
-    if pa.types.is_decimal(t) and t.precision <= 38:
+    if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise UnsupportedError(f"column {where.lstrip('.')!r}: {t} has no Spark equivalent "
+                                   "(Spark decimals hold at most 38 digits); leave it out with the columns option")
         return DecimalType(t.precision, t.scale)
     t = _WIDEN.get(t, t)
     try:
@@ -87,6 +90,13 @@ def _lossy(t: pa.DataType) -> bool:
     return pa.types.is_timestamp(t) or pa.types.is_time(t) or pa.types.is_duration(t)
 
 
+def _cast(col: pa.Array, t: pa.DataType) -> pa.Array:
+    if pa.types.is_dictionary(t) and not pa.types.is_dictionary(col.type):
+        # Arrow casts dictionaries only to dictionaries: encode first.
+        col = pc.dictionary_encode(pc.cast(col, t.value_type, safe=not _lossy(t.value_type)))
+    return pc.cast(col, t, safe=not _lossy(t))
+
+
 def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     """``batch`` with its columns (matched by name) cast to ``target``'s
     types: vectorised, no per-row Python; a no-op for columns that already
@@ -99,7 +109,7 @@ def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
         col = batch.column(i)
         if not col.type.equals(f.type):
             try:
-                col = pc.cast(col, f.type, safe=not _lossy(f.type))
+                col = _cast(col, f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise InvalidInputError(f"column {f.name!r}: cannot convert {col.type} to {f.type}: {e}") from None
         cols.append(col)

@@ -165,6 +165,24 @@ fn staged_cleanup(py: Python<'_>, uri: String, name_prefix: String, keep: Vec<St
     py.detach(move || guard(move || staged::remove_staged_files(&uri, &name_prefix, &keep))).py_err()
 }
 
+/// Mark a distributed write job closed (committed or aborted).
+#[pyfunction]
+fn staged_close_job(py: Python<'_>, uri: String, name_prefix: String) -> PyResult<()> {
+    py.detach(move || guard(move || staged::close_job(&uri, &name_prefix))).py_err()
+}
+
+/// Whether the job was closed.
+#[pyfunction]
+fn staged_job_closed(py: Python<'_>, uri: String, name_prefix: String) -> PyResult<bool> {
+    py.detach(move || guard(move || staged::job_closed(&uri, &name_prefix))).py_err()
+}
+
+/// Delete named files of `data/`.
+#[pyfunction]
+fn staged_remove_files(py: Python<'_>, uri: String, names: Vec<String>) -> PyResult<usize> {
+    py.detach(move || guard(move || staged::remove_data_files(&uri, &names))).py_err()
+}
+
 /// Add the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_dataset, m)?)?;
@@ -179,5 +197,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(staged_commit, m)?)?;
     m.add_function(wrap_pyfunction!(staged_file_names, m)?)?;
     m.add_function(wrap_pyfunction!(staged_cleanup, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_close_job, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_job_closed, m)?)?;
+    m.add_function(wrap_pyfunction!(staged_remove_files, m)?)?;
     Ok(())
 }

@@ -19,6 +19,13 @@
 //! tasks, aborted jobs and losing speculative attempts report nothing, so
 //! their files are found by that prefix in `data/` and removed
 //! ([`remove_staged_files`]); a commit keeps only the files it references.
+//!
+//! A task may still be writing when its job is aborted or committed (Spark
+//! does not wait for cancelled or speculative attempts). So the driver first
+//! marks the job closed (`_staging/{name_prefix}closed`, an empty object)
+//! and only then lists and removes files; a task checks the mark after its
+//! files are written and, if the job is closed, removes its own files. Every
+//! file is thus either listed by the driver or removed by its writer.
 
 use std::collections::HashSet;
 
@@ -167,6 +174,47 @@ pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_
     Dataset::open(&plan.uri, Some(VersionRef::Number(v)))
 }
 
+/// Directory (under the dataset root) of the closed-job marks.
+pub const STAGING_DIR: &str = "_staging";
+
+fn job_mark(uri: &str, name_prefix: &str) -> Result<Storage> {
+    check_prefix(name_prefix)?;
+    if name_prefix.is_empty() {
+        return Err(Error::invalid_input("a distributed write needs a job prefix"));
+    }
+    open_root(uri)?.child(&format!("{STAGING_DIR}/{name_prefix}closed"))
+}
+
+/// Mark the job closed (committed or aborted): later task output is void.
+pub fn close_job(uri: &str, name_prefix: &str) -> Result<()> {
+    job_mark(uri, name_prefix)?.write_all(bytes::Bytes::new())
+}
+
+/// Whether [`close_job`] was called for this job.
+pub fn job_closed(uri: &str, name_prefix: &str) -> Result<bool> {
+    match job_mark(uri, name_prefix)?.size() {
+        Ok(_) => Ok(true),
+        Err(Error::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Delete these files of `data/` (missing ones are fine). Returns how many
+/// were named.
+pub fn remove_data_files(uri: &str, names: &[String]) -> Result<usize> {
+    let data = open_root(uri)?.child("data")?;
+    for name in names {
+        if name.contains('/') {
+            return Err(Error::invalid_input(format!("{name:?} is not a data file name")));
+        }
+        match data.child(name)?.delete() {
+            Ok(()) | Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(names.len())
+}
+
 /// The data file names that staged fragments reference.
 pub fn staged_file_names(staged: &[Vec<u8>]) -> Result<Vec<String>> {
     let mut out = Vec::new();
@@ -267,6 +315,14 @@ mod tests {
         // create refuses an existing dataset before writing anything
         assert!(matches!(plan(&uri, WriteMode::Create).check(), Err(Error::AlreadyExists { .. })));
         assert!(remove_staged_files(&uri, "", &[]).is_err());
+        // closing a job: its mark is seen, a late task removes its own files
+        assert!(!job_closed(&uri, "job3-").unwrap());
+        let late = write_fragments(&p2, vec![Ok(batch(50, 1))].into_iter(), 10, "job3-").unwrap();
+        close_job(&uri, "job3-").unwrap();
+        assert!(job_closed(&uri, "job3-").unwrap());
+        let names = staged_file_names(&late).unwrap();
+        assert_eq!(remove_data_files(&uri, &names).unwrap(), 1);
+        assert_eq!(remove_staged_files(&uri, "job3-", &[]).unwrap(), 0);
         assert!(write_fragments(&p2, std::iter::empty(), 10, "../x").is_err());
         let _ = std::fs::remove_dir_all(&uri);
     }
