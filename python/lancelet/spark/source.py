@@ -15,7 +15,16 @@ job commits nothing and removes every file it wrote.
 
 Read options: ``version`` (number or tag), ``columns`` (comma-separated),
 ``filter`` (lancelet SQL), ``batch_size``, ``rows_per_partition``,
-``storage_options.<key>``. Write options: ``max_rows_per_file``,
+``pushdown`` (``true`` to let Spark push filters, see below),
+``storage_options.<key>``.
+
+Filter pushdown needs ``spark.sql.python.filterPushdown.enabled`` *and* the
+option ``pushdown=true``. PySpark 4.3 caches the planned reader of a
+loaded DataFrame and reuses the one planned for the last query whose
+filters were pushed for a later query without filters, which would then
+silently see only the earlier query's rows. So pushdown is opt-in, for
+DataFrames loaded per query (``spark.read...load()`` each time); the
+``filter`` option is the always-safe way to filter in the scan. Write options: ``max_rows_per_file``,
 ``data_storage_version``, ``vector_columns`` (``"vec:128,emb:64"``),
 ``enable_stable_row_ids``, ``storage_options.<key>``.
 """
@@ -63,6 +72,7 @@ class LanceOptions:
     data_storage_version: Optional[str] = None
     vector_columns: Optional[Dict[str, int]] = None
     enable_stable_row_ids: bool = False
+    pushdown: bool = False
 
     @classmethod
     def parse(cls, options: Dict[str, str]) -> "LanceOptions":
@@ -86,13 +96,21 @@ class LanceOptions:
             max_rows_per_file=_positive(opts, "max_rows_per_file") or 1024 * 1024,
             data_storage_version=opts.get("data_storage_version") or None,
             vector_columns=_vector_columns(opts.get("vector_columns")),
-            enable_stable_row_ids=str(opts.get("enable_stable_row_ids", "false")).lower() == "true",
+            enable_stable_row_ids=_flag(opts, "enable_stable_row_ids"),
+            pushdown=_flag(opts, "pushdown"),
         )
 
     def open(self, version: Any = None) -> lancelet.Dataset:
         """The dataset at ``version`` (default: the option, else the latest)."""
         v = self.version if version is None else version
         return _open_cached(self.uri, v, self.storage_options)
+
+
+def _flag(opts: Dict[str, str], key: str) -> bool:
+    v = str(opts.get(key, "false")).strip().lower()
+    if v not in ("true", "false"):
+        raise InvalidInputError(f"option {key} must be true or false, got {v!r}")
+    return v == "true"
 
 
 def _positive(opts: Dict[str, str], key: str) -> Optional[int]:
@@ -266,7 +284,7 @@ class LanceletDataSource(DataSource):
         return spark_schema(schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = LanceletPushdownReader if _pushdown_planning() else LanceletReader
+        cls = LanceletPushdownReader if self.opts.pushdown and _pushdown_planning() else LanceletReader
         return cls(self.opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceletWriter:
