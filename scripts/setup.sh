@@ -8,8 +8,15 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 PY="${PYTHON:-python3}"
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
+# Spark needs a Java runtime (17 or newer): install Debian's when missing.
+if ! command -v java >/dev/null; then
+  echo "setup: no java found; installing openjdk-17-jre-headless" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
 "$PY" -m pip install -q --disable-pip-version-check \
-  "maturin>=1.7,<2" "pyarrow>=14" "pylance==14.0.2" "pytest>=8" "hypothesis>=6" numpy "pandas<3"
+  "maturin>=1.7,<2" "pyarrow>=18" "pylance==14.0.2" "pytest>=8" "hypothesis>=6" numpy "pandas>=2.2,<3" \
+  "pyspark==4.3.0"
 # Build + install the package (incremental: reuses ./target between runs).
 # LANCELET_PROFILE=dev (used by the test command) shares compiled
 # dependencies with `cargo test` and builds much faster; the default
