@@ -19,8 +19,10 @@
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
@@ -125,7 +127,9 @@ def take_udf(uri: str, columns: Sequence[str], version: Any = None,
              storage_options: Optional[Dict[str, str]] = None):
     """A pandas UDF ``row_id -> struct<columns>`` that looks rows up by row
     id (``_rowid``: stable ids, else row addresses) in one version, pinned
-    now. Ids that name no row (deleted, unknown) give a struct of nulls."""
+    now. Null ids, and ids of rows that are deleted (or, with stable row
+    ids, unknown) give a struct of nulls; a row address outside the
+    dataset is an error, as in ``Dataset.take_row_ids``."""
     ds = _latest(uri, version, storage_options)
     pinned = ds.version
     cols = list(columns)
@@ -137,15 +141,16 @@ def take_udf(uri: str, columns: Sequence[str], version: Any = None,
         from lancelet.spark.source import _open_cached
 
         d = _open_cached(uri, pinned, storage_options)
-        ids = [int(x) if x == x and x is not None and x >= 0 else 0 for x in row_ids]
-        valid = [x == x and x is not None and x >= 0 for x in row_ids]
-        stream, found = d._native.take_row_ids_found(ids, cols)
+        ids = pa.array(row_ids, type=pa.int64(), from_pandas=True)
+        valid = pc.fill_null(pc.greater_equal(ids, 0), False).to_numpy(zero_copy_only=False)
+        want = pc.fill_null(ids, 0).to_numpy(zero_copy_only=False)[valid]
+        stream, found = d._native.take_row_ids_found(want.tolist(), cols)
         table = pa.RecordBatchReader.from_stream(stream).read_all()
-        positions, k = [], 0
-        for ok, hit in zip(valid, found):
-            positions.append(k if (ok and hit) else None)
-            k += int(hit)
-        aligned = table.take(pa.array(positions, pa.int64())).combine_chunks()
+        hit = np.zeros(len(valid), dtype=bool)
+        hit[valid] = np.asarray(found, dtype=bool)
+        # row i of the result is the k-th found row, or null
+        positions = pa.array(np.cumsum(hit) - 1, mask=~hit)
+        aligned = table.take(positions).combine_chunks()
         batches = aligned.to_batches() or [pa.RecordBatch.from_pylist([], schema=aligned.schema)]
         out = pa.Table.from_batches([cast_batch(b, target) for b in batches], schema=target)
         return out.to_pandas()
