@@ -7,6 +7,7 @@ Figures (median of --repeat runs, spread = min..max), each lancelet / Parquet
   projected    two columns (lancelet: option columns; Parquet: Spark's pruning)
   filtered     category = 'books' AND quantity >= 4 (lancelet: option filter)
   mapInArrow   lancelet.spark.fragments + read_fragments, same aggregate as full scan
+  bytes        data files of the latest version vs the Parquet files
 Writes JSON to bench-results/spark_compare.json.
 
 Usage: python benches/spark_compare.py [--rows 1000000] [--repeat 3] [--master local[2]]
@@ -95,8 +96,11 @@ def main():
         return df.selectExpr(*FULL).collect()
 
     res["mapInArrow scan"] = (timed(map_in_arrow, args.repeat), res["full scan"][1])
-    size = {k: sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs)
-            for k, p in (("lancelet", lance_uri), ("parquet", parquet_uri))}
+    # the latest version only (earlier overwrites left their files behind)
+    latest = lancelet.dataset(lance_uri)
+    size = {"lancelet": sum(os.path.getsize(os.path.join(lance_uri, "data", df.path))
+                            for f in latest.get_fragments() for df in f.data_files()),
+            "parquet": sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(parquet_uri) for f in fs)}
     spark.stop()
     shutil.rmtree(root, ignore_errors=True)
 
