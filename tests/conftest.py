@@ -121,3 +121,16 @@ def spark():
     lancelet.spark.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A local SeaweedFS S3 server for the whole session (see s3_server.py).
+    It fails, never skips, when SeaweedFS is not installed."""
+    import s3_server as srv
+
+    server = srv.start(tmp_path_factory.mktemp("seaweedfs"))
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -372,5 +372,25 @@ def test_bad_arguments(tmp_path):
         ds.take([-1])
     with pytest.raises(lancelet.InvalidInputError):
         lancelet.dataset(str(p), version=-1)
-    with pytest.raises(lancelet.UnsupportedError):
-        lancelet.dataset(str(p), storage_options={"aws_region": "x"})
+    # local paths ignore object-store options, as pylance does; bad ones are refused
+    assert lancelet.dataset(str(p), storage_options={"aws_region": "x"}).count_rows() == ds.count_rows()
+    with pytest.raises(lancelet.InvalidInputError):
+        lancelet.dataset(str(p), storage_options=["aws_region"])
+    with pytest.raises(lancelet.InvalidInputError):
+        lancelet.dataset("gs://bucket/ds")
+
+
+def test_feature_flags(tmp_path):
+    import lance
+    p = str(tmp_path / "flags")
+    lance.write_dataset(_table(0, 10), p, enable_stable_row_ids=True)
+    first = lancelet.dataset(p).feature_flags
+    assert first.reader & 2 and "stable_row_ids" in first.reader_names
+    assert "deletion_files" not in first.reader_names
+    lance.dataset(p).delete("x = 1")
+    now = lancelet.dataset(p).feature_flags
+    assert now.reader & 1 and "deletion_files" in now.reader_names and "deletion_files" in now.writer_names
+    assert lancelet.dataset(p, version=1).feature_flags == first
+    plain = lancelet.write_dataset(_table(0, 3), str(tmp_path / "plain")).feature_flags
+    assert "stable_row_ids" not in plain.reader_names
+    assert len(plain.reader_names) == bin(plain.reader).count("1")

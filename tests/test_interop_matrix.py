@@ -200,13 +200,9 @@ def test_legacy_pylance_writes_lancelet_reads(type_name, shape, tmp_path, lance_
     r = lancelet.file.LanceFileReader(path)
     assert r.version == "0.1"
     assert r.num_rows == table.num_rows
-    if type_name.startswith("dictionary"):
-        # A v0.1 file keeps a dictionary's values where only the dataset
-        # manifest points to them: the file alone cannot be decoded.
-        with pytest.raises(lancelet.UnsupportedError, match="dictionary"):
-            r.read()
-        return
-    # the legacy format is lossy (nulls/empties); lancelet must return what pylance returns
+    # Dictionary values are read from the file's embedded schema copy (see
+    # test_legacy_dictionary.py). The legacy format is lossy (nulls/empties);
+    # lancelet must return what pylance returns.
     assert_tables_equal(r.read(), oracle, check_metadata=False, context=f"legacy {type_name}/{shape}")
 
 

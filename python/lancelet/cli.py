@@ -286,7 +286,7 @@ def _render(info: Dict[str, Any]) -> str:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     import lancelet
 
-    ds = lancelet.dataset(args.uri, version=args.version)
+    ds = lancelet.dataset(args.uri, version=args.version, storage_options=_storage_options(args))
     info = _collect(ds)
     if args.json:
         print(json.dumps(info, indent=2))
@@ -396,7 +396,7 @@ def _cmd_cat(args: argparse.Namespace) -> int:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
         if not columns:
             raise _Usage("--columns needs at least one column name")
-    ds = lancelet.dataset(args.uri, version=args.version)
+    ds = lancelet.dataset(args.uri, version=args.version, storage_options=_storage_options(args))
     if columns is not None:
         names = set(ds.schema.names)
         unknown = [c for c in columns if c not in names and c.split(".")[0] not in names]
@@ -488,14 +488,16 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     pi = sub.add_parser("inspect", help="versions, schema, fragments, files and totals of a dataset")
-    pi.add_argument("uri", help="dataset path or URI (file://, memory://)")
+    pi.add_argument("uri", help="dataset path or URI (file://, s3://, memory://)")
+    _add_storage_option(pi)
     pi.add_argument("--version", help="version number or tag (default: latest)")
     pi.add_argument("--json", action="store_true", help="machine-readable JSON output")
     pi.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     pi.set_defaults(func=_cmd_inspect)
 
     pc = sub.add_parser("cat", help="print rows (streamed)")
-    pc.add_argument("uri", help="dataset path or URI (file://, memory://)")
+    pc.add_argument("uri", help="dataset path or URI (file://, s3://, memory://)")
+    _add_storage_option(pc)
     pc.add_argument("--columns", help="comma-separated column names (default: all)")
     pc.add_argument("--filter", help="SQL filter, e.g. \"x > 5 AND s IS NOT NULL\"")
     pc.add_argument("--limit", type=_non_negative, help="at most N rows")
@@ -525,6 +527,23 @@ def _describe(e: BaseException) -> str:
     if isinstance(e, (LanceletError, _Usage)):
         return msg
     return f"{type(e).__name__}: {msg}"
+
+
+def _add_storage_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="object store option as in pylance's storage_options (repeatable), "
+                        "e.g. aws_endpoint=http://127.0.0.1:9000; AWS_* environment variables apply too")
+
+
+def _storage_options(args: argparse.Namespace) -> Optional[dict]:
+    out = {}
+    for item in args.storage_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            from lancelet.exceptions import InvalidInputError
+            raise InvalidInputError(f"--storage-option expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out or None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

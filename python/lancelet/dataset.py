@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from lancelet import _native
 from lancelet.exceptions import InvalidInputError, UnsupportedError
+from lancelet.file import _storage_options
 
 __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
 
@@ -149,6 +150,19 @@ def _retyped(e: Exception) -> Exception:
         if msg.startswith(prefix) and hasattr(exceptions, name):
             return getattr(exceptions, name)(msg)
     return e
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureFlags:
+    """A version's manifest feature flags: the bit sets a reader
+    (``reader``) or writer (``writer``) must understand, and the names of
+    their bits (``deletion_files``, ``stable_row_ids``, ``table_config``,
+    ``base_paths``, ``mixed_data_file_versions``, ...)."""
+
+    reader: int
+    writer: int
+    reader_names: Tuple[str, ...]
+    writer_names: Tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,12 +322,10 @@ class Dataset:
 
     def __init__(self, uri: PathLike, version: Union[int, str, None] = None,
                  storage_options: Optional[Dict[str, str]] = None, _native_ds: Any = None) -> None:
-        if storage_options:
-            raise UnsupportedError("storage_options are not supported yet (local paths, file:// and memory:// only)")
         self._uri = _uri(uri)
         if _native_ds is None:
             v, tag = _version_args(version)
-            _native_ds = _native.Dataset(self._uri, v, tag)
+            _native_ds = _native.Dataset(self._uri, v, tag, _storage_options(storage_options))
         self._native = _native_ds
         self._schema = pa.schema(self._native.schema())
 
@@ -337,6 +349,12 @@ class Dataset:
     @property
     def has_stable_row_ids(self) -> bool:
         return self._native.has_stable_row_ids
+
+    @property
+    def feature_flags(self) -> FeatureFlags:
+        """This version's reader/writer feature flags (read-only)."""
+        r, w, rn, wn = self._native.feature_flags()
+        return FeatureFlags(r, w, tuple(rn), tuple(wn))
 
     @property
     def tags(self) -> Tags:
@@ -489,8 +507,7 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
     """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
     ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
     ``"overwrite"``; data files hold at most ``max_rows_per_file`` rows."""
-    if storage_options:
-        raise UnsupportedError("storage_options are not supported yet (local paths, file:// and memory:// only)")
+    options = _storage_options(storage_options)
     for k, v in kwargs.items():
         if v is not None and v is not False:
             raise UnsupportedError(f"write_dataset option {k!r} is not implemented yet")
@@ -502,14 +519,18 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
     if schema is not None and hasattr(stream, "schema") and stream.schema != schema:
         stream = stream.cast(schema) if isinstance(stream, pa.Table) else stream
     native_ds = _native.write_dataset(_uri(uri), stream, mode, int(max_rows_per_file),
-                                      data_storage_version or "2.2", bool(enable_stable_row_ids))
+                                      data_storage_version or "2.2", bool(enable_stable_row_ids), options)
     return Dataset(_uri(uri), _native_ds=native_ds)
 
 
 def dataset(uri: PathLike, version: Union[int, str, None] = None,
             storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> Dataset:
-    """Open the dataset at ``uri`` (local path, ``file://`` or ``memory://``)
-    at ``version`` (a number or a tag name; the latest when None)."""
+    """Open the dataset at ``uri`` (local path, ``file://``, ``s3://`` or
+    ``memory://``) at ``version`` (a number or a tag name; the latest when
+    None). ``storage_options`` configure the object store as in pylance
+    (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_endpoint``,
+    ``aws_region``, ``allow_http``, ...; ``AWS_*`` environment variables
+    fill in the rest)."""
     for k, v in kwargs.items():
         if v is not None:
             raise UnsupportedError(f"dataset option {k!r} is not implemented yet")

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -35,15 +35,32 @@ def _columns(columns: Optional[Iterable[str]]) -> Optional[list]:
     return list(columns)
 
 
+def _storage_options(options: Any) -> Optional[Dict[str, str]]:
+    """Check ``storage_options`` (string keys; values are sent as strings,
+    booleans as ``"true"``/``"false"``, as pylance does)."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise InvalidInputError(f"storage_options must be a dict of strings, got {type(options).__name__}")
+    out = {}
+    for k, v in options.items():
+        if not isinstance(k, str):
+            raise InvalidInputError(f"storage_options keys must be strings, got {k!r}")
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
 class LanceFileReader:
     """A Lance data file opened for reading.
 
-    ``path_or_uri`` is a local path, ``file://`` or ``memory://`` URI.
+    ``path_or_uri`` is a local path, ``file://``, ``s3://`` or ``memory://``
+    URI; ``storage_options`` configure the object store (as in pylance:
+    ``aws_access_key_id``, ``aws_endpoint``, ``aws_region``, ``allow_http``, ...).
     """
 
-    def __init__(self, path_or_uri: PathLike) -> None:
+    def __init__(self, path_or_uri: PathLike, storage_options: Optional[Dict[str, str]] = None) -> None:
         self._path = _uri(path_or_uri)
-        self._native = _native.FileReader(self._path)
+        self._native = _native.FileReader(self._path, _storage_options(storage_options))
         self._schema = pa.schema(self._native.schema())
 
     @property
@@ -145,9 +162,11 @@ class LanceFileWriter:
     without an exception); until then nothing appears at ``path_or_uri``.
     """
 
-    def __init__(self, path_or_uri: PathLike, schema: Optional[pa.Schema] = None, version: str = "2.2") -> None:
+    def __init__(self, path_or_uri: PathLike, schema: Optional[pa.Schema] = None, version: str = "2.2",
+                 storage_options: Optional[Dict[str, str]] = None) -> None:
         self._path = _uri(path_or_uri)
         self._version = str(version)
+        self._storage_options = _storage_options(storage_options)
         self._native = None
         self._closed = False
         self._schema = None
@@ -157,7 +176,7 @@ class LanceFileWriter:
     def _open(self, schema: pa.Schema) -> None:
         if not isinstance(schema, pa.Schema):
             raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        self._native = _native.FileWriter(self._path, schema, self._version)
+        self._native = _native.FileWriter(self._path, schema, self._version, self._storage_options)
         self._schema = schema
 
     @property

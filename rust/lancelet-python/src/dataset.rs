@@ -47,10 +47,17 @@ pub struct NativeDataset {
 #[pymethods]
 impl NativeDataset {
     #[new]
-    #[pyo3(signature = (uri, version=None, tag=None))]
-    fn new(py: Python<'_>, uri: String, version: Option<u64>, tag: Option<String>) -> PyResult<Self> {
+    #[pyo3(signature = (uri, version=None, tag=None, storage_options=None))]
+    fn new(
+        py: Python<'_>,
+        uri: String,
+        version: Option<u64>,
+        tag: Option<String>,
+        storage_options: Option<lancelet::io::StorageOptions>,
+    ) -> PyResult<Self> {
         let v = version_ref(version, tag);
-        let inner = py.detach(|| guard(|| Dataset::open(&uri, v))).py_err()?;
+        let options = storage_options.unwrap_or_default();
+        let inner = py.detach(|| guard(|| Dataset::open_with(&uri, v, &options))).py_err()?;
         Ok(NativeDataset { inner: Arc::new(inner) })
     }
 
@@ -58,7 +65,7 @@ impl NativeDataset {
     #[pyo3(signature = (version=None, tag=None))]
     fn checkout(&self, py: Python<'_>, version: Option<u64>, tag: Option<String>) -> PyResult<NativeDataset> {
         let v = version_ref(version, tag);
-        let inner = py.detach(|| guard(|| Dataset::open(self.inner.uri(), v))).py_err()?;
+        let inner = py.detach(|| guard(|| self.inner.checkout_ref(v))).py_err()?;
         Ok(NativeDataset { inner: Arc::new(inner) })
     }
 
@@ -85,6 +92,20 @@ impl NativeDataset {
     #[getter]
     fn has_stable_row_ids(&self) -> bool {
         self.inner.has_stable_row_ids()
+    }
+
+    /// `(reader flags, writer flags, reader flag names, writer flag names)`
+    /// of this version's manifest.
+    fn feature_flags(&self) -> (u64, u64, Vec<String>, Vec<String>) {
+        let m = self.inner.manifest();
+        let names = lancelet::table::features::flag_names;
+        (m.reader_feature_flags, m.writer_feature_flags, names(m.reader_feature_flags), names(m.writer_feature_flags))
+    }
+
+    /// `(requests, bytes)` read from storage through this dataset handle so
+    /// far (manifests, data and deletion files).
+    fn io_stats(&self) -> (u64, u64) {
+        (self.inner.root().read_count(), self.inner.root().bytes_read())
     }
 
     /// The newest version present in storage.

@@ -26,8 +26,10 @@ impl NativeFileReader {
 #[pymethods]
 impl NativeFileReader {
     #[new]
-    fn new(py: Python<'_>, uri: String) -> PyResult<Self> {
-        let inner = py.detach(|| crate::errors::guard(|| FileReader::open(&uri))).py_err()?;
+    #[pyo3(signature = (uri, storage_options=None))]
+    fn new(py: Python<'_>, uri: String, storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        let inner = py.detach(|| crate::errors::guard(|| FileReader::open_with(&uri, &options))).py_err()?;
         Ok(NativeFileReader { inner: Arc::new(inner) })
     }
 
@@ -133,10 +135,18 @@ pub struct NativeFileWriter {
 #[pymethods]
 impl NativeFileWriter {
     #[new]
-    fn new(py: Python<'_>, uri: String, schema: &Bound<'_, PyAny>, version: String) -> PyResult<Self> {
+    #[pyo3(signature = (uri, schema, version, storage_options=None))]
+    fn new(
+        py: Python<'_>,
+        uri: String,
+        schema: &Bound<'_, PyAny>,
+        version: String,
+        storage_options: Option<lancelet::io::StorageOptions>,
+    ) -> PyResult<Self> {
         let schema = crate::arrow_ffi::import_schema(schema)?;
         let version = lancelet::file::FileVersion::parse(&version).py_err()?;
-        let inner = py.detach(|| crate::errors::guard(|| lancelet::file::FileWriter::create(&uri, &schema, version))).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
+        let options = storage_options.unwrap_or_default();
+        let inner = py.detach(|| crate::errors::guard(|| lancelet::file::FileWriter::create_with(&uri, &schema, version, &options))).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
         Ok(NativeFileWriter { inner: Some(inner), path: uri })
     }
 

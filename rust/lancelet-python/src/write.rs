@@ -28,7 +28,7 @@ fn batches(reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_s
 
 /// Write an Arrow stream as a dataset (mode create / append / overwrite).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version="2.2", enable_stable_row_ids=false))]
+#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version="2.2", enable_stable_row_ids=false, storage_options=None))]
 fn write_dataset(
     py: Python<'_>,
     uri: String,
@@ -37,6 +37,7 @@ fn write_dataset(
     max_rows_per_file: u64,
     data_storage_version: &str,
     enable_stable_row_ids: bool,
+    storage_options: Option<lancelet::io::StorageOptions>,
 ) -> PyResult<NativeDataset> {
     let params = WriteParams {
         mode: WriteMode::parse(mode).py_err()?,
@@ -44,6 +45,7 @@ fn write_dataset(
         data_storage_version: FileVersion::parse(data_storage_version).py_err()?,
         enable_stable_row_ids,
         hook: None,
+        storage_options: storage_options.unwrap_or_default(),
     };
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);

@@ -18,7 +18,8 @@
 //! `[NOT] BETWEEN`, `[NOT] LIKE|ILIKE`, `+ - * / %` and unary minus,
 //! `CAST(x AS type)` / `x::type`, literals (integers, floats, strings,
 //! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), and the
-//! functions `lower`, `upper`, `length`/`char_length`, `abs`.
+//! functions `lower`, `upper`, `length`/`char_length`, `abs`. `_rowid` and
+//! `_rowaddr` can be filtered on like UInt64 columns ([`parse_filter`]).
 //!
 //! Coercion (DataFusion-like, a little more lenient than pylance): a literal
 //! compared with a column takes the column's type when that is exact (`u8 >
@@ -30,14 +31,16 @@
 mod coerce;
 mod eval;
 mod plan;
+mod prune;
 
 use std::sync::Arc;
 
 use arrow_array::{Array, BooleanArray, RecordBatch};
-use arrow_schema::Schema;
+use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::Result;
-use crate::table::scan::RowFilter;
+use crate::file::stats::{GroupStats, Pruned};
+use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
 pub use plan::Expr;
 
@@ -74,6 +77,10 @@ impl RowFilter for SqlFilter {
         self.columns.clone()
     }
 
+    fn prune(&self, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) -> Pruned {
+        prune::prune(&self.expr, stats, rows)
+    }
+
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         let mask = eval::evaluate_predicate(&self.expr, batch)
             .map_err(|e| e.context(format_args!("evaluating filter `{}`", self.sql)))?;
@@ -81,11 +88,19 @@ impl RowFilter for SqlFilter {
     }
 }
 
-/// Parse a filter (`filter=` of a scan or `count_rows`) against a dataset
-/// schema; errors (syntax, unknown columns, types) are
+/// Parse a filter (`filter=` of a scan, `count_rows` or `delete`) against a
+/// dataset schema, which gains `_rowid` and `_rowaddr` (UInt64) unless it
+/// has columns of those names (the scan computes them); errors (syntax,
+/// unknown columns, types) are
 /// [`Error::InvalidInput`](crate::Error::InvalidInput).
 pub fn parse_filter(sql: &str, schema: &Schema) -> Result<Arc<dyn RowFilter>> {
-    Ok(Arc::new(SqlFilter::new(sql, schema)?))
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for name in [ROW_ID, ROW_ADDR] {
+        if schema.field_with_name(name).is_err() {
+            fields.push(Field::new(name, DataType::UInt64, true));
+        }
+    }
+    Ok(Arc::new(SqlFilter::new(sql, &Schema::new(fields))?))
 }
 
 #[cfg(test)]

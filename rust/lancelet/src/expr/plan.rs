@@ -213,13 +213,8 @@ impl Planner<'_> {
         let first = &idents[0];
         let fields = self.schema.fields();
         let Some(top) = find(fields, first) else {
-            let hint = if matches!(first.value.as_str(), "_rowid" | "_rowaddr") {
-                " (filtering on row ids/addresses is not supported yet)".to_string()
-            } else {
-                String::new()
-            };
             return Err(invalid(format!(
-                "no column named `{}`{}{hint}; available columns: {}",
+                "no column named `{}`{}; available columns: {}",
                 first.value,
                 at(first.span),
                 names(fields)

@@ -231,7 +231,10 @@ fn errors() {
     assert!(err("s REGEXP 'a'").contains("unsupported"));
     assert!(err("foo(i) = 1").contains("unsupported function"));
     assert!(err("i IN (SELECT 1)").contains("unsupported"));
-    assert!(err("_rowid > 1").contains("not supported yet"));
+    assert!(err("_rowid > 1").contains("no column named `_rowid`"));
+    // parse_filter adds the row columns (the scan computes them)
+    let f = parse_filter("_rowid > 1 AND _rowaddr < 5", &batch().schema()).unwrap();
+    assert_eq!(f.columns(), vec!["_rowid".to_string(), "_rowaddr".to_string()]);
     assert!(err("s LIKE 'x' ESCAPE '!'").contains("escape"));
     assert!(err("").contains("empty"));
     assert!(err("i AND b").contains("boolean"));

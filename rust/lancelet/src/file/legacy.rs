@@ -19,7 +19,16 @@
 //!   reads as null (that is how the legacy reader treats it);
 //! * lists: `length` (= rows + 1) i32 (list) or i64 (large list) offsets
 //!   into the item field's page of the same batch, no validity;
-//! * structs: no data; null type: no data.
+//! * structs: no data; null type: no data;
+//! * dictionaries: the pages hold the keys (`PLAIN`, nulls written as 0);
+//!   the values are not in any page. The `Field.dictionary` of the schema
+//!   (`offset`, `length` = number of values) locates them *in the file that
+//!   holds that schema*: the manifest file for the dataset's schema, and
+//!   this data file for its embedded copy (pylance writes the values before
+//!   the embedded manifest). They are stored like a page of the value type:
+//!   plain values, or `length + 1` absolute positions for strings. This
+//!   reader uses the embedded copy; pylance refuses appends whose
+//!   dictionary differs, so it equals the dataset's.
 //!
 //! The legacy writer keeps no validity for fixed-width values (nulls are
 //! written as zeroes), so this reader, like Lance's, returns none.
@@ -39,6 +48,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::file::schema::{LanceField, LanceSchema};
+use crate::file::stats::GroupStats;
 use crate::file::structural::to_arrow::fixed_width_bits;
 use crate::io::Storage;
 use crate::proto::file as pb;
@@ -64,6 +74,18 @@ pub struct LegacyFileReader {
     /// (field id, batch) → (position, length).
     pages: HashMap<(i32, usize), (u64, u64)>,
     size: u64,
+    /// Decoded dictionary values of dictionary fields, by field id.
+    dictionaries: HashMap<i32, ArrayRef>,
+    /// Where the statistics are, if the file has any (read on demand).
+    stats: Option<Arc<pb::metadata::StatisticsMetadata>>,
+}
+
+/// Per-batch column statistics (`Metadata.statistics`): a schema of
+/// structs named by data field id, and its one-batch page table.
+#[derive(Debug)]
+struct StatsTable {
+    schema: LanceSchema,
+    pages: HashMap<(i32, usize), (u64, u64)>,
 }
 
 impl std::fmt::Debug for LegacyFileReader {
@@ -123,6 +145,7 @@ impl LegacyFileReader {
             size - FOOTER,
             "metadata",
         )?)?;
+        let mut dictionary_specs = Vec::new();
         let schema = match schema {
             Some(s) => s,
             None => {
@@ -137,6 +160,11 @@ impl LegacyFileReader {
                     size - FOOTER,
                     "manifest",
                 )?)?;
+                dictionary_specs = m
+                    .fields
+                    .iter()
+                    .filter_map(|f| f.dictionary.as_ref().map(|d| (f.id, d.offset, d.length)))
+                    .collect();
                 LanceSchema::from_pb(&m.fields, &m.schema_metadata)?
             }
         };
@@ -193,15 +221,82 @@ impl LegacyFileReader {
                 }
             }
         }
+        let stats = meta.statistics.clone().filter(|st| !st.schema.is_empty()).map(Arc::new);
         let arrow_schema = Arc::new(schema.to_arrow());
-        Ok(LegacyFileReader {
+        let mut reader = LegacyFileReader {
             storage,
             schema,
             arrow_schema,
             batch_offsets,
             pages,
             size,
-        })
+            dictionaries: HashMap::new(),
+            stats,
+        };
+        for (id, offset, length) in dictionary_specs {
+            let values = reader.read_dictionary(id, offset, length).map_err(|e| e.context(format!("dictionary of field id {id}")))?;
+            reader.dictionaries.insert(id, values);
+        }
+        Ok(reader)
+    }
+
+    /// Per-batch statistics of data field `field_id` (`None` when the file
+    /// keeps none for it).
+    pub fn group_stats(&self, field_id: i32) -> Result<Option<GroupStats>> {
+        let Some(meta) = &self.stats else { return Ok(None) };
+        let path = self.path().to_string();
+        let stats = read_stats_table(&self.storage, meta, self.size).map_err(|e| e.in_file(&path))?;
+        let name = field_id.to_string();
+        let Some(field) = stats.schema.fields.iter().find(|f| f.arrow.name() == &name) else { return Ok(None) };
+        let batches = self.batch_offsets.len() - 1;
+        let table = LegacyFileReader {
+            storage: self.storage.clone(),
+            schema: LanceSchema { fields: vec![field.clone()], metadata: HashMap::new() },
+            arrow_schema: self.arrow_schema.clone(),
+            batch_offsets: vec![0, batches as u64],
+            pages: stats.pages,
+            size: self.size,
+            dictionaries: HashMap::new(),
+            stats: None,
+        };
+        let col = table.read_array(field, 0, 0..batches).map_err(|e| e.in_file(&path).context(format!("statistics of field id {field_id}")))?;
+        let Some(st) = col.as_any().downcast_ref::<arrow_array::StructArray>() else { return Ok(None) };
+        let (Some(nulls), Some(min), Some(max)) = (st.column_by_name("null_count"), st.column_by_name("min_value"), st.column_by_name("max_value")) else {
+            return Ok(None);
+        };
+        let Some(nulls) = nulls.as_any().downcast_ref::<arrow_array::Int64Array>() else { return Ok(None) };
+        Ok(Some(GroupStats {
+            ranges: self.batch_offsets.windows(2).map(|w| w[0]..w[1]).collect(),
+            min: min.clone(),
+            max: max.clone(),
+            null_count: nulls.values().iter().map(|&n| n.max(0) as u64).collect(),
+        }))
+    }
+
+    /// Decode the `length` dictionary values of field `id` stored at
+    /// `offset` (like a page of the value type).
+    fn read_dictionary(&self, id: i32, offset: i64, length: i64) -> Result<ArrayRef> {
+        let field = self
+            .schema
+            .fields
+            .iter()
+            .flat_map(|f| f.preorder())
+            .find(|f| f.id == id)
+            .ok_or_else(|| Error::corrupt(format!("dictionary for field id {id}, which the schema lacks")))?;
+        let DataType::Dictionary(_, value_type) = field.arrow.data_type() else {
+            return Err(Error::corrupt(format!("field {:?} has a dictionary but type {}", field.arrow.name(), field.arrow.data_type())));
+        };
+        let (Ok(offset), Ok(length)) = (u64::try_from(offset), usize::try_from(length)) else {
+            return Err(Error::corrupt(format!("negative dictionary position {offset} / length {length}")));
+        };
+        // As the field's pages: in a nullable field an empty string value
+        // reads as null (pylance's reading).
+        let values = LanceField {
+            id: -1,
+            arrow: arrow_schema::Field::new("values", value_type.as_ref().clone(), field.arrow.is_nullable()),
+            children: Vec::new(),
+        };
+        self.read_leaf(&values, (offset, length as u64), 0..length)
     }
 
     /// The Arrow schema.
@@ -326,40 +421,21 @@ impl LegacyFileReader {
                         .build()?,
                 ))
             }
-            DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary => {
+            DataType::Dictionary(key, _) => {
+                let values = self.dictionaries.get(&f.id).ok_or_else(|| {
+                    Error::unsupported(
+                        "a dictionary column whose values are not in this file (open it through its dataset's embedded schema)",
+                    )
+                })?;
                 let (pos, n) = self.page(f, batch)?;
                 check_rows(&rows, n)?;
-                let p = self.read_ints(pos, 8, rows.start..rows.end + 1)?;
-                let (first, last) = (p[0], p[len]);
-                if p.windows(2).any(|w| w[1] < w[0]) {
-                    return Err(Error::corrupt("string positions decrease"));
-                }
-                let data = self.read_bytes(first..last)?;
-                let offs: Vec<i64> = p.iter().map(|&x| (x - first) as i64).collect();
-                let nulls = if f.arrow.is_nullable() {
-                    let bits: BooleanBuffer = p.windows(2).map(|w| w[1] != w[0]).collect();
-                    Some(NullBuffer::new(bits)).filter(|n| n.null_count() > 0)
-                } else {
-                    None
-                };
-                let offsets = if matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary) {
-                    Buffer::from_vec(offs)
-                } else {
-                    Buffer::from_vec(
-                        offs.iter()
-                            .map(|&o| {
-                                i32::try_from(o)
-                                    .map_err(|_| Error::corrupt("string offsets overflow i32"))
-                            })
-                            .collect::<Result<Vec<i32>>>()?,
-                    )
-                };
+                let keys = read_plain(self, key, pos, rows)?;
                 let data = ArrayDataBuilder::new(dt.clone())
                     .len(len)
-                    .add_buffer(offsets)
-                    .add_buffer(Buffer::from_slice_ref(&data[..]))
-                    .nulls(nulls)
-                    .build()?;
+                    .add_buffer(keys.to_data().buffers()[0].clone())
+                    .add_child_data(values.to_data())
+                    .build()
+                    .map_err(|e| Error::corrupt(format!("dictionary keys: {e}")))?;
                 Ok(make_array(data))
             }
             DataType::List(_) | DataType::LargeList(_) => {
@@ -401,11 +477,55 @@ impl LegacyFileReader {
                         .build()?,
                 ))
             }
-            DataType::Dictionary(_, _) => Err(Error::unsupported(
-                "dictionary columns in legacy files (their values live in the dataset manifest)",
-            )),
             _ => {
-                let (pos, n) = self.page(f, batch)?;
+                let page = self.page(f, batch)?;
+                self.read_leaf(f, page, rows)
+            }
+        }
+    }
+
+    /// Rows `rows` of a string/binary or fixed-width field `f` from the
+    /// page at `pos` holding `n` values.
+    fn read_leaf(&self, f: &LanceField, (pos, n): (u64, u64), rows: Range<usize>) -> Result<ArrayRef> {
+        let dt = f.arrow.data_type();
+        let len = rows.len();
+        match dt {
+            DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary => {
+                check_rows(&rows, n)?;
+                let p = self.read_ints(pos, 8, rows.start..rows.end + 1)?;
+                let (first, last) = (p[0], p[len]);
+                if p.windows(2).any(|w| w[1] < w[0]) {
+                    return Err(Error::corrupt("string positions decrease"));
+                }
+                let data = self.read_bytes(first..last)?;
+                let offs: Vec<i64> = p.iter().map(|&x| (x - first) as i64).collect();
+                let nulls = if f.arrow.is_nullable() {
+                    let bits: BooleanBuffer = p.windows(2).map(|w| w[1] != w[0]).collect();
+                    Some(NullBuffer::new(bits)).filter(|n| n.null_count() > 0)
+                } else {
+                    None
+                };
+                let offsets = if matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary) {
+                    Buffer::from_vec(offs)
+                } else {
+                    Buffer::from_vec(
+                        offs.iter()
+                            .map(|&o| {
+                                i32::try_from(o)
+                                    .map_err(|_| Error::corrupt("string offsets overflow i32"))
+                            })
+                            .collect::<Result<Vec<i32>>>()?,
+                    )
+                };
+                let data = ArrayDataBuilder::new(dt.clone())
+                    .len(len)
+                    .add_buffer(offsets)
+                    .add_buffer(Buffer::from_slice_ref(&data[..]))
+                    .nulls(nulls)
+                    .build()?;
+                Ok(make_array(data))
+            }
+            _ => {
                 check_rows(&rows, n)?;
                 read_plain(self, dt, pos, rows)
             }
@@ -429,6 +549,28 @@ impl LegacyFileReader {
             })
             .collect())
     }
+}
+
+/// Read the statistics schema and its page table (`fields.len()` rows of
+/// `(i64 position, i64 length)`, one batch).
+fn read_stats_table(storage: &Storage, st: &pb::metadata::StatisticsMetadata, size: u64) -> Result<StatsTable> {
+    let schema = LanceSchema::from_pb(&st.schema, &HashMap::new()).map_err(|e| e.context("statistics schema"))?;
+    let len = (st.fields.len() as u64) * 16;
+    let pt = st.page_table_position;
+    if pt.checked_add(len).is_none_or(|e| e > size - FOOTER) {
+        return Err(Error::corrupt("statistics page table lies outside the file"));
+    }
+    let table = if len == 0 { Bytes::new() } else { storage.read_range(pt..pt + len)? };
+    let at = |i: usize| i64::from_le_bytes(table[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+    let mut pages = HashMap::new();
+    for (k, &id) in st.fields.iter().enumerate() {
+        let (p, l) = (at(2 * k), at(2 * k + 1));
+        if p < 0 || l < 0 {
+            return Err(Error::corrupt(format!("statistics field {id}: negative page position/length")));
+        }
+        pages.insert((id, 0), (p as u64, l as u64));
+    }
+    Ok(StatsTable { schema, pages })
 }
 
 fn check_rows(rows: &Range<usize>, page_len: u64) -> Result<()> {

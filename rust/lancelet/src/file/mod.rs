@@ -5,6 +5,7 @@ pub mod footer;
 pub mod legacy;
 pub mod reader;
 pub mod schema;
+pub mod stats;
 pub mod structural;
 pub mod v2_0;
 pub mod version;

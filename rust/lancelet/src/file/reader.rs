@@ -25,7 +25,7 @@ use crate::proto::encodings21::page_layout::Layout;
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
 use crate::file::structural::unravel::{row_multiplier, unravel, Ancestor, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
-use crate::io::Storage;
+use crate::io::{Storage, StorageOptions};
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata};
 use crate::proto::file::FileDescriptor;
 use crate::proto::type_url;
@@ -75,8 +75,12 @@ fn columns_of(field: &Field, family: PageFamily) -> usize {
 impl FileReader {
     /// Open a file by URI or local path.
     pub fn open(uri: &str) -> Result<Self> {
-        let storage = Storage::open(uri)?;
-        Self::open_storage(storage)
+        Self::open_with(uri, &StorageOptions::new())
+    }
+
+    /// Open a file by URI with storage options (see [`crate::io::s3`]).
+    pub fn open_with(uri: &str, options: &StorageOptions) -> Result<Self> {
+        Self::open_storage(Storage::open_with(uri, options)?)
     }
 
     /// Open a file through an existing storage handle.
@@ -276,6 +280,15 @@ impl FileReader {
             .map(|c| arrow_select::take::take(c.as_ref(), &positions, None))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(RecordBatch::try_new_with_options(batch.schema(), columns, &RecordBatchOptions::new().with_row_count(Some(indices.len())))?)
+    }
+
+    /// Per-row-group statistics of the field with id `field_id`, if the
+    /// file keeps any (legacy files do; 2.x files do not).
+    pub fn group_stats(&self, field_id: i32) -> Result<Option<crate::file::stats::GroupStats>> {
+        match &self.legacy {
+            Some(l) => l.group_stats(field_id),
+            None => Ok(None),
+        }
     }
 
     /// Read the sorted, non-overlapping row `ranges` of the projected columns.

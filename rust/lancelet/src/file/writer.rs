@@ -34,7 +34,7 @@ use crate::file::version::{FileVersion, PageFamily, VersionTraits};
 use crate::file::write::shred::{leaf_paths, shred};
 use crate::file::write::v2_0::{columns_of, split, ColumnEncoder20};
 use crate::file::write::{EncodedPage, LeafEncoder};
-use crate::io::Storage;
+use crate::io::{Storage, StorageOptions};
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata, DirectEncoding, Encoding};
 use crate::proto::file::{FileDescriptor, Schema as PbSchema};
 use crate::proto::type_url;
@@ -229,7 +229,12 @@ fn field_mismatch(path: &str, want: &Field, got: &Field) -> Option<String> {
 impl FileWriter {
     /// Create a writer for `uri`; field ids are assigned depth-first from 0.
     pub fn create(uri: &str, schema: &Schema, version: FileVersion) -> Result<Self> {
-        let storage = Storage::open(uri)?;
+        Self::create_with(uri, schema, version, &StorageOptions::new())
+    }
+
+    /// [`FileWriter::create`] with storage options (see [`crate::io::s3`]).
+    pub fn create_with(uri: &str, schema: &Schema, version: FileVersion, options: &StorageOptions) -> Result<Self> {
+        let storage = Storage::open_with(uri, options)?;
         Self::create_with_lance_schema(storage, LanceSchema::from_arrow(schema)?, version)
     }
 

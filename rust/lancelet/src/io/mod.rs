@@ -2,8 +2,13 @@
 //!
 //! Every byte lancelet reads or writes goes through [`Storage`], which wraps
 //! an `object_store::ObjectStore` plus the path of one object. URIs are
-//! `file:///abs/path`, plain local paths, or `memory://name/path` (an
-//! in-process store, shared by name, used by tests).
+//! `file:///abs/path`, plain local paths, `s3://bucket/path` (see [`s3`]
+//! for its storage options) or `memory://name/path` (an in-process store,
+//! shared by name, used by tests).
+//!
+//! A handle keeps the storage options it was opened with, so everything
+//! reached from it ([`Storage::child`], [`Storage::open_uri`] for a
+//! dataset's other base paths) is configured the same way.
 //!
 //! The core API is synchronous; a single process-wide Tokio runtime drives
 //! the async object_store calls ([`block_on`]).
@@ -20,6 +25,13 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
+
+pub mod s3;
+
+/// Storage options (pylance's `storage_options`): credentials, endpoint,
+/// region and client settings of an object store, as string pairs. Local
+/// and in-memory stores ignore them.
+pub type StorageOptions = HashMap<String, String>;
 
 /// The process-wide runtime used for object_store I/O.
 pub fn runtime() -> &'static tokio::runtime::Runtime {
@@ -62,14 +74,17 @@ fn lexically_normal(p: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
-/// An object store plus one path inside it, with a count of the reads made
-/// through it (benchmarks check how many storage requests a take costs).
+/// An object store plus one path inside it, with counts of the reads made
+/// and bytes received through it (benchmarks check how many storage
+/// requests a take costs; tests check what statistics pruning saves).
 #[derive(Clone)]
 pub struct Storage {
     store: Arc<dyn ObjectStore>,
     path: Path,
     display: String,
     reads: Arc<AtomicU64>,
+    bytes_read: Arc<AtomicU64>,
+    options: Arc<StorageOptions>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -82,23 +97,37 @@ fn io_err(path: &str, e: object_store::Error) -> Error {
     match e {
         object_store::Error::NotFound { .. } => Error::NotFound { what: path.to_string() },
         object_store::Error::AlreadyExists { .. } => Error::AlreadyExists { what: path.to_string() },
+        object_store::Error::NotImplemented { operation, .. } => {
+            Error::Unsupported { path: Some(path.to_string()), what: format!("the object store cannot do {operation}") }
+        }
         other => Error::Io { path: path.to_string(), message: other.to_string() },
     }
 }
 
 impl Storage {
-    /// Resolve a URI or local path to a store and object path.
+    /// Resolve a URI or local path to a store and object path (no storage
+    /// options: S3 is configured from `AWS_*` environment variables alone).
     pub fn open(uri: &str) -> Result<Self> {
+        Self::open_with(uri, &StorageOptions::new())
+    }
+
+    /// Resolve a URI or local path with storage options (see [`s3`]).
+    pub fn open_with(uri: &str, options: &StorageOptions) -> Result<Self> {
+        let options = Arc::new(options.clone());
         if let Some(rest) = uri.strip_prefix("memory://") {
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
-            return Ok(Self::new(memory_store(name), path, uri.to_string()));
+            return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
+        }
+        if uri.starts_with("s3://") || uri.starts_with("s3a://") {
+            let (store, path) = s3::open(uri, &options)?;
+            return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
         }
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             std::path::PathBuf::from(rest)
         } else if uri.contains("://") {
             return Err(Error::invalid_input(format!(
-                "unsupported URI scheme in {uri:?} (supported: file://, memory://, local paths)"
+                "unsupported URI scheme in {uri:?} (supported: s3://, file://, memory://, local paths)"
             )));
         } else {
             std::path::PathBuf::from(uri)
@@ -108,11 +137,28 @@ impl Storage {
         );
         let path = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
-        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string()))
+        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string(), options))
     }
 
-    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String) -> Self {
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)) }
+    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>) -> Self {
+        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options }
+    }
+
+    /// Open another URI with this handle's storage options (a dataset's
+    /// data under another base path).
+    pub fn open_uri(&self, uri: &str) -> Result<Storage> {
+        Self::open_with(uri, &self.options)
+    }
+
+    /// The storage options this handle was opened with.
+    pub fn options(&self) -> &StorageOptions {
+        &self.options
+    }
+
+    /// The same object through the same store, with a request counter of
+    /// its own (starting at zero).
+    pub fn fresh(&self) -> Storage {
+        Storage { reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), ..self.clone() }
     }
 
     /// How this object is named in messages.
@@ -125,6 +171,16 @@ impl Storage {
         self.reads.load(Ordering::Relaxed)
     }
 
+    /// Bytes received through this handle (and the handles derived from
+    /// it) so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+
+    fn count_bytes(&self, n: usize) {
+        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// Size of the object in bytes.
     pub fn size(&self) -> Result<u64> {
         let meta = block_on(self.store.head(&self.path)).map_err(|e| io_err(&self.display, e))?;
@@ -134,7 +190,9 @@ impl Storage {
     /// Read one byte range.
     pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))
+        let b = block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))?;
+        self.count_bytes(b.len());
+        Ok(b)
     }
 
     /// Read several byte ranges; object_store coalesces nearby ranges into
@@ -144,17 +202,21 @@ impl Storage {
             return Ok(Vec::new());
         }
         self.reads.fetch_add(1, Ordering::Relaxed);
-        block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))
+        let bs = block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))?;
+        self.count_bytes(bs.iter().map(|b| b.len()).sum());
+        Ok(bs)
     }
 
     /// Read the whole object.
     pub fn read_all(&self) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        block_on(async {
+        let b = block_on(async {
             let r = self.store.get(&self.path).await?;
             r.bytes().await
         })
-        .map_err(|e| io_err(&self.display, e))
+        .map_err(|e| io_err(&self.display, e))?;
+        self.count_bytes(b.len());
+        Ok(b)
     }
 
     /// A handle on `rel` (a `/`-separated relative path) below this path,
@@ -169,7 +231,7 @@ impl Storage {
             path = path.join(part);
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
-        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone() })
+        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone() })
     }
 
     /// The objects directly below this path (treated as a directory): names

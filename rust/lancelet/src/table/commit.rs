@@ -26,7 +26,7 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::proto::table as pb;
-use crate::table::manifest::{frame_sections, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
+use crate::table::manifest::{frame_sections_after, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
 use crate::table::transaction::{build_manifest, check_compatible, transaction_file_name, BuildOptions};
 
 /// Directory of transaction files.
@@ -132,11 +132,16 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             _ => None,
         };
         m.transaction_file = txn_name.clone();
+        // v0.1 dictionary values stay at the positions the fields name.
+        let prefix = match restore_file.as_ref().or(prev.as_ref()) {
+            Some(src) if m.fields.iter().any(|f| f.dictionary.is_some()) => src.leading_bytes(),
+            _ => Bytes::new(),
+        };
         let index_bytes = index.map(|i| i.encode_to_vec());
-        let mut pos = 0u64;
+        let mut pos = prefix.len() as u64;
         if let Some(b) = &index_bytes {
-            m.index_section = Some(0);
-            pos = 4 + b.len() as u64;
+            m.index_section = Some(pos);
+            pos += 4 + b.len() as u64;
         }
         m.transaction_section = Some(pos);
         let m_bytes = m.encode_to_vec();
@@ -146,7 +151,7 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
         }
         sections.push(&txn_bytes);
         sections.push(&m_bytes);
-        let (file, _) = frame_sections(&sections);
+        let (file, _) = frame_sections_after(&prefix, &sections);
         step(&opts.hook, "manifest")?;
         let target = root.child(&format!("{VERSIONS_DIR}/{}", naming.file_name(version)))?;
         match target.write_new(Bytes::from(file)) {

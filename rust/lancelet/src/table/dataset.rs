@@ -26,7 +26,7 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::file::schema::LanceSchema;
 use crate::file::FileReader;
-use crate::io::Storage;
+use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::deletion::{decode_deletions, deletion_file_path, live_ranges};
 use crate::table::features::{check_reader_flags, STABLE_ROW_IDS};
@@ -83,16 +83,16 @@ pub struct Dataset {
 
 /// The root storage; local paths are made absolute with `..` resolved
 /// (object_store paths may not contain `..`).
-fn open_root(uri: &str) -> Result<Storage> {
+fn open_root(uri: &str, options: &StorageOptions) -> Result<Storage> {
     if !uri.contains("://") {
         let p = std::path::Path::new(uri);
         if p.components().any(|c| c == std::path::Component::ParentDir) {
             if let Ok(canon) = p.canonicalize() {
-                return Storage::open(&canon.to_string_lossy());
+                return Storage::open_with(&canon.to_string_lossy(), options);
             }
         }
     }
-    Storage::open(uri)
+    Storage::open_with(uri, options)
 }
 
 /// Pull `"version": N` out of a tag file (a flat JSON object).
@@ -125,10 +125,20 @@ fn manifest_summary(m: &pb::Manifest) -> Vec<(String, String)> {
 }
 
 impl Dataset {
-    /// Open the dataset at `uri` (local path, `file://`, `memory://`) at
-    /// `version` (the latest when `None`).
+    /// Open the dataset at `uri` (local path, `file://`, `s3://`,
+    /// `memory://`) at `version` (the latest when `None`).
     pub fn open(uri: &str, version: Option<VersionRef>) -> Result<Self> {
-        let root = open_root(uri)?;
+        Self::open_with(uri, version, &StorageOptions::new())
+    }
+
+    /// [`Dataset::open`] with storage options (credentials, endpoint, ...;
+    /// see [`crate::io::s3`]).
+    pub fn open_with(uri: &str, version: Option<VersionRef>, options: &StorageOptions) -> Result<Self> {
+        Self::open_in(open_root(uri, options)?, uri, version)
+    }
+
+    /// Open the dataset whose root is `root` (named `uri` in messages).
+    pub fn open_in(root: Storage, uri: &str, version: Option<VersionRef>) -> Result<Self> {
         let versions = list_versions(&root)?;
         if versions.is_empty() {
             return Err(Error::NotFound { what: format!("dataset at {uri} (no manifests in {}/_versions)", root.display()) });
@@ -188,7 +198,13 @@ impl Dataset {
 
     /// The same dataset at another version.
     pub fn checkout(&self, version: VersionRef) -> Result<Self> {
-        Self::open(&self.uri, Some(version))
+        Self::open_in(self.root.fresh(), &self.uri, Some(version))
+    }
+
+    /// The same dataset at another version, or at the latest when `None`
+    /// (a fresh look at the version list).
+    pub fn checkout_ref(&self, version: Option<VersionRef>) -> Result<Self> {
+        Self::open_in(self.root.fresh(), &self.uri, version)
     }
 
     /// The URI it was opened with.

@@ -49,6 +49,28 @@ pub const KNOWN_READER_FLAGS: u64 = DELETION_FILES
     | DISABLE_TRANSACTION_FILE
     | MIXED_DATA_FILE_VERSIONS;
 
+/// Names of the bits set in `flags`, lowest first; bits lancelet does not
+/// know show as `unknown(0x…)`.
+pub fn flag_names(flags: u64) -> Vec<String> {
+    const NAMES: [(u64, &str); 7] = [
+        (DELETION_FILES, "deletion_files"),
+        (STABLE_ROW_IDS, "stable_row_ids"),
+        (USE_V2_FORMAT_DEPRECATED, "use_v2_format_deprecated"),
+        (TABLE_CONFIG, "table_config"),
+        (BASE_PATHS, "base_paths"),
+        (DISABLE_TRANSACTION_FILE, "disable_transaction_file"),
+        (MIXED_DATA_FILE_VERSIONS, "mixed_data_file_versions"),
+    ];
+    (0..64)
+        .map(|b| 1u64 << b)
+        .filter(|bit| flags & bit != 0)
+        .map(|bit| match NAMES.iter().find(|(b, _)| *b == bit) {
+            Some((_, name)) => name.to_string(),
+            None => format!("unknown({bit:#x})"),
+        })
+        .collect()
+}
+
 /// Refuse a manifest whose reader flags name something we cannot honour.
 pub fn check_reader_flags(flags: u64, manifest: &str) -> Result<()> {
     let unknown = flags & !KNOWN_READER_FLAGS;

@@ -132,6 +132,19 @@ impl FragmentReader {
         self.physical_rows
     }
 
+    /// File statistics of the top-level dataset column `name` (among the
+    /// fields this reader reads), when its file keeps them and stores the
+    /// column with the dataset's type.
+    pub fn column_stats(&self, name: &str) -> Result<Option<crate::file::stats::GroupStats>> {
+        let Some(i) = self.fields.iter().position(|f| f.arrow.name() == name) else { return Ok(None) };
+        match &self.sources[i] {
+            Source::File { file, file_field, .. } if file_field.arrow.data_type() == self.fields[i].arrow.data_type() => {
+                self.files[*file].0.group_stats(file_field.id)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Read the sorted, non-overlapping physical row `ranges`.
     pub fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<RecordBatch> {
         let n: u64 = ranges.iter().map(|r| r.end - r.start).sum();
@@ -250,7 +263,7 @@ pub fn resolve(root: &Storage, bases: &[pb::BasePath], base_id: Option<u32>, dir
                 .iter()
                 .find(|b| b.id == id)
                 .ok_or_else(|| Error::corrupt(format!("file {rel} names base path {id}, which the manifest does not list")))?;
-            let base_root = Storage::open(&base.path)?;
+            let base_root = root.open_uri(&base.path)?;
             if base.is_dataset_root {
                 base_root.child(&format!("{dir}/{rel}"))
             } else {

@@ -121,6 +121,22 @@ impl ManifestFile {
         Ok(Some(pb::Transaction::decode(section_at(&self.bytes, pos, "transaction")?)?))
     }
 
+    /// The bytes before the first section. v0.1 datasets keep the values
+    /// of dictionary fields there (`Field.dictionary` holds absolute
+    /// positions into this file), so a manifest that keeps those fields
+    /// starts with the same bytes.
+    pub fn leading_bytes(&self) -> Bytes {
+        let n = self.bytes.len();
+        let manifest_pos = u64::from_le_bytes(self.bytes[n - 16..n - 8].try_into().expect("8 bytes"));
+        let m = &self.manifest;
+        let first = [Some(manifest_pos), m.index_section, m.transaction_section, m.transaction_section_old]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(0);
+        self.bytes.slice(..(first as usize).min(n - FOOTER_LEN))
+    }
+
     /// The index section, if any.
     pub fn index_section(&self) -> Result<Option<pb::IndexSection>> {
         let Some(pos) = self.manifest.index_section else {
@@ -179,7 +195,13 @@ pub fn read_manifest(root: &Storage, name: &str) -> Result<ManifestFile> {
 /// being the manifest, then the footer. Returns the file and the offset of
 /// every section.
 pub fn frame_sections(sections: &[&[u8]]) -> (Vec<u8>, Vec<u64>) {
-    let mut out = Vec::new();
+    frame_sections_after(&[], sections)
+}
+
+/// [`frame_sections`] after `prefix` (unframed bytes at the start of the
+/// file, see [`ManifestFile::leading_bytes`]); offsets are absolute.
+pub fn frame_sections_after(prefix: &[u8], sections: &[&[u8]]) -> (Vec<u8>, Vec<u64>) {
+    let mut out = prefix.to_vec();
     let mut offsets = Vec::with_capacity(sections.len());
     for s in sections {
         offsets.push(out.len() as u64);

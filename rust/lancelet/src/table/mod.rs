@@ -27,6 +27,7 @@ pub mod staged;
 pub mod tags;
 pub mod transaction;
 pub mod write;
+pub mod write_schema;
 
 pub use dataset::{Dataset, VersionRef};
 pub use scan::{RowFilter, ScanOptions, Scanner};

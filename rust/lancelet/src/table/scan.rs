@@ -21,6 +21,9 @@
 //! (read in addition to the projection), returns a boolean mask per batch,
 //! and the batch is filtered before the extra columns are dropped. With a
 //! filter, offset/limit apply to the filtered stream instead of the plan.
+//! A filter may name `_rowid` and `_rowaddr` (as pylance's may) whether or
+//! not the output has them: they are computed for the rows read and handed
+//! to the filter after the file columns.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -33,6 +36,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::file::schema::LanceField;
+use crate::file::stats::{intersect, GroupStats, Pruned};
 use crate::table::dataset::Dataset;
 use crate::table::fragment::FragmentReader;
 use crate::table::rowids::RowIdSequence;
@@ -53,6 +57,14 @@ pub trait RowFilter: Send + Sync + std::fmt::Debug {
     fn columns(&self) -> Vec<String>;
     /// True for rows to keep (nulls count as false).
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray>;
+    /// What the statistics `stats(column)` of a fragment's files tell about
+    /// its physical rows `0..rows`: the rows that may match (the scan skips
+    /// the rest) and those that surely do (kept without evaluating).
+    /// Nothing unless a filter knows better.
+    fn prune(&self, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) -> Pruned {
+        let _ = stats;
+        Pruned::unknown(rows)
+    }
 }
 
 /// What to scan.
@@ -89,6 +101,8 @@ struct FragPlan {
     unit_rows: u64,
     row_ids: Option<Arc<RowIdSequence>>,
     reader: Mutex<Option<Arc<FragmentReader>>>,
+    /// Physical rows statistics prove to match the filter.
+    sure: Vec<Range<u64>>,
 }
 
 /// A planned scan of one dataset version.
@@ -100,6 +114,8 @@ pub struct Scanner {
     read_fields: Vec<LanceField>,
     /// How many leading read fields are output columns.
     num_projected: usize,
+    /// The filter reads `_rowid` / `_rowaddr`.
+    filter_row_cols: (bool, bool),
     schema: SchemaRef,
 }
 
@@ -164,9 +180,15 @@ impl Scanner {
         }
         let mut read_fields = ds.project(opts.columns.as_deref())?;
         let num_projected = read_fields.len();
+        let mut filter_row_cols = (false, false);
         if let Some(f) = &opts.filter {
+            let in_schema = |n: &str| ds.schema().field_with_name(n).is_ok();
             for name in f.columns() {
-                if !read_fields.iter().any(|x| x.arrow.name() == &name) {
+                if name == ROW_ID && !in_schema(ROW_ID) {
+                    filter_row_cols.0 = true;
+                } else if name == ROW_ADDR && !in_schema(ROW_ADDR) {
+                    filter_row_cols.1 = true;
+                } else if !read_fields.iter().any(|x| x.arrow.name() == &name) {
                     read_fields.extend(ds.project(Some(&[name]))?);
                 }
             }
@@ -180,7 +202,7 @@ impl Scanner {
             fields.push(raddr);
         }
         let schema = Arc::new(Schema::new(fields).with_metadata(ds.lance_schema().metadata.clone()));
-        Ok(Scanner { ds, opts, read_fields, num_projected, schema })
+        Ok(Scanner { ds, opts, read_fields, num_projected, filter_row_cols, schema })
     }
 
     /// The output schema.
@@ -239,7 +261,7 @@ impl Scanner {
     /// Start streaming the result.
     pub fn stream(&self) -> Result<ScanStream> {
         let indices = self.fragment_indices()?;
-        let want_ids = self.opts.with_row_id && self.ds.has_stable_row_ids();
+        let want_ids = (self.opts.with_row_id || self.filter_row_cols.0) && self.ds.has_stable_row_ids();
         let ds = &self.ds;
         let mut plans = indices
             .par_iter()
@@ -252,7 +274,8 @@ impl Scanner {
                 let per_row = if bytes == 0 { 16 } else { bytes.div_ceil(rows) };
                 let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
                 let unit_rows = (READ_UNIT_BYTES / per_row).max(batch).div_ceil(batch) * batch;
-                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(None) })
+                let (live, sure, reader) = self.prune(i, live)?;
+                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure })
             })
             .collect::<Result<Vec<_>>>()?;
         let filtered = self.opts.filter.is_some();
@@ -283,6 +306,7 @@ impl Scanner {
             with_row_id: self.opts.with_row_id,
             with_row_address: self.opts.with_row_address,
             filter: self.opts.filter.clone(),
+            filter_row_cols: self.filter_row_cols,
             batch_size: batch as usize,
         });
         Ok(ScanStream {
@@ -294,6 +318,23 @@ impl Scanner {
             post: filtered.then_some((self.opts.offset, self.opts.limit.unwrap_or(u64::MAX))),
             failed: false,
         })
+    }
+
+    /// Drop the rows of fragment `i` that its files' statistics rule out
+    /// for the filter, and find those they prove to match. Only legacy
+    /// (v0.1) files carry statistics, so only fragments with such files are
+    /// looked at; their reader, opened here, is kept for the scan.
+    /// Unreadable statistics prove nothing.
+    #[allow(clippy::type_complexity)]
+    fn prune(&self, i: usize, live: Vec<Range<u64>>) -> Result<(Vec<Range<u64>>, Vec<Range<u64>>, Option<Arc<FragmentReader>>)> {
+        let Some(filter) = &self.opts.filter else { return Ok((live, Vec::new(), None)) };
+        if live.is_empty() || !self.ds.fragments()[i].files.iter().any(|d| d.file_major_version == 0) {
+            return Ok((live, Vec::new(), None));
+        }
+        let reader = Arc::new(self.ds.fragment_reader(i, &self.read_fields)?);
+        let rows = self.ds.physical_rows(i)?;
+        let p = filter.prune(&|name| reader.column_stats(name).ok().flatten(), rows);
+        Ok((intersect(&live, &p.maybe), p.sure, Some(reader)))
     }
 
     /// Read everything into batches.
@@ -312,6 +353,7 @@ struct TaskContext {
     with_row_id: bool,
     with_row_address: bool,
     filter: Option<Arc<dyn RowFilter>>,
+    filter_row_cols: (bool, bool),
     batch_size: usize,
 }
 
@@ -337,22 +379,35 @@ impl TaskContext {
         let batch = self.reader(p)?.read_ranges(ranges)?;
         let n = batch.num_rows();
         let mut cols: Vec<ArrayRef> = batch.columns()[..self.num_projected].to_vec();
-        let addrs = || -> UInt64Array { ranges.iter().flat_map(|r| r.clone()).map(|o| (p.id << 32) | o).collect() };
+        let (filter_ids, filter_addrs) = self.filter_row_cols;
+        let addrs: Option<ArrayRef> = (self.with_row_address || filter_addrs || (p.row_ids.is_none() && (self.with_row_id || filter_ids)))
+            .then(|| Arc::new(ranges.iter().flat_map(|r| r.clone()).map(|o| (p.id << 32) | o).collect::<UInt64Array>()) as ArrayRef);
+        let ids: Option<ArrayRef> = (self.with_row_id || filter_ids).then(|| match &p.row_ids {
+            Some(seq) => Arc::new(UInt64Array::from(seq.select(ranges))) as ArrayRef,
+            None => addrs.clone().expect("addresses computed"),
+        });
         if self.with_row_id {
-            let ids: UInt64Array = match &p.row_ids {
-                Some(seq) => UInt64Array::from(seq.select(ranges)),
-                None => addrs(),
-            };
-            cols.push(Arc::new(ids));
+            cols.push(ids.clone().expect("ids computed"));
         }
         if self.with_row_address {
-            cols.push(Arc::new(addrs()));
+            cols.push(addrs.clone().expect("addresses computed"));
         }
         let out = RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?;
         match &self.filter {
             None => Ok(out),
             Some(f) => {
-                let mask = f.evaluate(&batch)?;
+                let mut input = batch;
+                let (rid, raddr) = row_col_fields();
+                for (wanted, field, col) in [(filter_ids, rid, &ids), (filter_addrs, raddr, &addrs)] {
+                    if wanted {
+                        input = append_column(&input, field, col.clone().expect("row column computed"))?;
+                    }
+                }
+                let mut mask = f.evaluate(&input)?;
+                if !p.sure.is_empty() {
+                    let sure: BooleanArray = ranges.iter().flat_map(|r| r.clone()).map(|o| Some(in_ranges(&p.sure, o))).collect();
+                    mask = arrow_arith::boolean::or(&mask, &sure)?;
+                }
                 if mask.len() != n {
                     return Err(Error::Internal { what: format!("filter returned {} values for {n} rows", mask.len()) });
                 }
@@ -360,6 +415,22 @@ impl TaskContext {
             }
         }
     }
+}
+
+/// Whether `x` lies in one of the sorted ranges.
+fn in_ranges(ranges: &[Range<u64>], x: u64) -> bool {
+    let i = ranges.partition_point(|r| r.end <= x);
+    ranges.get(i).is_some_and(|r| r.start <= x)
+}
+
+/// `batch` with one more column at the end.
+fn append_column(batch: &RecordBatch, field: Field, col: ArrayRef) -> Result<RecordBatch> {
+    let mut fields: Vec<Arc<Field>> = batch.schema().fields().iter().cloned().collect();
+    fields.push(Arc::new(field));
+    let mut cols = batch.columns().to_vec();
+    cols.push(col);
+    let schema = Arc::new(Schema::new(fields));
+    Ok(RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))?)
 }
 
 type Pending = mpsc::Receiver<Result<Vec<RecordBatch>>>;

@@ -42,7 +42,7 @@ use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::list_versions;
 use crate::table::transaction::{new_transaction, BuildOptions};
-use crate::table::write::{column_field_ids, conform, dataset_file_version, open_root, stage_fragments, StageTarget, WriteMode};
+use crate::table::write::{column_field_ids, dataset_file_version, open_root, stage_fragments, StageTarget, WriteMode};
 
 use pb::transaction::Operation;
 
@@ -95,7 +95,7 @@ impl StagePlan {
             return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", self.uri) });
         }
         let (schema, _, _) = self.target()?;
-        conform(&RecordBatch::new_empty(self.schema.clone()), &std::sync::Arc::new(schema.to_arrow()))?;
+        crate::table::write_schema::write_schema(&schema, &self.schema)?;
         Ok(())
     }
 }

@@ -31,7 +31,8 @@ use crate::file::schema::{LanceField, LanceSchema};
 use crate::file::structural::to_arrow::{is_packed_struct, owns_column};
 use crate::file::version::PageFamily;
 use crate::file::{FileVersion, FileWriter};
-use crate::io::Storage;
+use crate::io::{Storage, StorageOptions};
+use crate::table::write_schema::write_schema;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, step, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
@@ -81,11 +82,13 @@ pub struct WriteParams {
     pub enable_stable_row_ids: bool,
     /// Failure injection for tests (see [`FailHook`]).
     pub hook: Option<FailHook>,
+    /// Object store configuration (see [`crate::io::s3`]).
+    pub storage_options: StorageOptions,
 }
 
 impl Default for WriteParams {
     fn default() -> Self {
-        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: FileVersion::V2_2, enable_stable_row_ids: false, hook: None }
+        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: FileVersion::V2_2, enable_stable_row_ids: false, hook: None, storage_options: StorageOptions::new() }
     }
 }
 
@@ -199,7 +202,9 @@ pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item =
     if t.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
-    let arrow: SchemaRef = Arc::new(t.schema.to_arrow());
+    // Data files hold the dataset fields the input has, in its order (see
+    // `write_schema`); decided by the first batch, kept for the rest.
+    let mut arrow: Option<SchemaRef> = None;
     let mut sink = FragmentSink {
         root: t.root,
         schema: t.schema.clone(),
@@ -215,14 +220,24 @@ pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item =
         if b.num_rows() == 0 {
             continue;
         }
-        sink.push(&conform(&b, &arrow)?)?;
+        let target = match &arrow {
+            Some(a) => a.clone(),
+            None => {
+                sink.schema = write_schema(t.schema, &b.schema())?;
+                let a: SchemaRef = Arc::new(sink.schema.to_arrow());
+                arrow = Some(a.clone());
+                a
+            }
+        };
+        sink.push(&conform(&b, &target)?)?;
     }
     sink.close()?;
     Ok(sink.done)
 }
 
-/// Conform an input batch to the dataset schema: same columns by name (in
-/// the dataset's order), compatible types. Errors name the field.
+/// Conform an input batch to `target` (the data files' schema, see
+/// [`write_schema`]): same columns by name (in the target's order),
+/// compatible types, no nulls in non-nullable fields. Errors name the field.
 pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let got = batch.schema();
     for g in got.fields() {
@@ -258,17 +273,23 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordB
 }
 
 pub(crate) fn open_root(uri: &str) -> Result<Storage> {
+    open_root_with(uri, &StorageOptions::new())
+}
+
+/// The dataset root for a write; local paths with `..` are created and
+/// canonicalized (object_store paths may not contain `..`).
+pub(crate) fn open_root_with(uri: &str, options: &StorageOptions) -> Result<Storage> {
     if !uri.contains("://") {
         // object_store paths may not contain `..`
         let p = std::path::Path::new(uri);
         if p.components().any(|c| c == std::path::Component::ParentDir) {
             std::fs::create_dir_all(p).ok();
             if let Ok(canon) = p.canonicalize() {
-                return Storage::open(&canon.to_string_lossy());
+                return Storage::open_with(&canon.to_string_lossy(), options);
             }
         }
     }
-    Storage::open(uri)
+    Storage::open_with(uri, options)
 }
 
 /// Write a stream of batches as a dataset (see [`WriteParams`]). Returns
@@ -282,13 +303,13 @@ pub fn write_dataset(
     if params.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
-    let root = open_root(uri)?;
+    let root = open_root_with(uri, &params.storage_options)?;
     let latest = list_versions(&root)?.last().cloned();
     let existing = match (&latest, params.mode) {
         (Some(_), WriteMode::Create) => {
             return Err(Error::AlreadyExists { what: format!("dataset at {uri} (use mode=\"overwrite\" or \"append\")") })
         }
-        (Some(l), WriteMode::Append) => Some(Dataset::open(uri, Some(VersionRef::Number(l.version)))?),
+        (Some(l), WriteMode::Append) => Some(Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(l.version)))?),
         _ => None,
     };
     let read_version = latest.as_ref().map(|l| l.version).unwrap_or(0);
@@ -304,11 +325,9 @@ pub fn write_dataset(
     if version == FileVersion::Legacy {
         return Err(Error::unsupported("writing v0.1 (legacy) data files is not supported; use 2.0, 2.1 or 2.2"));
     }
-    let target: SchemaRef = Arc::new(lance_schema.to_arrow());
     if existing.is_some() {
         // Check the stream's declared schema before writing anything.
-        let probe = RecordBatch::new_empty(schema.clone());
-        conform(&probe, &target)?;
+        write_schema(&lance_schema, &schema)?;
     }
     let target_spec = StageTarget { root: &root, schema: &lance_schema, version, max_rows_per_file: params.max_rows_per_file, name_prefix: "", hook: params.hook.clone() };
     let fragments = stage_fragments(&target_spec, batches)?;
@@ -328,7 +347,7 @@ pub fn write_dataset(
         hook: params.hook.clone(),
     };
     let v = commit(&root, &txn, &opts)?;
-    Dataset::open(uri, Some(VersionRef::Number(v)))
+    Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(v)))
 }
 
 /// Append batches to an existing dataset (read at `ds`'s version).
@@ -338,7 +357,7 @@ pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, 
     let fragments = stage_fragments(&target, batches)?;
     let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
     let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
-    Dataset::open(ds.uri(), Some(VersionRef::Number(v)))
+    ds.checkout(VersionRef::Number(v))
 }
 
 /// Encode a fragment's deleted offsets as pylance would.
@@ -370,7 +389,7 @@ pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &st
         }
     }
     if total == 0 {
-        return Ok((Dataset::open(ds.uri(), Some(VersionRef::Number(ds.version())))?, 0));
+        return Ok((ds.checkout(VersionRef::Number(ds.version()))?, 0));
     }
     let mut updated = Vec::new();
     let mut removed = Vec::new();
@@ -398,7 +417,7 @@ pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &st
         Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
     );
     let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
-    Ok((Dataset::open(ds.uri(), Some(VersionRef::Number(v)))?, total))
+    Ok((ds.checkout(VersionRef::Number(v))?, total))
 }
 
 /// Delete the rows matching a SQL predicate.
@@ -412,7 +431,7 @@ pub fn restore(ds: &Dataset) -> Result<Dataset> {
     let latest = ds.latest_version()?;
     let txn = new_transaction(latest, Operation::Restore(pb::transaction::Restore { version: ds.version() }));
     let v = commit(ds.root(), &txn, &CommitOptions::default())?;
-    Dataset::open(ds.uri(), Some(VersionRef::Number(v)))
+    ds.checkout(VersionRef::Number(v))
 }
 
 #[cfg(test)]
