@@ -38,6 +38,7 @@ pub struct Pruned {
 
 impl Pruned {
     /// Nothing known: every row may match, none surely.
+    #[allow(clippy::single_range_in_vec_init)] // one range of rows, not a list of numbers
     pub fn unknown(rows: u64) -> Self {
         Pruned { maybe: vec![0..rows], sure: Vec::new() }
     }
