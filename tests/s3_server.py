@@ -67,7 +67,7 @@ class S3Server:
                 self.proc.wait(timeout=20)
 
 
-def start(data_dir: Path, timeout: float = 60.0) -> S3Server:
+def start(data_dir: Path, timeout: float = 120.0) -> S3Server:
     # pip puts the binary next to the interpreter, which may not be on PATH
     beside = Path(sys.executable).parent / "weed"
     weed = shutil.which("weed") or (str(beside) if beside.exists() else None)
