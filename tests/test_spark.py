@@ -324,3 +324,29 @@ def test_take_udf_by_row_id(spark, tmp_path):
     assert all(by_id[i].name == f"r{i}" for i in range(500) if i != 7)
     assert by_id[-1].name is None and by_id[-1].vec is None  # unknown id
     assert sum(1 for r in res if r.id == 7 and r.row.name is None) == 1  # deleted row id → nulls
+
+
+def test_spark_on_s3_with_storage_options(spark, s3_server, lance_mod):
+    """format("lancelet") on s3:// with storage_options.* options: the
+    distributed write (tasks stage, the driver commits, the job is closed)
+    and the read both go through the object store."""
+    import uuid
+
+    so = s3_server.storage_options
+    uri = f"s3://lancelet/spark-{uuid.uuid4().hex[:8]}"
+
+    def opts(rw):
+        for k, v in so.items():
+            rw = rw.option(f"storage_options.{k}", v)
+        return rw
+
+    df = spark.range(0, 3000, numPartitions=3).selectExpr("id", "concat('v', cast(id as string)) as s")
+    opts(df.write.format("lancelet").mode("overwrite").option("max_rows_per_file", 700)).save(uri)
+    opts(spark.range(3000, 3100).selectExpr("id", "'x' as s").write.format("lancelet").mode("append")).save(uri)
+    back = opts(spark.read.format("lancelet")).option("filter", "id % 100 = 0").load(uri)
+    assert sorted(r.id for r in back.collect()) == list(range(0, 3100, 100))
+    theirs = lance_mod.dataset(uri, storage_options=so)
+    assert theirs.version == 2 and theirs.count_rows() == 3100
+    # the staged files of both jobs are all referenced (nothing orphaned)
+    files = {d.path for f in lancelet.dataset(uri, storage_options=so).get_fragments() for d in f.data_files()}
+    assert len(files) == len(theirs.get_fragments())

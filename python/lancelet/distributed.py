@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import pyarrow as pa
 
 from lancelet import _native
 from lancelet.dataset import Dataset, _stream, _uri
 from lancelet.exceptions import CommitConflictError, InvalidInputError
+from lancelet.file import _storage_options
 
 __all__ = ["WritePlan", "plan_write"]
 
@@ -45,6 +46,7 @@ class WritePlan:
     max_rows_per_file: int
     enable_stable_row_ids: bool
     job_id: str
+    storage_options: Optional[Dict[str, str]] = None
 
     @property
     def file_prefix(self) -> str:
@@ -57,10 +59,11 @@ class WritePlan:
         staged fragments."""
         if isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data):
             data = pa.RecordBatchReader.from_batches(self.schema, data)
+        so = self.storage_options
         staged = list(_native.staged_write(self.uri, self.mode, self.read_version, self.data_storage_version,
-                                           _stream(data, self.schema), self.max_rows_per_file, self.file_prefix))
-        if _native.staged_job_closed(self.uri, self.file_prefix):
-            _native.staged_remove_files(self.uri, _native.staged_file_names(staged))
+                                           _stream(data, self.schema), self.max_rows_per_file, self.file_prefix, so))
+        if _native.staged_job_closed(self.uri, self.file_prefix, so):
+            _native.staged_remove_files(self.uri, _native.staged_file_names(staged), so)
             raise CommitConflictError(f"write job {self.job_id} on {self.uri} was already committed or aborted; "
                                       "this task's data files were removed")
         return staged
@@ -70,24 +73,25 @@ class WritePlan:
         job's data files that the commit does not reference."""
         frags = [bytes(f) for f in fragments]
         native_ds = _native.staged_commit(self.uri, self.mode, self.read_version, self.data_storage_version,
-                                          self.schema, frags, self.enable_stable_row_ids)
-        _native.staged_close_job(self.uri, self.file_prefix)
+                                          self.schema, frags, self.enable_stable_row_ids, self.storage_options)
+        _native.staged_close_job(self.uri, self.file_prefix, self.storage_options)
         self.cleanup(keep=_native.staged_file_names(frags))
-        return Dataset(self.uri, _native_ds=native_ds)
+        return Dataset(self.uri, storage_options=self.storage_options, _native_ds=native_ds)
 
     def abort(self) -> int:
         """Close the job and remove every data file it wrote; returns how many."""
-        _native.staged_close_job(self.uri, self.file_prefix)
+        _native.staged_close_job(self.uri, self.file_prefix, self.storage_options)
         return self.cleanup(keep=())
 
     def cleanup(self, keep: Sequence[str] = ()) -> int:
         """Remove this job's data files except those named in ``keep``."""
-        return _native.staged_cleanup(self.uri, self.file_prefix, list(keep))
+        return _native.staged_cleanup(self.uri, self.file_prefix, list(keep), self.storage_options)
 
 
 def plan_write(uri: Any, schema: pa.Schema, mode: str = "append", data_storage_version: Optional[str] = None,
                max_rows_per_file: int = 1024 * 1024, enable_stable_row_ids: bool = False,
-               read_version: Optional[int] = None) -> WritePlan:
+               read_version: Optional[int] = None,
+               storage_options: Optional[Dict[str, str]] = None) -> WritePlan:
     """Plan a distributed write of data with ``schema`` to ``uri``.
 
     ``mode``: ``"append"`` (creates the dataset when missing),
@@ -101,9 +105,11 @@ def plan_write(uri: Any, schema: pa.Schema, mode: str = "append", data_storage_v
     if not isinstance(schema, pa.Schema):
         raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     uri = _uri(uri)
-    rv = _native.staged_latest_version(uri) if read_version is None else int(read_version)
+    so = _storage_options(storage_options)
+    rv = _native.staged_latest_version(uri, so) if read_version is None else int(read_version)
     plan = WritePlan(uri=uri, mode=mode, read_version=rv, schema=schema,
                      data_storage_version=data_storage_version or "2.2", max_rows_per_file=int(max_rows_per_file),
-                     enable_stable_row_ids=bool(enable_stable_row_ids), job_id=secrets.token_hex(6))
-    _native.staged_check(plan.uri, plan.mode, plan.read_version, plan.data_storage_version, plan.schema)
+                     enable_stable_row_ids=bool(enable_stable_row_ids), job_id=secrets.token_hex(6),
+                     storage_options=so)
+    _native.staged_check(plan.uri, plan.mode, plan.read_version, plan.data_storage_version, plan.schema, so)
     return plan

@@ -179,18 +179,19 @@ class FragmentWriter:
 
 def write_fragments(uri: str, schema: StructType, mode: str = "append", max_rows_per_file: int = 1024 * 1024,
                     data_storage_version: Optional[str] = None, vector_columns: Optional[Dict[str, int]] = None,
-                    enable_stable_row_ids: bool = False) -> FragmentWriter:
+                    enable_stable_row_ids: bool = False,
+                    storage_options: Optional[Dict[str, str]] = None) -> FragmentWriter:
     """Plan a distributed write of rows of Spark schema ``schema`` (checked
     against the dataset now) and return the ``mapInArrow`` function that
     writes them; see :class:`FragmentWriter`."""
     try:
-        existing: Optional[pa.Schema] = lancelet.dataset(uri).schema
+        existing: Optional[pa.Schema] = lancelet.dataset(uri, storage_options=storage_options).schema
     except NotFoundError:
         existing = None
     target = lance_schema_for(schema, existing, vector_columns, append=(mode == "append"))
     return FragmentWriter(plan_write(uri, target, mode=mode, data_storage_version=data_storage_version,
                                      max_rows_per_file=max_rows_per_file,
-                                     enable_stable_row_ids=enable_stable_row_ids))
+                                     enable_stable_row_ids=enable_stable_row_ids, storage_options=storage_options))
 
 
 def commit(writer: FragmentWriter, staged: DataFrame) -> lancelet.Dataset:

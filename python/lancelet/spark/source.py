@@ -248,7 +248,8 @@ class LanceletWriter(DataSourceArrowWriter):
         self.plan: WritePlan = plan_write(opts.uri, target, mode="overwrite" if overwrite else "append",
                                           data_storage_version=opts.data_storage_version,
                                           max_rows_per_file=opts.max_rows_per_file,
-                                          enable_stable_row_ids=opts.enable_stable_row_ids)
+                                          enable_stable_row_ids=opts.enable_stable_row_ids,
+                                          storage_options=opts.storage_options)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFragments:
         schema = self.plan.schema

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use lancelet::io::StorageOptions;
 use lancelet::table::staged::{self, StagePlan};
 use lancelet::table::write::{self, WriteMode, WriteParams};
 use lancelet::table::{tags, Dataset};
@@ -92,32 +93,36 @@ fn tag_delete(py: Python<'_>, ds: &NativeDataset, name: String) -> PyResult<()> 
     py.detach(move || guard(move || tags::delete_tag(inner.root(), &name))).py_err()
 }
 
-fn stage_plan(uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: arrow_schema::SchemaRef) -> PyResult<StagePlan> {
+fn stage_plan(uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: arrow_schema::SchemaRef, storage_options: Option<StorageOptions>) -> PyResult<StagePlan> {
     Ok(StagePlan {
         uri,
         mode: WriteMode::parse(mode).py_err()?,
         read_version,
         data_storage_version: FileVersion::parse(data_storage_version).py_err()?,
         schema,
+        storage_options: storage_options.unwrap_or_default(),
     })
 }
 
 /// Latest version of the dataset at `uri` (0 when there is none).
 #[pyfunction]
-fn staged_latest_version(py: Python<'_>, uri: String) -> PyResult<u64> {
-    py.detach(move || guard(move || staged::latest_version(&uri))).py_err()
+#[pyo3(signature = (uri, storage_options=None))]
+fn staged_latest_version(py: Python<'_>, uri: String, storage_options: Option<StorageOptions>) -> PyResult<u64> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || staged::latest_version(&uri, &options))).py_err()
 }
 
 /// Check that data of `schema` can be written with this plan (before any task runs).
 #[pyfunction]
-fn staged_check(py: Python<'_>, uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: &Bound<'_, PyAny>) -> PyResult<()> {
-    let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?))?;
+#[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, storage_options=None))]
+fn staged_check(py: Python<'_>, uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: &Bound<'_, PyAny>, storage_options: Option<StorageOptions>) -> PyResult<()> {
+    let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?), storage_options)?;
     py.detach(move || guard(move || plan.check())).py_err()
 }
 
 /// Write an Arrow stream as uncommitted data files: encoded fragments.
 #[pyfunction]
-#[pyo3(signature = (uri, mode, read_version, data_storage_version, data, max_rows_per_file, name_prefix))]
+#[pyo3(signature = (uri, mode, read_version, data_storage_version, data, max_rows_per_file, name_prefix, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 fn staged_write(
     py: Python<'_>,
@@ -128,17 +133,18 @@ fn staged_write(
     data: &Bound<'_, PyAny>,
     max_rows_per_file: u64,
     name_prefix: String,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<Vec<Py<PyBytes>>> {
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
-    let plan = stage_plan(uri, mode, read_version, data_storage_version, schema)?;
+    let plan = stage_plan(uri, mode, read_version, data_storage_version, schema, storage_options)?;
     let frags = py.detach(move || guard(move || staged::write_fragments(&plan, batches(reader), max_rows_per_file, &name_prefix))).py_err()?;
     Ok(frags.iter().map(|f| PyBytes::new(py, f).unbind()).collect())
 }
 
 /// Commit encoded fragments as one new version.
 #[pyfunction]
-#[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, fragments, enable_stable_row_ids=false))]
+#[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, fragments, enable_stable_row_ids=false, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 fn staged_commit(
     py: Python<'_>,
@@ -149,8 +155,9 @@ fn staged_commit(
     schema: &Bound<'_, PyAny>,
     fragments: Vec<Vec<u8>>,
     enable_stable_row_ids: bool,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<NativeDataset> {
-    let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?))?;
+    let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?), storage_options)?;
     let ds = py.detach(move || guard(move || staged::commit_fragments(&plan, &fragments, enable_stable_row_ids))).py_err()?;
     Ok(wrap(ds))
 }
@@ -163,26 +170,34 @@ fn staged_file_names(fragments: Vec<Vec<u8>>) -> PyResult<Vec<String>> {
 
 /// Delete data files named with `name_prefix` that are not in `keep`.
 #[pyfunction]
-fn staged_cleanup(py: Python<'_>, uri: String, name_prefix: String, keep: Vec<String>) -> PyResult<usize> {
-    py.detach(move || guard(move || staged::remove_staged_files(&uri, &name_prefix, &keep))).py_err()
+#[pyo3(signature = (uri, name_prefix, keep, storage_options=None))]
+fn staged_cleanup(py: Python<'_>, uri: String, name_prefix: String, keep: Vec<String>, storage_options: Option<StorageOptions>) -> PyResult<usize> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || staged::remove_staged_files(&uri, &options, &name_prefix, &keep))).py_err()
 }
 
 /// Mark a distributed write job closed (committed or aborted).
 #[pyfunction]
-fn staged_close_job(py: Python<'_>, uri: String, name_prefix: String) -> PyResult<()> {
-    py.detach(move || guard(move || staged::close_job(&uri, &name_prefix))).py_err()
+#[pyo3(signature = (uri, name_prefix, storage_options=None))]
+fn staged_close_job(py: Python<'_>, uri: String, name_prefix: String, storage_options: Option<StorageOptions>) -> PyResult<()> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || staged::close_job(&uri, &options, &name_prefix))).py_err()
 }
 
 /// Whether the job was closed.
 #[pyfunction]
-fn staged_job_closed(py: Python<'_>, uri: String, name_prefix: String) -> PyResult<bool> {
-    py.detach(move || guard(move || staged::job_closed(&uri, &name_prefix))).py_err()
+#[pyo3(signature = (uri, name_prefix, storage_options=None))]
+fn staged_job_closed(py: Python<'_>, uri: String, name_prefix: String, storage_options: Option<StorageOptions>) -> PyResult<bool> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || staged::job_closed(&uri, &options, &name_prefix))).py_err()
 }
 
 /// Delete named files of `data/`.
 #[pyfunction]
-fn staged_remove_files(py: Python<'_>, uri: String, names: Vec<String>) -> PyResult<usize> {
-    py.detach(move || guard(move || staged::remove_data_files(&uri, &names))).py_err()
+#[pyo3(signature = (uri, names, storage_options=None))]
+fn staged_remove_files(py: Python<'_>, uri: String, names: Vec<String>, storage_options: Option<StorageOptions>) -> PyResult<usize> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || staged::remove_data_files(&uri, &options, &names))).py_err()
 }
 
 /// Add the functions to the module.

@@ -36,13 +36,13 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::file::schema::LanceSchema;
 use crate::file::FileVersion;
-use crate::io::Storage;
+use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::list_versions;
 use crate::table::transaction::{new_transaction, BuildOptions};
-use crate::table::write::{column_field_ids, dataset_file_version, open_root, stage_fragments, StageTarget, WriteMode};
+use crate::table::write::{dataset_file_version, open_root_with, stage_fragments, StageTarget, WriteMode};
 
 use pb::transaction::Operation;
 
@@ -59,11 +59,13 @@ pub struct StagePlan {
     pub data_storage_version: FileVersion,
     /// Arrow schema of the data written.
     pub schema: SchemaRef,
+    /// Object store settings (credentials, endpoint, …).
+    pub storage_options: StorageOptions,
 }
 
 /// The latest version of the dataset at `uri`, 0 when there is none.
-pub fn latest_version(uri: &str) -> Result<u64> {
-    let root = open_root(uri)?;
+pub fn latest_version(uri: &str, options: &StorageOptions) -> Result<u64> {
+    let root = open_root_with(uri, options)?;
     Ok(list_versions(&root)?.last().map(|l| l.version).unwrap_or(0))
 }
 
@@ -76,7 +78,7 @@ impl StagePlan {
     /// The Lance schema and file version the data files get.
     fn target(&self) -> Result<(LanceSchema, FileVersion, Option<Dataset>)> {
         if self.appends() {
-            let ds = Dataset::open(&self.uri, Some(VersionRef::Number(self.read_version)))?;
+            let ds = Dataset::open_with(&self.uri, Some(VersionRef::Number(self.read_version)), &self.storage_options)?;
             let version = dataset_file_version(ds.manifest())?;
             return Ok((ds.lance_schema().clone(), version, Some(ds)));
         }
@@ -110,7 +112,7 @@ pub fn write_fragments(
 ) -> Result<Vec<Vec<u8>>> {
     check_prefix(name_prefix)?;
     let (schema, version, _) = plan.target()?;
-    let root = open_root(&plan.uri)?;
+    let root = open_root_with(&plan.uri, &plan.storage_options)?;
     let t = StageTarget { root: &root, schema: &schema, version, max_rows_per_file, name_prefix, hook: None };
     Ok(stage_fragments(&t, batches)?.iter().map(|f| f.encode_to_vec()).collect())
 }
@@ -123,9 +125,11 @@ fn check_prefix(p: &str) -> Result<()> {
     }
 }
 
-/// Decode staged fragments and check they fit the plan's schema.
-fn decode(plan: &StagePlan, schema: &LanceSchema, version: FileVersion, staged: &[Vec<u8>]) -> Result<Vec<pb::DataFragment>> {
-    let ids = column_field_ids(schema, version);
+/// Decode staged fragments and check they fit the plan's schema: every
+/// field id a data file names is one of the schema's, none twice (appends
+/// may leave out nullable columns, so a subset is fine).
+fn decode(plan: &StagePlan, schema: &LanceSchema, staged: &[Vec<u8>]) -> Result<Vec<pb::DataFragment>> {
+    let known: HashSet<i32> = schema.fields.iter().flat_map(|f| f.preorder()).map(|f| f.id).collect();
     staged
         .iter()
         .enumerate()
@@ -133,10 +137,11 @@ fn decode(plan: &StagePlan, schema: &LanceSchema, version: FileVersion, staged: 
             let f = pb::DataFragment::decode(bytes.as_slice())
                 .map_err(|e| Error::invalid_input(format!("staged fragment #{i} for {} is not a DataFragment: {e}", plan.uri)))?;
             for d in &f.files {
-                if d.fields != ids {
+                let mut seen = HashSet::new();
+                if let Some(bad) = d.fields.iter().find(|id| !known.contains(id) || !seen.insert(**id)) {
                     return Err(Error::invalid_input(format!(
-                        "staged fragment #{i} ({}) was written for another schema (field ids {:?}, expected {:?})",
-                        d.path, d.fields, ids
+                        "staged fragment #{i} ({}) was written for another schema (field id {bad} of {:?} is not in the dataset schema or repeats)",
+                        d.path, d.fields
                     )));
                 }
             }
@@ -152,8 +157,8 @@ fn decode(plan: &StagePlan, schema: &LanceSchema, version: FileVersion, staged: 
 /// that creates or replaces the dataset). Returns the new version.
 pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_ids: bool) -> Result<Dataset> {
     let (schema, version, _) = plan.target()?;
-    let fragments = decode(plan, &schema, version, staged)?;
-    let root = open_root(&plan.uri)?;
+    let fragments = decode(plan, &schema, staged)?;
+    let root = open_root_with(&plan.uri, &plan.storage_options)?;
     let op = if plan.appends() {
         Operation::Append(pb::transaction::Append { fragments })
     } else {
@@ -171,28 +176,28 @@ pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_
         hook: None,
     };
     let v = commit(&root, &txn, &opts)?;
-    Dataset::open(&plan.uri, Some(VersionRef::Number(v)))
+    Dataset::open_with(&plan.uri, Some(VersionRef::Number(v)), &plan.storage_options)
 }
 
 /// Directory (under the dataset root) of the closed-job marks.
 pub const STAGING_DIR: &str = "_staging";
 
-fn job_mark(uri: &str, name_prefix: &str) -> Result<Storage> {
+fn job_mark(uri: &str, options: &StorageOptions, name_prefix: &str) -> Result<Storage> {
     check_prefix(name_prefix)?;
     if name_prefix.is_empty() {
         return Err(Error::invalid_input("a distributed write needs a job prefix"));
     }
-    open_root(uri)?.child(&format!("{STAGING_DIR}/{name_prefix}closed"))
+    open_root_with(uri, options)?.child(&format!("{STAGING_DIR}/{name_prefix}closed"))
 }
 
 /// Mark the job closed (committed or aborted): later task output is void.
-pub fn close_job(uri: &str, name_prefix: &str) -> Result<()> {
-    job_mark(uri, name_prefix)?.write_all(bytes::Bytes::new())
+pub fn close_job(uri: &str, options: &StorageOptions, name_prefix: &str) -> Result<()> {
+    job_mark(uri, options, name_prefix)?.write_all(bytes::Bytes::new())
 }
 
 /// Whether [`close_job`] was called for this job.
-pub fn job_closed(uri: &str, name_prefix: &str) -> Result<bool> {
-    match job_mark(uri, name_prefix)?.size() {
+pub fn job_closed(uri: &str, options: &StorageOptions, name_prefix: &str) -> Result<bool> {
+    match job_mark(uri, options, name_prefix)?.size() {
         Ok(_) => Ok(true),
         Err(Error::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -201,8 +206,8 @@ pub fn job_closed(uri: &str, name_prefix: &str) -> Result<bool> {
 
 /// Delete these files of `data/` (missing ones are fine). Returns how many
 /// were named.
-pub fn remove_data_files(uri: &str, names: &[String]) -> Result<usize> {
-    let data = open_root(uri)?.child("data")?;
+pub fn remove_data_files(uri: &str, options: &StorageOptions, names: &[String]) -> Result<usize> {
+    let data = open_root_with(uri, options)?.child("data")?;
     for name in names {
         if name.contains('/') {
             return Err(Error::invalid_input(format!("{name:?} is not a data file name")));
@@ -227,13 +232,13 @@ pub fn staged_file_names(staged: &[Vec<u8>]) -> Result<Vec<String>> {
 
 /// Delete the files in `data/` whose names start with `name_prefix`, except
 /// those named in `keep`. Returns how many were deleted.
-pub fn remove_staged_files(uri: &str, name_prefix: &str, keep: &[String]) -> Result<usize> {
+pub fn remove_staged_files(uri: &str, options: &StorageOptions, name_prefix: &str, keep: &[String]) -> Result<usize> {
     check_prefix(name_prefix)?;
     if name_prefix.is_empty() {
         return Err(Error::invalid_input("refusing to remove staged files without a job prefix"));
     }
     let keep: HashSet<&str> = keep.iter().map(|s| s.as_str()).collect();
-    let data: Storage = open_root(uri)?.child("data")?;
+    let data: Storage = open_root_with(uri, options)?.child("data")?;
     let mut n = 0;
     for (name, _) in data.list()? {
         if name.starts_with(name_prefix) && !keep.contains(name.as_str()) {
@@ -264,9 +269,10 @@ mod tests {
         StagePlan {
             uri: uri.into(),
             mode,
-            read_version: latest_version(uri).unwrap(),
+            read_version: latest_version(uri, &StorageOptions::new()).unwrap(),
             data_storage_version: FileVersion::V2_2,
             schema: batch(0, 0).schema(),
+            storage_options: StorageOptions::new(),
         }
     }
 
@@ -286,6 +292,7 @@ mod tests {
     #[test]
     fn staged_write_commit_and_cleanup() {
         let uri = std::env::temp_dir().join(format!("lancelet-staged-{}", random_u64())).to_string_lossy().into_owned();
+        let no = StorageOptions::new();
         // two "tasks" stage fragments for a new dataset, the driver commits
         let p = plan(&uri, WriteMode::Overwrite);
         assert_eq!(p.read_version, 0);
@@ -300,7 +307,7 @@ mod tests {
         assert_eq!(ds.version(), 1);
         assert_eq!(xs(&uri), (0..7).collect::<Vec<_>>());
         let keep = staged_file_names(&all).unwrap();
-        assert_eq!(remove_staged_files(&uri, "job1-", &keep).unwrap(), staged_file_names(&lost).unwrap().len());
+        assert_eq!(remove_staged_files(&uri, &no, "job1-", &keep).unwrap(), staged_file_names(&lost).unwrap().len());
         assert_eq!(xs(&uri), (0..7).collect::<Vec<_>>());
         // append uses the dataset's schema; a fragment for another schema is refused
         let p2 = plan(&uri, WriteMode::Append);
@@ -314,15 +321,15 @@ mod tests {
         assert_eq!(xs(&uri), (0..8).collect::<Vec<_>>());
         // create refuses an existing dataset before writing anything
         assert!(matches!(plan(&uri, WriteMode::Create).check(), Err(Error::AlreadyExists { .. })));
-        assert!(remove_staged_files(&uri, "", &[]).is_err());
+        assert!(remove_staged_files(&uri, &no, "", &[]).is_err());
         // closing a job: its mark is seen, a late task removes its own files
-        assert!(!job_closed(&uri, "job3-").unwrap());
+        assert!(!job_closed(&uri, &no, "job3-").unwrap());
         let late = write_fragments(&p2, vec![Ok(batch(50, 1))].into_iter(), 10, "job3-").unwrap();
-        close_job(&uri, "job3-").unwrap();
-        assert!(job_closed(&uri, "job3-").unwrap());
+        close_job(&uri, &no, "job3-").unwrap();
+        assert!(job_closed(&uri, &no, "job3-").unwrap());
         let names = staged_file_names(&late).unwrap();
-        assert_eq!(remove_data_files(&uri, &names).unwrap(), 1);
-        assert_eq!(remove_staged_files(&uri, "job3-", &[]).unwrap(), 0);
+        assert_eq!(remove_data_files(&uri, &no, &names).unwrap(), 1);
+        assert_eq!(remove_staged_files(&uri, &no, "job3-", &[]).unwrap(), 0);
         assert!(write_fragments(&p2, std::iter::empty(), 10, "../x").is_err());
         let _ = std::fs::remove_dir_all(&uri);
     }

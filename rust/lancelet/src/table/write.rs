@@ -272,10 +272,6 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordB
     RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")))
 }
 
-pub(crate) fn open_root(uri: &str) -> Result<Storage> {
-    open_root_with(uri, &StorageOptions::new())
-}
-
 /// The dataset root for a write; local paths with `..` are created and
 /// canonicalized (object_store paths may not contain `..`).
 pub(crate) fn open_root_with(uri: &str, options: &StorageOptions) -> Result<Storage> {
