@@ -11,6 +11,18 @@ mod write;
 
 use pyo3::prelude::*;
 
+/// Process-wide read totals of the storage layer (private; benchmarks use
+/// it to count the requests a take makes): `{"calls", "requests", "bytes"}`.
+#[pyfunction]
+fn _io_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let s = lancelet::io::io_stats();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("calls", s.calls)?;
+    d.set_item("requests", s.requests)?;
+    d.set_item("bytes", s.bytes)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_ffi::ArrowStream>()?;
@@ -19,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
     write::register(m)?;
+    m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

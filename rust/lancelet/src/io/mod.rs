@@ -74,6 +74,58 @@ fn lexically_normal(p: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
+/// Process-wide I/O counters: calls into [`Storage`] read methods, storage
+/// requests they turn into (ranges after merging touching ones, as
+/// object_store's local store does; one per whole-object or single-range
+/// read) and bytes returned. Benchmarks read them through [`io_stats`].
+static IO_CALLS: AtomicU64 = AtomicU64::new(0);
+static IO_REQUESTS: AtomicU64 = AtomicU64::new(0);
+static IO_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Totals of all reads made through any [`Storage`] in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoStats {
+    /// Calls of the read methods.
+    pub calls: u64,
+    /// Storage requests (merged ranges).
+    pub requests: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+/// The process-wide read totals so far (see [`IoStats`]).
+pub fn io_stats() -> IoStats {
+    IoStats {
+        calls: IO_CALLS.load(Ordering::Relaxed),
+        requests: IO_REQUESTS.load(Ordering::Relaxed),
+        bytes: IO_BYTES.load(Ordering::Relaxed),
+    }
+}
+
+fn count_io(requests: u64, bytes: u64) {
+    IO_CALLS.fetch_add(1, Ordering::Relaxed);
+    IO_REQUESTS.fetch_add(requests, Ordering::Relaxed);
+    IO_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Number of ranges left after merging overlapping or touching ones.
+fn merged_count(ranges: &[Range<u64>]) -> u64 {
+    let mut sorted: Vec<&Range<u64>> = ranges.iter().filter(|r| r.end > r.start).collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut n = 0;
+    let mut end = None;
+    for r in sorted {
+        match end {
+            Some(e) if r.start <= e => end = Some(e.max(r.end)),
+            _ => {
+                n += 1;
+                end = Some(r.end);
+            }
+        }
+    }
+    n
+}
+
 /// An object store plus one path inside it, with counts of the reads made
 /// and bytes received through it (benchmarks check how many storage
 /// requests a take costs; tests check what statistics pruning saves).
@@ -190,6 +242,7 @@ impl Storage {
     /// Read one byte range.
     pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
+        count_io(1, range.end.saturating_sub(range.start));
         let b = block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))?;
         self.count_bytes(b.len());
         Ok(b)
@@ -202,6 +255,7 @@ impl Storage {
             return Ok(Vec::new());
         }
         self.reads.fetch_add(1, Ordering::Relaxed);
+        count_io(merged_count(ranges), ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum());
         let bs = block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))?;
         self.count_bytes(bs.iter().map(|b| b.len()).sum());
         Ok(bs)
@@ -216,6 +270,7 @@ impl Storage {
         })
         .map_err(|e| io_err(&self.display, e))?;
         self.count_bytes(b.len());
+        count_io(1, b.len() as u64);
         Ok(b)
     }
 
