@@ -26,6 +26,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use prost::Message;
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::file::footer::{Footer, BUFFER_ALIGNMENT, PAD_BYTE};
@@ -309,15 +310,34 @@ impl FileWriter {
         // leaves the writer unchanged.
         match &mut self.columns {
             Columns::Structural(cols) => {
-                let mut all = Vec::with_capacity(cols.len());
-                for (f, a) in want.iter().zip(batch.columns()) {
-                    all.push(shred(f, a).map_err(|e| e.context(format!("field {:?}", f.name())))?);
+                // A piece is never split across pages, so a big batch is
+                // shredded in slices of about one page of its widest column
+                // (one 1M-row batch made one 500 MB page of vectors, which
+                // every read then had to fetch and decode whole).
+                let page_bytes = cols.iter().flatten().map(|c| c.page_bytes).min().unwrap_or(crate::file::write::PAGE_BYTES);
+                let mut all = Vec::new();
+                for slice in page_slices(batch, page_bytes) {
+                    // Columns shred independently: spread them over the pool.
+                    all.push(
+                        want.iter()
+                            .zip(slice.columns())
+                            .collect::<Vec<_>>()
+                            .into_par_iter()
+                            .map(|(f, a)| shred(f, a).map_err(|e| e.context(format!("field {:?}", f.name()))))
+                            .collect::<Result<Vec<_>>>()?,
+                    );
                 }
-                for (enc, pieces) in cols.iter_mut().zip(all) {
-                    for (e, p) in enc.iter_mut().zip(pieces) {
-                        e.push(p)?;
+                for shredded in all {
+                    for (enc, pieces) in cols.iter_mut().zip(shredded) {
+                        for (e, p) in enc.iter_mut().zip(pieces) {
+                            e.push(p)?;
+                        }
                     }
                 }
+                // Every page cut from this batch, of every column, encodes
+                // in parallel.
+                let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
+                leaves.into_par_iter().try_for_each(|e| e.encode_queued())?;
             }
             Columns::V20(cols) => {
                 let mut all = Vec::with_capacity(cols.len());
@@ -340,12 +360,15 @@ impl FileWriter {
     pub fn finish(mut self) -> Result<u64> {
         let columns: Vec<Vec<EncodedPage>> = match &mut self.columns {
             Columns::Structural(cols) => {
-                let mut out = Vec::new();
-                for c in cols.iter_mut().flatten() {
-                    c.flush()?;
-                    out.push(std::mem::take(&mut c.pages));
-                }
-                out
+                let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
+                leaves
+                    .into_par_iter()
+                    .map(|c| {
+                        c.flush()?;
+                        c.encode_queued()?;
+                        Ok(std::mem::take(&mut c.pages))
+                    })
+                    .collect::<Result<Vec<_>>>()?
             }
             Columns::V20(cols) => {
                 let mut out = Vec::new();
@@ -443,6 +466,18 @@ impl FileWriter {
         out.extend_from_slice(&footer.to_bytes());
         Ok(out)
     }
+}
+
+/// `batch` cut into row slices whose widest column holds about
+/// `page_bytes` (the whole batch when it is smaller).
+fn page_slices(batch: &RecordBatch, page_bytes: usize) -> Vec<RecordBatch> {
+    let n = batch.num_rows();
+    let widest = batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0)).max().unwrap_or(0);
+    if widest <= page_bytes || n <= 1 {
+        return vec![batch.clone()];
+    }
+    let rows = ((n as u128 * page_bytes as u128 / widest as u128) as usize).max(1);
+    (0..n).step_by(rows).map(|s| batch.slice(s, rows.min(n - s))).collect()
 }
 
 fn direct(any: &prost_types::Any) -> Encoding {

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use crate::encoding::{bitpack, bss, fsst, general, rle};
 use crate::error::{Error, Result};
+use crate::file::write::cardinality::{estimate_distinct, surely_more_than, FastBuild};
 use crate::file::write::shred::Values;
 use crate::proto::encodings21 as pb;
 use crate::proto::encodings21::compressive_encoding::Compression as Enc;
@@ -221,7 +222,7 @@ fn rle_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData> {
 /// Distinct values in first-appearance order and the index of each value,
 /// or None once there are more than `limit` distinct values.
 fn dictionary_of<'a>(items: impl Iterator<Item = Option<&'a [u8]>>, limit: usize) -> Option<(Vec<&'a [u8]>, Vec<u32>)> {
-    let mut map: HashMap<&[u8], u32> = HashMap::new();
+    let mut map: HashMap<&[u8], u32, FastBuild> = HashMap::default();
     let mut dict = Vec::new();
     let mut idx = Vec::new();
     for it in items {
@@ -433,7 +434,17 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 }
             }
             let mut dict = None;
-            if allowed.fixed_dict && n >= 100 {
+            // An exact dictionary is only built when the sketch's optimistic
+            // count (10 % below its estimate) could fit the limit and beat
+            // the best size so far.
+            let fixed_items = || (0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes]));
+            let worth_trying = |limit: usize, best: usize| {
+                let d = (0.9 * estimate_distinct(fixed_items())).max(1.0) as usize;
+                let w = 32 - (d as u32).saturating_sub(1).leading_zeros() as usize;
+                let est = d * bytes + n.div_ceil(1024) * (12 + 128 * w);
+                d <= limit && est < best && (est as f64) < opts.dict_ratio.unwrap_or(0.8) * data.len() as f64
+            };
+            if allowed.fixed_dict && n >= 100 && worth_trying(n / 4, best.0) {
                 let limit = n / 4;
                 if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes])), limit) {
                     let w = 32 - (d.len() as u32 - 1).leading_zeros() as usize;
@@ -484,7 +495,7 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                     best = f;
                 }
             }
-            if n >= 100 && !forced {
+            if n >= 100 && !forced && !surely_more_than((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
                 if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
                     let block = variable_block(&d, wide);
                     let (denc, dbuf) = maybe_wrap_dict(block, variable(8 * ow as u64), allowed);

@@ -1,14 +1,20 @@
 //! The pieces of the file writer.
 //!
 //! * [`shred`]: Arrow arrays → rep/def levels and visible leaf values (2.1+).
-//! * [`choose`]: which compressive encoding a mini-block page gets.
+//! * [`choose`]: which compressive encoding a mini-block page gets
+//!   ([`cardinality`]: distinct-value sketches that spare it hopeless
+//!   dictionaries).
 //! * [`miniblock`], [`fullzip`], [`constant`]: the 2.1/2.2 page layouts.
 //! * [`v2_0`]: 2.0 `ArrayEncoding` pages (a column per field).
 //!
 //! [`LeafEncoder`] buffers one 2.1+ leaf column and cuts it into pages of
-//! about [`PAGE_BYTES`] of value data, like pylance.
+//! about [`PAGE_BYTES`] of value data, like pylance. Cut pages wait in a
+//! queue until [`LeafEncoder::encode_queued`], which encodes them in
+//! parallel (pages are independent; the file writer also runs columns in
+//! parallel), so both cores work on one file.
 
 pub mod blob;
+pub mod cardinality;
 pub mod choose;
 pub mod constant;
 pub mod fullzip;
@@ -67,6 +73,8 @@ pub struct LeafEncoder {
     pieces: Vec<Piece>,
     pending_bytes: usize,
     next_row: u64,
+    /// Pages cut but not encoded yet: (first row, values).
+    queued: Vec<(u64, Piece)>,
     /// Finished pages.
     pub pages: Vec<EncodedPage>,
     /// Page size threshold in bytes (tests lower it).
@@ -110,6 +118,7 @@ impl LeafEncoder {
             pieces: Vec::new(),
             pending_bytes: 0,
             next_row: 0,
+            queued: Vec::new(),
             pages: Vec::new(),
             page_bytes: PAGE_BYTES,
         }
@@ -125,7 +134,8 @@ impl LeafEncoder {
         Ok(())
     }
 
-    /// Encode whatever is buffered as a page.
+    /// Cut whatever is buffered into a page (queued; see
+    /// [`Self::encode_queued`]).
     pub fn flush(&mut self) -> Result<()> {
         if self.pieces.is_empty() {
             return Ok(());
@@ -163,30 +173,38 @@ impl LeafEncoder {
         if piece.num_rows == 0 {
             return Ok(());
         }
+        let first_row = self.next_row;
+        self.next_row += piece.num_rows as u64;
+        self.queued.push((first_row, piece));
+        Ok(())
+    }
+
+    /// Encode the queued pages (in parallel) and append them to
+    /// [`Self::pages`] in row order.
+    pub fn encode_queued(&mut self) -> Result<()> {
+        use rayon::prelude::*;
+        let queued = std::mem::take(&mut self.queued);
+        let this = &*self;
+        let pages = queued.into_par_iter().map(|(first_row, piece)| this.encode_one(first_row, piece)).collect::<Result<Vec<_>>>()?;
+        self.pages.extend(pages);
+        Ok(())
+    }
+
+    fn encode_one(&self, first_row: u64, piece: Piece) -> Result<EncodedPage> {
         let num_rows = piece.num_rows as u64;
         if self.blob {
             let levels = PageLevels::finish(&self.path, piece.rep, piece.def);
             let deferred = blob::defer(&levels, &piece.values, self.traits.large_chunk_words)?;
-            self.pages.push(EncodedPage {
-                buffers: vec![],
-                encoding: prost_types::Any::default(),
-                num_rows,
-                first_row: self.next_row,
-                blob: Some(deferred),
-            });
-            self.next_row += num_rows;
-            return Ok(());
+            return Ok(EncodedPage { buffers: vec![], encoding: prost_types::Any::default(), num_rows, first_row, blob: Some(deferred) });
         }
         let (buffers, layout) = self.encode_page(piece)?;
-        self.pages.push(EncodedPage {
+        Ok(EncodedPage {
             buffers,
             encoding: prost_types::Any { type_url: crate::proto::type_url::PAGE_LAYOUT.to_string(), value: layout.encode_to_vec() },
             num_rows,
-            first_row: self.next_row,
+            first_row,
             blob: None,
-        });
-        self.next_row += num_rows;
-        Ok(())
+        })
     }
 
     fn encode_page(&self, piece: Piece) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
