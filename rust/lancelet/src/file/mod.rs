@@ -1,6 +1,7 @@
 //! The Lance data file (`.lance`): container, schema, versions, and the
 //! readers and writers of each version's pages.
 
+pub(crate) mod fetch;
 pub mod footer;
 pub mod legacy;
 pub mod reader;

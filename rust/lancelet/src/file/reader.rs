@@ -3,8 +3,10 @@
 //! Opening reads the tail of the file once (footer, column metadata, offset
 //! tables, and usually the schema). A read names top-level columns and a
 //! sorted set of row ranges; the reader works out which pages of which
-//! columns cover them, fetches all their buffers in one coalesced request,
-//! decodes the columns in parallel and assembles Arrow arrays.
+//! columns cover them, fetches their buffers (whole pages in one coalesced
+//! request; for sparse reads only the chunks or entries holding the rows,
+//! see [`crate::file::fetch`]), decodes the columns in parallel and
+//! assembles Arrow arrays.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -16,12 +18,14 @@ use prost::Message;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::file::fetch::{fetch, FetchedPage, PageRequest};
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
 use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::blob::decode_blob_page;
 use crate::file::structural::pages::{decode_page, PageInput};
 use crate::proto::encodings21::page_layout::Layout;
+use crate::proto::encodings21::PageLayout;
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
 use crate::file::structural::unravel::{row_multiplier, unravel, Ancestor, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
@@ -373,20 +377,26 @@ impl FileReader {
             })
             .collect();
         let plans: Vec<Vec<(u64, &Page)>> = leaves.iter().zip(&scaled).map(|(l, r)| self.pages_for(l.column, r)).collect();
-        let all_pages: Vec<&Page> = plans.iter().flatten().map(|(_, p)| *p).collect();
-        let fetched = self.fetch_pages(&all_pages)?;
+        let mut reqs = Vec::new();
+        for ((plan, ranges), leaf) in plans.iter().zip(&scaled).zip(&leaves) {
+            for (first_row, page) in plan {
+                let layout = page_layout(page).map_err(|e| e.context(format!("column {} page at row {first_row}", leaf.column)))?;
+                reqs.push(PageRequest { page, layout, wanted: page_relative(ranges, *first_row, page.length) });
+            }
+        }
+        let fetched = fetch(&self.storage, &reqs)?;
         let mut per_leaf = Vec::with_capacity(leaves.len());
-        let mut it = fetched.into_iter();
+        let mut at = 0;
         for plan in &plans {
-            per_leaf.push((0..plan.len()).map(|_| it.next().expect("fetched")).collect::<Vec<_>>());
+            per_leaf.push(at..at + plan.len());
+            at += plan.len();
         }
         let unraveled: Vec<Result<Unraveled>> = leaves
             .par_iter()
             .zip(plans.par_iter())
             .zip(per_leaf.par_iter())
-            .zip(scaled.par_iter())
-            .map(|(((leaf, plan), bufs), ranges)| {
-                decode_leaf(leaf, plan, bufs, ranges, &self.storage, self.size)
+            .map(|((leaf, plan), span)| {
+                decode_leaf(leaf, plan, &reqs[span.clone()], &fetched[span.clone()], &self.storage, self.size)
                     .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
             })
             .collect();
@@ -433,8 +443,8 @@ fn collect_leaves(f: &Field, cols: &mut Range<usize>, path: &mut Vec<Ancestor>, 
 fn decode_leaf(
     leaf: &LeafPlan,
     plan: &[(u64, &Page)],
-    bufs: &[Vec<Bytes>],
-    ranges: &[Range<u64>],
+    reqs: &[PageRequest<'_>],
+    fetched: &[FetchedPage],
     storage: &Storage,
     file_size: u64,
 ) -> Result<Unraveled> {
@@ -457,28 +467,33 @@ fn decode_leaf(
     // hold them where the layout allows).
     let decoded: Vec<(Layers, LevelStream)> = plan
         .par_iter()
-        .zip(bufs.par_iter())
-        .map(|((first_row, page), page_bufs)| {
-            let wanted = page_relative(ranges, *first_row, page.length);
-            let layout = page_layout(page)?;
-            let refs: Vec<&[u8]> = page_bufs.iter().map(|b| b.as_ref()).collect();
+        .zip(reqs.par_iter())
+        .zip(fetched.par_iter())
+        .map(|(((first_row, page), req), got)| {
+            let wanted = &req.wanted;
+            let refs: Vec<&[u8]> = got.bufs.iter().map(|b| b.as_ref()).collect();
+            let chunk_refs: Option<Vec<(usize, &[u8])>> = got.chunks.as_ref().map(|c| c.iter().map(|(p, b)| (*p, b.as_ref())).collect());
+            // A partly read full-zip page holds exactly the wanted rows.
+            let zip_layout = got.zip.as_ref().map(|z| PageLayout { layout: Some(Layout::FullZipLayout(z.clone())) });
+            let layout = zip_layout.as_ref().unwrap_or(&req.layout);
             let input = PageInput {
                 buffers: &refs,
-                num_rows: page.length as usize,
+                num_rows: got.zip.as_ref().map_or(page.length as usize, |z| z.num_items as usize),
                 wide_offsets: wide,
                 fixed_bits,
                 fsl_dim,
-                wanted: Some(&wanted),
+                wanted: if got.zip.is_some() { None } else { Some(wanted) },
+                chunks: chunk_refs.as_deref(),
             };
             let decoded = match &layout.layout {
                 Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size).map(|(l, s)| (l, s, false)),
-                _ => decode_page(&layout, &input),
+                _ => decode_page(layout, &input).map(|(l, s, sel)| (l, s, sel || got.zip.is_some())),
             };
             let at_page = |e: Error| e.context(format!("page at row {first_row}"));
             let (l, s, selected) = decoded.map_err(at_page)?;
             s.validate(&l).map_err(at_page)?;
             let whole = wanted.len() == 1 && wanted[0] == (0, page.length as usize);
-            let s = if selected || whole { s } else { s.select_rows(&l, &wanted).map_err(at_page)? };
+            let s = if selected || whole { s } else { s.select_rows(&l, wanted).map_err(at_page)? };
             Ok((l, s))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -506,7 +521,7 @@ fn page_relative(ranges: &[Range<u64>], first_row: u64, length: u64) -> Vec<(usi
         .collect()
 }
 
-fn page_layout(page: &Page) -> Result<crate::proto::encodings21::PageLayout> {
+fn page_layout(page: &Page) -> Result<PageLayout> {
     let any = page_encoding_any(page)?;
     if any.type_url != type_url::PAGE_LAYOUT {
         return Err(Error::unsupported(format!("page encoding {:?} in a 2.1+ file", any.type_url)));

@@ -117,9 +117,14 @@ impl DataBlock {
         if blocks.len() == 1 {
             return Ok(blocks.into_iter().next().expect("one block"));
         }
+        let Some(first) = blocks.first() else { return Ok(DataBlock::Nulls { len: 0 }) };
+        let mut acc = Appender::new(first);
+        // Reserve once: growing by doubling moved every byte again.
+        for b in &blocks {
+            acc.reserve_like(b, 0, b.len());
+        }
         let mut it = blocks.into_iter();
-        let Some(first) = it.next() else { return Ok(DataBlock::Nulls { len: 0 }) };
-        let mut acc = Appender::new(&first);
+        let first = it.next().expect("checked");
         acc.append_all(&first)?;
         for b in it {
             acc.append_all(&b)?;
@@ -131,6 +136,11 @@ impl DataBlock {
     pub fn gather_ranges(&self, ranges: &[(usize, usize)]) -> Result<DataBlock> {
         let mut acc = Appender::new(self);
         for &(s, e) in ranges {
+            if s <= e && e <= self.len() {
+                acc.reserve_like(self, s, e);
+            }
+        }
+        for &(s, e) in ranges {
             acc.append_range(self, s, e)?;
         }
         Ok(acc.finish())
@@ -139,6 +149,58 @@ impl DataBlock {
     /// Values at the given indices (used to expand dictionaries).
     pub fn take(&self, indices: &[u32]) -> Result<DataBlock> {
         let n = self.len();
+        if let Some(i) = indices.iter().find(|&&i| i as usize >= n) {
+            return Err(Error::corrupt(format!("dictionary index {i} out of range ({n} entries)")));
+        }
+        // Direct paths for the usual dictionaries: sizes known up front, one
+        // allocation, no per-value dispatch (offsets checked once first).
+        let sane = |first: i64, last: i64, increasing: bool, len: usize| first >= 0 && increasing && last as u64 <= len as u64;
+        match self {
+            DataBlock::Variable { offsets: Offsets::I32(o), data } if !sane(o.first().copied().unwrap_or(0) as i64, *o.last().unwrap_or(&0) as i64, o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
+                return Err(Error::corrupt("dictionary offsets are not increasing or point past its data"));
+            }
+            DataBlock::Variable { offsets: Offsets::I64(o), data } if !sane(o.first().copied().unwrap_or(0), *o.last().unwrap_or(&0), o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
+                return Err(Error::corrupt("dictionary offsets are not increasing or point past its data"));
+            }
+            _ => {}
+        }
+        match self {
+            DataBlock::Fixed { bits, data, .. } if *bits % 8 == 0 && *bits > 0 => {
+                let w = (*bits / 8) as usize;
+                let mut out = Vec::with_capacity(indices.len() * w);
+                for &i in indices {
+                    out.extend_from_slice(&data[i as usize * w..(i as usize + 1) * w]);
+                }
+                return Ok(DataBlock::Fixed { bits: *bits, data: out, len: indices.len() });
+            }
+            DataBlock::Variable { offsets: Offsets::I32(o), data } => {
+                let total: usize = indices.iter().map(|&i| (o[i as usize + 1] - o[i as usize]) as usize).sum();
+                let end = i32::try_from(total).map_err(|_| {
+                    Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary")
+                })?;
+                let mut out = Vec::with_capacity(total);
+                let mut offs = Vec::with_capacity(indices.len() + 1);
+                offs.push(0i32);
+                for &i in indices {
+                    out.extend_from_slice(&data[o[i as usize] as usize..o[i as usize + 1] as usize]);
+                    offs.push(out.len() as i32);
+                }
+                debug_assert_eq!(offs.last(), Some(&end));
+                return Ok(DataBlock::Variable { offsets: Offsets::I32(offs), data: out });
+            }
+            DataBlock::Variable { offsets: Offsets::I64(o), data } => {
+                let total: usize = indices.iter().map(|&i| (o[i as usize + 1] - o[i as usize]) as usize).sum();
+                let mut out = Vec::with_capacity(total);
+                let mut offs = Vec::with_capacity(indices.len() + 1);
+                offs.push(0i64);
+                for &i in indices {
+                    out.extend_from_slice(&data[o[i as usize] as usize..o[i as usize + 1] as usize]);
+                    offs.push(out.len() as i64);
+                }
+                return Ok(DataBlock::Variable { offsets: Offsets::I64(offs), data: out });
+            }
+            _ => {}
+        }
         let mut acc = Appender::new(self);
         for &i in indices {
             let i = i as usize;
@@ -196,6 +258,22 @@ impl Appender {
         Appender { inner }
     }
 
+    /// Make room for values `start..end` of `b` (a hint; no checks).
+    fn reserve_like(&mut self, b: &DataBlock, start: usize, end: usize) {
+        match (&mut self.inner, b) {
+            (AppenderKind::Fixed { bits, data, bools: None, .. }, DataBlock::Fixed { .. }) => data.reserve((end - start) * (*bits as usize / 8)),
+            (AppenderKind::Variable { offsets, data }, DataBlock::Variable { offsets: so, .. }) if end > start && end <= so.len() => {
+                match offsets {
+                    Offsets::I32(o) => o.reserve(end - start),
+                    Offsets::I64(o) => o.reserve(end - start),
+                }
+                data.reserve(so.range(end - 1).1.saturating_sub(so.range(start).0));
+            }
+            (AppenderKind::Fsl { dim, items, .. }, DataBlock::FixedSizeList { items: bi, .. }) => items.reserve_like(bi, start * *dim, end * *dim),
+            _ => {}
+        }
+    }
+
     /// Append all of `b`.
     pub fn append_all(&mut self, b: &DataBlock) -> Result<()> {
         self.append_range(b, 0, b.len())
@@ -226,9 +304,25 @@ impl Appender {
                     let (_, e) = so.range(end - 1);
                     let base = data.len();
                     data.extend_from_slice(&sd[s..e]);
-                    for i in start..end {
-                        let (_, ve) = so.range(i);
-                        offsets.push_end(base + ve - s)?;
+                    match (offsets, so) {
+                        // Same widths (the usual case): shift the ends in one pass.
+                        (Offsets::I32(d), Offsets::I32(src)) => {
+                            let last = i32::try_from(base + e - s).map_err(|_| {
+                                Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary")
+                            })?;
+                            let shift = last - (src[end] - src[start]) - src[start];
+                            d.extend(src[start + 1..=end].iter().map(|&x| x + shift));
+                        }
+                        (Offsets::I64(d), Offsets::I64(src)) => {
+                            let shift = base as i64 - src[start];
+                            d.extend(src[start + 1..=end].iter().map(|&x| x + shift));
+                        }
+                        (offsets, so) => {
+                            for i in start..end {
+                                let (_, ve) = so.range(i);
+                                offsets.push_end(base + ve - s)?;
+                            }
+                        }
                     }
                 }
             }

@@ -7,5 +7,6 @@ pub mod compressive;
 pub mod datablock;
 pub mod levels;
 pub mod pages;
+pub mod sink;
 pub mod to_arrow;
 pub mod unravel;

@@ -20,9 +20,10 @@
 //! inline value or a value buffer, then rep and def level buffers.
 
 use crate::error::{Error, Result};
-use crate::file::structural::compressive::{self, decode_chunk, decode_levels, variant};
+use crate::file::structural::compressive::{self, decode_levels, variant};
 use crate::file::structural::datablock::{DataBlock, Offsets};
 use crate::file::structural::levels::{Layers, LevelStream};
+use crate::file::structural::sink::ValueSink;
 use crate::proto::encodings21::compressive_encoding::Compression as Enc;
 use crate::proto::encodings21::page_layout::Layout;
 use crate::proto::encodings21::{ConstantLayout, FullZipLayout, MiniBlockLayout, PageLayout};
@@ -43,6 +44,10 @@ pub struct PageInput<'a> {
     /// Sorted row ranges (relative to the page) the caller wants; `None`
     /// for all. Decoders may use this to skip work.
     pub wanted: Option<&'a [(usize, usize)]>,
+    /// A mini-block page read in part: (position in the chunk buffer,
+    /// bytes) of the chunks fetched, by position; they cover every chunk
+    /// holding a wanted row (see `crate::file::fetch`).
+    pub chunks: Option<&'a [(usize, &'a [u8])]>,
 }
 
 /// Decode a page into levels and values. The flag says whether the stream
@@ -92,15 +97,18 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
         .collect();
     let wide = input.wide_offsets;
     // Without repetition every level entry is a row and a value, so chunk
-    // value counts are row counts: only chunks holding wanted rows decode.
+    // value counts are row counts: only chunks holding wanted rows decode,
+    // and of those only the wanted values where the encoding allows.
     let selective = m.rep_compression.is_none() && input.wanted.is_some();
     let wanted = input.wanted.unwrap_or(&[]);
-    let mut kept_rows: Vec<(usize, usize)> = Vec::new();
+    let mut wi = 0usize;
     let mut pos = 0usize;
     let mut items_seen = 0usize;
     let mut rep = m.rep_compression.as_ref().map(|_| Vec::new());
     let mut def = m.def_compression.as_ref().map(|_| Vec::new());
-    let mut blocks = Vec::with_capacity(words.len());
+    let mut sink = ValueSink::new(value_enc, wide, if selective { 0 } else { num_items })?;
+    let mut rows: Vec<(usize, usize)> = Vec::new();
+    let mut selected_rows = 0usize;
     for (ci, &w) in words.iter().enumerate() {
         let chunk_bytes = ((w >> 4) as usize + 1) * 8;
         let log = w & 0xF;
@@ -112,31 +120,48 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
         let chunk_start = items_seen;
         items_seen += n;
         if selective {
-            let overlaps = wanted.iter().any(|&(s, e)| s < items_seen && e > chunk_start);
-            if !overlaps {
+            // The wanted ranges inside this chunk, relative to it.
+            while wi < wanted.len() && wanted[wi].1 <= chunk_start {
+                wi += 1;
+            }
+            rows.clear();
+            let mut j = wi;
+            while j < wanted.len() && wanted[j].0 < items_seen {
+                let (s, e) = wanted[j];
+                if e > s {
+                    rows.push((s.max(chunk_start) - chunk_start, e.min(items_seen) - chunk_start));
+                }
+                j += 1;
+            }
+            if rows.is_empty() {
                 pos += chunk_bytes;
                 continue;
             }
-            kept_rows.push((chunk_start, items_seen));
+            selected_rows += rows.iter().map(|(s, e)| e - s).sum::<usize>();
         }
-        let chunk = data
-            .get(pos..pos + chunk_bytes)
-            .ok_or_else(|| Error::corrupt(format!("chunk {ci} ({chunk_bytes} bytes at {pos}) runs past the data buffer")))?;
+        let chunk = match input.chunks {
+            None => data.get(pos..pos + chunk_bytes),
+            Some(cs) => cs.binary_search_by_key(&pos, |c| c.0).ok().map(|i| cs[i].1).filter(|c| c.len() == chunk_bytes),
+        }
+        .ok_or_else(|| Error::corrupt(format!("chunk {ci} ({chunk_bytes} bytes at {pos}) runs past the data buffer")))?;
         pos += chunk_bytes;
-        let r = decode_chunk_levels_and_values(m, value_enc, chunk, n, num_buffers, word_bytes, wide)
+        let only = if selective && rows.as_slice() != [(0, n)] { Some(rows.as_slice()) } else { None };
+        let r = decode_chunk_levels_and_values(m, value_enc, chunk, n, num_buffers, word_bytes, wide, &mut sink, only)
             .map_err(|e| e.context(format!("chunk {ci}")))?;
         if let (Some(all), Some(part)) = (rep.as_mut(), r.0) {
             all.extend(part);
         }
         if let (Some(all), Some(part)) = (def.as_mut(), r.1) {
-            all.extend(part);
+            match only {
+                None => all.extend(part),
+                Some(rs) => rs.iter().for_each(|&(s, e)| all.extend_from_slice(&part[s..e])),
+            }
         }
-        blocks.push(r.2);
     }
     if items_seen != num_items {
         return Err(Error::corrupt(format!("chunks hold {items_seen} values, page says {num_items}")));
     }
-    let mut values = if blocks.is_empty() { empty_block(input) } else { DataBlock::concat(blocks)? };
+    let mut values = sink.finish(empty_block(input))?;
     if let Some(dict_enc) = &m.dictionary {
         let dict_buf = buffer(input, 2, "dictionary")?;
         let n = usize::try_from(m.num_dictionary_items).map_err(|_| Error::corrupt("dictionary size"))?;
@@ -144,29 +169,8 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
         let indices = indices_of(&values)?;
         values = dict.take(&indices)?;
     }
-    if !selective {
-        return Ok((layers, LevelStream { rep, def, values, num_rows: input.num_rows }, false));
-    }
-    // Cut the decoded chunks down to the wanted rows.
-    let decoded_rows: usize = kept_rows.iter().map(|(s, e)| e - s).sum();
-    let stream = LevelStream { rep, def, values, num_rows: decoded_rows };
-    let mut rel = Vec::with_capacity(wanted.len());
-    let mut base = 0usize;
-    for &(cs, ce) in &kept_rows {
-        for &(s, e) in wanted.iter().filter(|&&(s, e)| s < ce && e > cs) {
-            let (a, b) = (base + s.max(cs) - cs, base + e.min(ce) - cs);
-            match rel.last_mut() {
-                Some((_, last)) if *last == a => *last = b,
-                _ => rel.push((a, b)),
-            }
-        }
-        base += ce - cs;
-    }
-    if rel.len() == 1 && rel[0] == (0, decoded_rows) {
-        return Ok((layers, stream, true));
-    }
-    let selected = stream.select_rows(&layers, &rel)?;
-    Ok((layers, selected, true))
+    let num_rows = if selective { selected_rows } else { input.num_rows };
+    Ok((layers, LevelStream { rep, def, values, num_rows }, selective))
 }
 
 fn empty_block(input: &PageInput<'_>) -> DataBlock {
@@ -193,8 +197,10 @@ fn indices_of(block: &DataBlock) -> Result<Vec<u32>> {
     }
 }
 
-type ChunkParts = (Option<Vec<u16>>, Option<Vec<u16>>, DataBlock);
+type ChunkLevels = (Option<Vec<u16>>, Option<Vec<u16>>);
 
+/// Decode one chunk's levels and push its values onto `sink`.
+#[allow(clippy::too_many_arguments)]
 fn decode_chunk_levels_and_values(
     m: &MiniBlockLayout,
     value_enc: &crate::proto::encodings21::CompressiveEncoding,
@@ -203,7 +209,9 @@ fn decode_chunk_levels_and_values(
     num_buffers: usize,
     word_bytes: usize,
     wide: bool,
-) -> Result<ChunkParts> {
+    sink: &mut ValueSink,
+    rows: Option<&[(usize, usize)]>,
+) -> Result<ChunkLevels> {
     let mut at = 0;
     let num_levels = u16_at(chunk, at)? as usize;
     at += 2;
@@ -243,11 +251,12 @@ fn decode_chunk_levels_and_values(
     for (i, s) in sizes.iter().enumerate() {
         bufs.push(slice(*s, &format!("value buffer {i}"))?);
     }
-    let block = decode_chunk(value_enc, &bufs, n, wide)?;
-    if block.len() != n {
-        return Err(Error::corrupt(format!("chunk decoded {} values, expected {n}", block.len())));
+    // Selecting rows cuts the levels by position: one level per value.
+    if rows.is_some() && def.as_ref().is_some_and(|d| d.len() != n) {
+        return Err(Error::corrupt(format!("{} definition levels for {n} values", def.as_ref().map_or(0, |d| d.len()))));
     }
-    Ok((rep, def, block))
+    sink.push_rows(value_enc, &bufs, n, wide, rows)?;
+    Ok((rep, def))
 }
 
 fn control_word_bytes(bits: u32) -> usize {
@@ -363,8 +372,8 @@ fn fullzip_values(
                 _ => return Err(Error::unsupported("full-zip fixed-size-list items not flat")),
             };
             let vbytes = if fsl.has_validity { dim.div_ceil(8) } else { 0 };
-            let mut items = Vec::new();
-            let mut validity = arrow_buffer::BooleanBufferBuilder::new(raw.len() * dim);
+            let mut items = Vec::with_capacity(raw.iter().map(|v| v.len().saturating_sub(vbytes)).sum());
+            let mut validity = arrow_buffer::BooleanBufferBuilder::new(if fsl.has_validity { raw.len() * dim } else { 0 });
             for v in raw {
                 if v.len() < vbytes {
                     return Err(Error::corrupt("full-zip fixed-size-list value truncated"));

@@ -622,3 +622,29 @@ fn blob_columns_v2_1_v2_2() {
     assert!(matches!(FileWriter::create(&path("blob-bad.lance"), &bad, FileVersion::V2_2).unwrap_err(), crate::Error::InvalidInput { .. }));
     assert!(FileWriter::create(&path("blob-20.lance"), &schema, FileVersion::V2_0).is_err());
 }
+
+/// Sparse reads fetch only the chunks / full-zip entries holding the wanted
+/// rows (`crate::file::fetch`); they must give what a full read gives.
+#[test]
+fn sparse_takes_match_full_reads() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let batches = vec![sample(&mut rng, 3000, true, true), sample(&mut rng, 2000, true, true)];
+    for (page_bytes, tag) in [(Some(16 * 1024), "small-pages"), (None, "one-page")] {
+        let p = path(&format!("sparse-take-{tag}.lance"));
+        write_file(&p, &batches, FileVersion::V2_2, page_bytes);
+        let r = FileReader::open(&p).unwrap();
+        let proj = r.projection(None).unwrap();
+        let all = r.read_range(&proj, 0..5000).unwrap();
+        for draw in 0..6 {
+            let k = [1, 3, 17, 40, 90, 300][draw];
+            let mut idx: Vec<u64> = (0..k).map(|_| rng.random_range(0..5000u64)).collect();
+            if draw % 2 == 0 {
+                idx.sort_unstable();
+            }
+            let got = r.take(&proj, &idx).unwrap();
+            let pos = UInt32Array::from(idx.iter().map(|&i| i as u32).collect::<Vec<_>>());
+            let want = crate::table::fragment::take_batch(&all, &pos).unwrap();
+            assert_same(&got, &want).unwrap_or_else(|e| panic!("{tag}, {k} rows: {e}"));
+        }
+    }
+}

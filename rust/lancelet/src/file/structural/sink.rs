@@ -1,0 +1,215 @@
+//! Decoding the mini-block chunks of one page straight into one buffer.
+//!
+//! Decoding each chunk into a block of its own and concatenating the
+//! blocks afterwards copied every value twice and allocated per chunk
+//! (profiles of string scans showed allocation, zero-filling and memmove
+//! next to FSST itself). [`ValueSink`] appends each chunk's values to the
+//! page's buffers instead, for the common encodings: flat fixed-width,
+//! inline bit-packing, variable-width and FSST over variable-width (its
+//! symbol table parsed once per page). Anything else falls back to the
+//! generic per-chunk decoder and a concatenation.
+
+use crate::encoding::{bitpack, fsst};
+use crate::error::{Error, Result};
+use crate::file::structural::compressive::{decode_chunk, variant};
+use crate::file::structural::datablock::{DataBlock, Offsets};
+use crate::proto::encodings21::compressive_encoding::Compression as Enc;
+use crate::proto::encodings21::CompressiveEncoding;
+
+/// Where the chunks of one page land.
+pub enum ValueSink {
+    /// Byte-aligned fixed-width values, stored flat or inline bit-packed.
+    Fixed { bits: u64, packed: bool, data: Vec<u8>, len: usize },
+    /// Variable-width values with `width`-byte chunk offsets, optionally
+    /// FSST-compressed value by value.
+    Variable { width: usize, fsst: Option<Box<fsst::SymbolTable>>, offsets: Offsets, data: Vec<u8> },
+    /// Any other encoding: one block per chunk.
+    Blocks(Vec<DataBlock>),
+}
+
+fn offsets_width(v: &crate::proto::encodings21::Variable) -> Option<usize> {
+    if v.values.is_some() {
+        return None;
+    }
+    match variant(v.offsets.as_deref()?).ok()? {
+        Enc::Flat(f) if f.data.is_none() && (f.bits_per_value == 32 || f.bits_per_value == 64) => Some(f.bits_per_value as usize / 8),
+        _ => None,
+    }
+}
+
+impl ValueSink {
+    /// A sink for chunks encoded with `enc`; `items` is the page's value
+    /// count (a capacity hint; 0 when only some chunks will be decoded).
+    pub fn new(enc: &CompressiveEncoding, wide: bool, items: usize) -> Result<Self> {
+        let fixed = |bits: u64, packed: bool| ValueSink::Fixed { bits, packed, data: Vec::with_capacity(items * (bits as usize / 8)), len: 0 };
+        let variable = |width: usize, fsst: Option<Box<fsst::SymbolTable>>| ValueSink::Variable {
+            width,
+            fsst,
+            offsets: if wide { Offsets::I64(Vec::with_capacity(items + 1)) } else { Offsets::I32(Vec::with_capacity(items + 1)) },
+            data: Vec::new(),
+        };
+        let mut sink = ValueSink::Blocks(Vec::new());
+        match variant(enc)? {
+            Enc::Flat(f) if f.data.is_none() && f.bits_per_value % 8 == 0 && f.bits_per_value > 0 && f.bits_per_value <= 8 * 4096 => {
+                sink = fixed(f.bits_per_value, false)
+            }
+            Enc::InlineBitpacking(b) if b.values.is_none() && matches!(b.uncompressed_bits_per_value, 8 | 16 | 32 | 64) => {
+                sink = fixed(b.uncompressed_bits_per_value, true)
+            }
+            Enc::Variable(v) => {
+                if let Some(w) = offsets_width(v) {
+                    sink = variable(w, None)
+                }
+            }
+            Enc::Fsst(f) => {
+                if let Some(Enc::Variable(v)) = f.values.as_deref().map(variant).transpose()? {
+                    if let Some(w) = offsets_width(v) {
+                        sink = variable(w, Some(Box::new(fsst::SymbolTable::parse(&f.symbol_table)?)))
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let ValueSink::Variable { offsets, .. } = &mut sink {
+            match offsets {
+                Offsets::I32(o) => o.push(0),
+                Offsets::I64(o) => o.push(0),
+            }
+        }
+        Ok(sink)
+    }
+
+    /// Append the `n` values of one chunk (its value buffers `bufs`).
+    pub fn push(&mut self, enc: &CompressiveEncoding, bufs: &[&[u8]], n: usize, wide: bool) -> Result<()> {
+        self.push_rows(enc, bufs, n, wide, None)
+    }
+
+    /// Append the values of one chunk of `n` values that lie in `rows`
+    /// (sorted ranges relative to the chunk; all when `None`). Only those
+    /// values are decoded where the encoding allows (flat, variable-width,
+    /// FSST: each value stands alone).
+    pub fn push_rows(&mut self, enc: &CompressiveEncoding, bufs: &[&[u8]], n: usize, wide: bool, rows: Option<&[(usize, usize)]>) -> Result<()> {
+        let all = [(0, n)];
+        let rows = rows.unwrap_or(&all);
+        if rows.iter().any(|&(s, e)| s > e || e > n) {
+            return Err(Error::Internal { what: format!("rows outside a chunk of {n} values") });
+        }
+        match self {
+            ValueSink::Blocks(blocks) => {
+                let block = decode_chunk(enc, bufs, n, wide)?;
+                if block.len() != n {
+                    return Err(Error::corrupt(format!("chunk decoded {} values, expected {n}", block.len())));
+                }
+                blocks.push(if rows == all { block } else { block.gather_ranges(rows)? });
+            }
+            ValueSink::Fixed { bits, packed, data, len } => {
+                let buf = bufs.first().copied().ok_or_else(|| Error::corrupt("mini-block chunk has no value buffer"))?;
+                let w = *bits as usize / 8;
+                if *packed {
+                    if rows == all {
+                        bitpack::unpack_inline_chunk(*bits as u32, buf, n, data)?;
+                    } else {
+                        let mut tmp = Vec::with_capacity(n * w);
+                        bitpack::unpack_inline_chunk(*bits as u32, buf, n, &mut tmp)?;
+                        rows.iter().for_each(|&(s, e)| data.extend_from_slice(&tmp[s * w..e * w]));
+                    }
+                } else {
+                    let src = buf.get(..n * w).ok_or_else(|| {
+                        Error::corrupt(format!("flat buffer of {} bytes holds fewer than {n} values of {bits} bits", buf.len()))
+                    })?;
+                    rows.iter().for_each(|&(s, e)| data.extend_from_slice(&src[s * w..e * w]));
+                }
+                *len += rows.iter().map(|(s, e)| e - s).sum::<usize>();
+            }
+            ValueSink::Variable { width, fsst, offsets, data } => {
+                let buf = bufs.first().copied().ok_or_else(|| Error::corrupt("mini-block chunk has no value buffer"))?;
+                push_variable(buf, *width, n, fsst.as_deref(), offsets, data, rows)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The page's values (`empty` when no chunk was pushed).
+    pub fn finish(self, empty: DataBlock) -> Result<DataBlock> {
+        Ok(match self {
+            ValueSink::Blocks(blocks) if blocks.is_empty() => empty,
+            ValueSink::Blocks(blocks) => DataBlock::concat(blocks)?,
+            ValueSink::Fixed { bits, data, len, .. } => DataBlock::Fixed { bits, data, len },
+            ValueSink::Variable { offsets, data, .. } => DataBlock::Variable { offsets, data },
+        })
+    }
+}
+
+fn read_offset(buf: &[u8], i: usize, width: usize) -> Option<usize> {
+    let b = buf.get(i * width..(i + 1) * width)?;
+    Some(if width == 4 { u32::from_le_bytes(b.try_into().ok()?) as usize } else { u64::from_le_bytes(b.try_into().ok()?) as usize })
+}
+
+/// One variable-width chunk: `n + 1` offsets (absolute in the chunk), then
+/// the bytes; the values in `rows` are copied or FSST-decompressed onto
+/// `data`.
+fn push_variable(
+    buf: &[u8],
+    width: usize,
+    n: usize,
+    table: Option<&fsst::SymbolTable>,
+    offsets: &mut Offsets,
+    data: &mut Vec<u8>,
+    rows: &[(usize, usize)],
+) -> Result<()> {
+    let truncated = || Error::corrupt("variable-width offsets truncated");
+    let bad = || Error::corrupt("variable-width offsets are not increasing or point past the buffer");
+    let first = read_offset(buf, 0, width).ok_or_else(truncated)?;
+    let last = read_offset(buf, n, width).ok_or_else(truncated)?;
+    if first > last || last > buf.len() {
+        return Err(bad());
+    }
+    let too_big = || Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary");
+    let mut push_end = |end: usize| -> Result<()> {
+        match offsets {
+            Offsets::I32(o) => o.push(i32::try_from(end).map_err(|_| too_big())?),
+            Offsets::I64(o) => o.push(end as i64),
+        }
+        Ok(())
+    };
+    for &(rs, re) in rows {
+        if rs == re {
+            continue;
+        }
+        let mut s = read_offset(buf, rs, width).ok_or_else(truncated)?;
+        if s < first {
+            return Err(bad());
+        }
+        match table {
+            None => {
+                let e_all = read_offset(buf, re, width).ok_or_else(truncated)?;
+                if e_all < s || e_all > last {
+                    return Err(bad());
+                }
+                let base = data.len();
+                data.extend_from_slice(&buf[s..e_all]);
+                let start = s;
+                for i in rs + 1..=re {
+                    let e = read_offset(buf, i, width).ok_or_else(truncated)?;
+                    if e < s || e > e_all {
+                        return Err(bad());
+                    }
+                    s = e;
+                    push_end(base + e - start)?;
+                }
+            }
+            Some(t) => {
+                for i in rs + 1..=re {
+                    let e = read_offset(buf, i, width).ok_or_else(truncated)?;
+                    if e < s || e > last {
+                        return Err(bad());
+                    }
+                    fsst::decompress_into(t, &buf[s..e], data)?;
+                    s = e;
+                    push_end(data.len())?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
