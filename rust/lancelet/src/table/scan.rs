@@ -17,10 +17,11 @@
 //! address is `fragment_id << 32 | physical offset`; its id is the address,
 //! or with stable row ids the fragment's RowIdSequence value at that offset.
 //!
-//! Filtering slots in as a [`RowFilter`]: it names the columns it needs
-//! (read in addition to the projection), returns a boolean mask per batch,
-//! and the batch is filtered before the extra columns are dropped. With a
-//! filter, offset/limit apply to the filtered stream instead of the plan.
+//! Filtering slots in as a [`RowFilter`]: it names the columns it needs,
+//! which are read first for each read unit; its boolean mask picks the
+//! passing rows, and only those are read for the output columns (late
+//! materialization). With a filter, offset/limit apply to the filtered
+//! stream instead of the plan.
 //! A filter may name `_rowid` and `_rowaddr` (as pylance's may) whether or
 //! not the output has them: they are computed for the rows read and handed
 //! to the filter after the file columns.
@@ -103,6 +104,8 @@ struct FragPlan {
     reader: Mutex<Option<Arc<FragmentReader>>>,
     /// Physical rows statistics prove to match the filter.
     sure: Vec<Range<u64>>,
+    /// Reader of just the filter's columns (late materialization).
+    filter_reader: Mutex<Option<Arc<FragmentReader>>>,
 }
 
 /// A planned scan of one dataset version.
@@ -275,7 +278,7 @@ impl Scanner {
                 let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
                 let unit_rows = (READ_UNIT_BYTES / per_row).max(batch).div_ceil(batch) * batch;
                 let (live, sure, reader) = self.prune(i, live)?;
-                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure })
+                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure, filter_reader: Mutex::new(None) })
             })
             .collect::<Result<Vec<_>>>()?;
         let filtered = self.opts.filter.is_some();
@@ -307,6 +310,13 @@ impl Scanner {
             with_row_address: self.opts.with_row_address,
             filter: self.opts.filter.clone(),
             filter_row_cols: self.filter_row_cols,
+            filter_fields: match &self.opts.filter {
+                Some(f) => {
+                    let names = f.columns();
+                    self.read_fields.iter().filter(|x| names.iter().any(|n| n == x.arrow.name())).cloned().collect()
+                }
+                None => Vec::new(),
+            },
             batch_size: batch as usize,
         });
         Ok(ScanStream {
@@ -354,6 +364,8 @@ struct TaskContext {
     with_row_address: bool,
     filter: Option<Arc<dyn RowFilter>>,
     filter_row_cols: (bool, bool),
+    /// The dataset columns the filter reads.
+    filter_fields: Vec<LanceField>,
     batch_size: usize,
 }
 
@@ -375,45 +387,91 @@ impl TaskContext {
         Ok((0..n).step_by(self.batch_size).map(|s| unit.slice(s, self.batch_size.min(n - s))).collect())
     }
 
+    /// A filtered unit reads the filter's columns first and the output
+    /// columns only for the rows that pass (late materialization): the
+    /// file reader then fetches and decodes just the chunks, and within
+    /// them the values, of those rows.
     fn read_unit(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
-        let batch = self.reader(p)?.read_ranges(ranges)?;
-        let n = batch.num_rows();
-        let mut cols: Vec<ArrayRef> = batch.columns()[..self.num_projected].to_vec();
-        let (filter_ids, filter_addrs) = self.filter_row_cols;
-        let addrs: Option<ArrayRef> = (self.with_row_address || filter_addrs || (p.row_ids.is_none() && (self.with_row_id || filter_ids)))
+        match &self.filter {
+            None => self.read_rows(p, ranges),
+            Some(f) => {
+                let passing = self.passing_ranges(p, f, ranges)?;
+                self.read_rows(p, &passing)
+            }
+        }
+    }
+
+    /// `(_rowid, _rowaddr)` of the rows in `ranges`, as asked for.
+    fn row_cols(&self, p: &FragPlan, ranges: &[Range<u64>], want_ids: bool, want_addrs: bool) -> (Option<ArrayRef>, Option<ArrayRef>) {
+        let addrs: Option<ArrayRef> = (want_addrs || (p.row_ids.is_none() && want_ids))
             .then(|| Arc::new(ranges.iter().flat_map(|r| r.clone()).map(|o| (p.id << 32) | o).collect::<UInt64Array>()) as ArrayRef);
-        let ids: Option<ArrayRef> = (self.with_row_id || filter_ids).then(|| match &p.row_ids {
+        let ids: Option<ArrayRef> = want_ids.then(|| match &p.row_ids {
             Some(seq) => Arc::new(UInt64Array::from(seq.select(ranges))) as ArrayRef,
             None => addrs.clone().expect("addresses computed"),
         });
-        if self.with_row_id {
-            cols.push(ids.clone().expect("ids computed"));
-        }
-        if self.with_row_address {
-            cols.push(addrs.clone().expect("addresses computed"));
-        }
-        let out = RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?;
-        match &self.filter {
-            None => Ok(out),
-            Some(f) => {
-                let mut input = batch;
-                let (rid, raddr) = row_col_fields();
-                for (wanted, field, col) in [(filter_ids, rid, &ids), (filter_addrs, raddr, &addrs)] {
-                    if wanted {
-                        input = append_column(&input, field, col.clone().expect("row column computed"))?;
-                    }
+        (ids, addrs)
+    }
+
+    /// The output batch of the rows in `ranges`.
+    fn read_rows(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
+        let (mut cols, n): (Vec<ArrayRef>, usize) = if self.num_projected == 0 {
+            // Nothing to read (count_rows, row ids only).
+            (Vec::new(), rows_in(ranges) as usize)
+        } else {
+            let batch = self.reader(p)?.read_ranges(ranges)?;
+            (batch.columns()[..self.num_projected].to_vec(), batch.num_rows())
+        };
+        let (ids, addrs) = self.row_cols(p, ranges, self.with_row_id, self.with_row_address);
+        cols.extend(ids);
+        cols.extend(addrs);
+        Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
+    }
+
+    /// The rows of `ranges` the filter keeps, as sorted physical ranges.
+    fn passing_ranges(&self, p: &FragPlan, f: &Arc<dyn RowFilter>, ranges: &[Range<u64>]) -> Result<Vec<Range<u64>>> {
+        let reader = {
+            let mut slot = p.filter_reader.lock().unwrap_or_else(|e| e.into_inner());
+            match slot.as_ref() {
+                Some(r) => r.clone(),
+                None => {
+                    let r = Arc::new(self.ds.fragment_reader(p.index, &self.filter_fields)?);
+                    *slot = Some(r.clone());
+                    r
                 }
-                let mut mask = f.evaluate(&input)?;
-                if !p.sure.is_empty() {
-                    let sure: BooleanArray = ranges.iter().flat_map(|r| r.clone()).map(|o| Some(in_ranges(&p.sure, o))).collect();
-                    mask = arrow_arith::boolean::or(&mask, &sure)?;
-                }
-                if mask.len() != n {
-                    return Err(Error::Internal { what: format!("filter returned {} values for {n} rows", mask.len()) });
-                }
-                Ok(arrow_select::filter::filter_record_batch(&out, &mask)?)
+            }
+        };
+        let mut input = reader.read_ranges(ranges)?;
+        let n = input.num_rows();
+        let (filter_ids, filter_addrs) = self.filter_row_cols;
+        let (ids, addrs) = self.row_cols(p, ranges, filter_ids, filter_addrs);
+        let (rid, raddr) = row_col_fields();
+        for (wanted, field, col) in [(filter_ids, rid, &ids), (filter_addrs, raddr, &addrs)] {
+            if wanted {
+                input = append_column(&input, field, col.clone().expect("row column computed"))?;
             }
         }
+        let mut mask = f.evaluate(&input)?;
+        if !p.sure.is_empty() {
+            let sure: BooleanArray = ranges.iter().flat_map(|r| r.clone()).map(|o| Some(in_ranges(&p.sure, o))).collect();
+            mask = arrow_arith::boolean::or(&mask, &sure)?;
+        }
+        if mask.len() != n {
+            return Err(Error::Internal { what: format!("filter returned {} values for {n} rows", mask.len()) });
+        }
+        let mut out: Vec<Range<u64>> = Vec::new();
+        let mut i = 0usize;
+        for r in ranges {
+            for row in r.clone() {
+                if mask.is_valid(i) && mask.value(i) {
+                    match out.last_mut() {
+                        Some(last) if last.end == row => last.end += 1,
+                        _ => out.push(row..row + 1),
+                    }
+                }
+                i += 1;
+            }
+        }
+        Ok(out)
     }
 }
 
