@@ -422,8 +422,9 @@ impl TaskContext {
             (batch.columns()[..self.num_projected].to_vec(), batch.num_rows())
         };
         let (ids, addrs) = self.row_cols(p, ranges, self.with_row_id, self.with_row_address);
+        // (Addresses may be computed only to derive ids.)
         cols.extend(ids);
-        cols.extend(addrs);
+        cols.extend(addrs.filter(|_| self.with_row_address));
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
     }
 
