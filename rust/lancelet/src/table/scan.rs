@@ -395,7 +395,15 @@ impl TaskContext {
         match &self.filter {
             None => self.read_rows(p, ranges),
             Some(f) => {
-                let passing = self.passing_ranges(p, f, ranges)?;
+                // Fragments whose statistics were consulted already have a
+                // reader open on all read columns: evaluate with it (a
+                // second reader would read the files' metadata again).
+                let opened = p.reader.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let reader = match opened {
+                    Some(r) => r,
+                    None => self.filter_reader(p)?,
+                };
+                let passing = self.passing_ranges(p, f, &reader, ranges)?;
                 self.read_rows(p, &passing)
             }
         }
@@ -428,19 +436,19 @@ impl TaskContext {
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
     }
 
+    /// The (cached) reader of the filter's columns.
+    fn filter_reader(&self, p: &FragPlan) -> Result<Arc<FragmentReader>> {
+        let mut slot = p.filter_reader.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = slot.as_ref() {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(self.ds.fragment_reader(p.index, &self.filter_fields)?);
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+
     /// The rows of `ranges` the filter keeps, as sorted physical ranges.
-    fn passing_ranges(&self, p: &FragPlan, f: &Arc<dyn RowFilter>, ranges: &[Range<u64>]) -> Result<Vec<Range<u64>>> {
-        let reader = {
-            let mut slot = p.filter_reader.lock().unwrap_or_else(|e| e.into_inner());
-            match slot.as_ref() {
-                Some(r) => r.clone(),
-                None => {
-                    let r = Arc::new(self.ds.fragment_reader(p.index, &self.filter_fields)?);
-                    *slot = Some(r.clone());
-                    r
-                }
-            }
-        };
+    fn passing_ranges(&self, p: &FragPlan, f: &Arc<dyn RowFilter>, reader: &FragmentReader, ranges: &[Range<u64>]) -> Result<Vec<Range<u64>>> {
         let mut input = reader.read_ranges(ranges)?;
         let n = input.num_rows();
         let (filter_ids, filter_addrs) = self.filter_row_cols;
