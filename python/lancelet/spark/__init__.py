@@ -37,6 +37,7 @@ from lancelet.spark.source import (
     LanceOptions,
     plan_slices,
     read_slice,
+    stage_batches,
 )
 from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema, spark_type
 
@@ -74,7 +75,7 @@ def _spark(spark: Optional[SparkSession]) -> SparkSession:
     return s
 
 
-def _latest(uri: str, version: Any, storage_options: Optional[Dict[str, str]]) -> lancelet.Dataset:
+def _open(uri: str, version: Any, storage_options: Optional[Dict[str, str]]) -> lancelet.Dataset:
     return lancelet.dataset(uri, version=version, storage_options=storage_options)
 
 
@@ -82,7 +83,7 @@ def read_schema(uri: str, version: Any = None, columns: Optional[Sequence[str]] 
                 storage_options: Optional[Dict[str, str]] = None) -> StructType:
     """The Spark schema of the dataset (projected to ``columns``): the
     schema to give ``mapInArrow`` together with :func:`read_fragments`."""
-    schema = _latest(uri, version, storage_options).schema
+    schema = _open(uri, version, storage_options).schema
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     return spark_schema(schema)
@@ -94,10 +95,11 @@ def fragments(uri: str, version: Any = None, spark: Optional[SparkSession] = Non
     """A small DataFrame with one row per read task (a fragment, or a slice
     of a large one) of one version, resolved now: ``version``,
     ``fragment_id``, ``row_start``, ``row_end``. One Spark partition per row."""
-    ds = _latest(uri, version, storage_options)
+    ds = _open(uri, version, storage_options)
     rows = [(s.version, s.fragment_id, s.start, s.end) for s in plan_slices(ds, int(rows_per_task))]
-    s = _spark(spark)
-    return s.createDataFrame(rows, FRAGMENT_TASK_SCHEMA).repartition(max(len(rows), 1))
+    # one slice per task row, without a shuffle to get there
+    rdd = _spark(spark).sparkContext.parallelize(rows, max(len(rows), 1))
+    return _spark(spark).createDataFrame(rdd, FRAGMENT_TASK_SCHEMA)
 
 
 def read_fragments(uri: str, version: Any = None, columns: Optional[Sequence[str]] = None,
@@ -130,7 +132,7 @@ def take_udf(uri: str, columns: Sequence[str], version: Any = None,
     now. Null ids, and ids of rows that are deleted (or, with stable row
     ids, unknown) give a struct of nulls; a row address outside the
     dataset is an error, as in ``Dataset.take_row_ids``."""
-    ds = _latest(uri, version, storage_options)
+    ds = _open(uri, version, storage_options)
     pinned = ds.version
     cols = list(columns)
     st = spark_type(pa.struct([ds.schema.field(c) for c in cols]))
@@ -170,9 +172,7 @@ class FragmentWriter:
         self.plan = plan
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        schema = self.plan.schema
-        reader = pa.RecordBatchReader.from_batches(schema, (cast_batch(b, schema) for b in batches))
-        staged = self.plan.write(reader)
+        staged = stage_batches(self.plan, batches)
         if staged:
             yield pa.RecordBatch.from_arrays([pa.array(staged, pa.binary())], names=["fragment"])
 

@@ -229,6 +229,13 @@ def _pushdown_planning() -> bool:
     return any(fr.frame.f_globals.get("__name__") == _PUSHDOWN_WORKER for fr in inspect.stack(0))
 
 
+def stage_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> List[bytes]:
+    """Spark's batches, cast to the plan's Lance schema as they stream, written
+    as staged fragments."""
+    schema = plan.schema
+    return plan.write(pa.RecordBatchReader.from_batches(schema, (cast_batch(b, schema) for b in batches)))
+
+
 @dataclass
 class StagedFragments(WriterCommitMessage):
     """What one write task made: encoded, uncommitted fragments."""
@@ -252,9 +259,7 @@ class LanceletWriter(DataSourceArrowWriter):
                                           storage_options=opts.storage_options)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFragments:
-        schema = self.plan.schema
-        batches = pa.RecordBatchReader.from_batches(schema, (cast_batch(b, schema) for b in iterator))
-        return StagedFragments(self.plan.write(batches))
+        return StagedFragments(stage_batches(self.plan, iterator))
 
     def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
         frags = [f for m in messages if isinstance(m, StagedFragments) for f in m.fragments]
