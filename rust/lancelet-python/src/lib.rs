@@ -11,6 +11,12 @@ mod write;
 
 use pyo3::prelude::*;
 
+/// mimalloc keeps freed memory for reuse: encoding and decoding allocate
+/// many page-sized buffers, and with the system allocator each came fresh
+/// from the kernel (page faults and zeroing were a tenth of a write's time).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Process-wide read totals of the storage layer (private; benchmarks use
 /// it to count the requests a take makes): `{"calls", "requests", "bytes"}`.
 #[pyfunction]

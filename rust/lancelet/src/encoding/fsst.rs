@@ -372,10 +372,12 @@ pub fn decompress_into(table: &SymbolTable, src: &[u8], out: &mut Vec<u8>) -> Re
 /// produces such tables; for others the output is merely larger).
 struct Encoder {
     /// Indexed by the next two bytes (little-endian u16).
-    short: Vec<u16>,
+    short: Box<[u16; 1 << 16]>,
     /// Indexed by the next byte.
     byte: [u16; 256],
-    buckets: Vec<Bucket>,
+    /// Indexed by [`bucket_of`] (fixed sizes: lookups need no bounds
+    /// checks).
+    buckets: Box<[Bucket; 1 << BUCKET_BITS]>,
 }
 
 const BUCKET: usize = 4;
@@ -459,9 +461,12 @@ fn load(data: &[u8], pos: usize) -> u64 {
 impl Encoder {
     fn new(table: &SymbolTable) -> Self {
         let mut enc = Encoder {
-            short: Vec::new(),
+            short: vec![0u16; 1 << 16].into_boxed_slice().try_into().expect("65536 entries"),
             byte: [ESCAPED | 1 << 8 | ESCAPE as u16; 256],
-            buckets: vec![Bucket([FREE_SLOT; BUCKET]); 1 << BUCKET_BITS],
+            buckets: vec![Bucket([FREE_SLOT; BUCKET]); 1 << BUCKET_BITS]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("bucket count")),
         };
         // On duplicate symbols the first code wins (any choice decodes the
         // same).
@@ -471,9 +476,9 @@ impl Encoder {
                 enc.byte[table.symbols[i][0] as usize] = 1 << 8 | i as u16;
             }
         }
-        let mut short = Vec::with_capacity(1 << 16);
-        for _second in 0..256 {
-            short.extend_from_slice(&enc.byte);
+        let mut short = std::mem::replace(&mut enc.short, Box::new([0; 1 << 16]));
+        for second in 0..256 {
+            short[second * 256..(second + 1) * 256].copy_from_slice(&enc.byte);
         }
         let mut have2 = vec![false; 1 << 16];
         for i in 0..n {
@@ -511,32 +516,18 @@ impl Encoder {
     #[inline(always)]
     fn find(&self, word: u64, rem: usize) -> u16 {
         let rem = rem.min(8) as u8;
-        let e = if rem >= 2 { self.short[(word & 0xFFFF) as usize] } else { self.byte[(word & 0xFF) as usize] };
-        let b = &self.buckets[bucket_of(word)].0;
-        // The slots are checked independently; the first hit (slots are
-        // sorted longest first) wins, else the short entry.
-        let hit = |s: &LongSlot| (s.len <= rem && (word ^ s.word) << s.shift == 0) as u32;
-        let hits = hit(&b[0]) | hit(&b[1]) << 1 | hit(&b[2]) << 2 | hit(&b[3]) << 3 | 1 << 4;
-        let entries = [b[0].entry, b[1].entry, b[2].entry, b[3].entry, e];
-        entries[(hits.trailing_zeros() as usize).min(4)]
-    }
-
-    /// Compresses `data[start..end]` into `out` at `o` (which has room for
-    /// two bytes per input byte); returns the new output position.
-    #[inline(always)]
-    fn compress_into(&self, data: &[u8], start: usize, end: usize, out: &mut [u8], mut o: usize) -> usize {
-        let mut i = start;
-        while i < end {
-            let word = load(data, i);
-            let e = self.find(word, end - i);
-            // The input byte goes after the code speculatively; it is kept
-            // only after an escape.
-            out[o] = e as u8;
-            out[o + 1] = word as u8;
-            o += 1 + (e >> 15) as usize;
-            i += ((e >> 8) & 0xF) as usize;
+        let short = self.short[(word & 0xFFFF) as usize];
+        let single = self.byte[(word & 0xFF) as usize];
+        let mut e = if rem >= 2 { short } else { single };
+        let b = &self.buckets[bucket_of(word) & ((1 << BUCKET_BITS) - 1)].0;
+        // Every slot is tested without a branch (`&`, not `&&`: the length
+        // test is unpredictable at string ends); the longest hit wins, and
+        // slots are sorted longest first, so test from the last slot on.
+        let hit = |s: &LongSlot| (s.len <= rem) & ((word ^ s.word) << s.shift == 0);
+        for s in b.iter().rev() {
+            e = if hit(s) { s.entry } else { e };
         }
-        o
+        e
     }
 
     /// Compressed size of `s` (for scoring tables).
@@ -563,18 +554,116 @@ pub fn compress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) -> R
         return Ok((vec![O::default()], Vec::new()));
     }
     let enc = Encoder::new(table);
-    let bound = (last - first).checked_mul(2).ok_or_else(|| corrupt!("fsst compress: input too large"))? + 1;
-    let mut out = vec![0u8; bound];
-    let mut new_offsets = Vec::with_capacity(offsets.len());
-    new_offsets.push(O::default());
-    let mut o = 0;
-    for pair in offsets.windows(2) {
-        let (s, e) = (pair[0].to_usize().expect("checked"), pair[1].to_usize().expect("checked"));
-        o = enc.compress_into(data, s, e, &mut out, o);
-        new_offsets.push(offset(o)?);
+    let n = offsets.len() - 1;
+    let lanes = if n >= 16 * LANES { LANES } else { 1 };
+    // Lane k writes from 2 × (its first input byte - first) + k: room for
+    // two output bytes per input byte plus one, so lanes never overlap.
+    let bound = (last - first).checked_mul(2).and_then(|b| b.checked_add(lanes)).ok_or_else(|| corrupt!("fsst compress: input too large"))?;
+    O::from_usize(bound).ok_or_else(|| corrupt!("fsst: {bound} bytes do not fit the offset type"))?;
+    // Not zero-filled: only the bytes written are kept (a zeroed worst-case
+    // buffer cost more page faults than the compression itself).
+    let mut out: Vec<u8> = Vec::with_capacity(bound);
+    let mut new_offsets = vec![O::default(); n + 1];
+    let pos = |k: usize| offsets[k].to_usize().unwrap_or(0);
+    let cut = |k: usize| k * n / lanes;
+    let mut state: [Lane; LANES] = std::array::from_fn(|k| {
+        let s = cut(k.min(lanes));
+        Lane { i: pos(s), end: pos((s + 1).min(n)), s, last: cut((k + 1).min(lanes)), o: 2 * (pos(s) - first) + k }
+    });
+    let dst = out.as_mut_ptr();
+    let run = Stepper { enc: &enc, offsets, data, fast_end: data.len().saturating_sub(7), out: dst };
+    // SAFETY (all `step` calls): each lane writes inside its own room, see
+    // `bound` above.
+    unsafe {
+        if lanes == LANES {
+            let [l0, l1, l2, l3] = &mut state;
+            while run.step(l0, &mut new_offsets) & run.step(l1, &mut new_offsets) & run.step(l2, &mut new_offsets) & run.step(l3, &mut new_offsets) {}
+        }
+        for l in state.iter_mut().take(lanes) {
+            while run.step(l, &mut new_offsets) {}
+        }
     }
-    out.truncate(o);
+    // Close the gaps between the lanes' outputs and rebase their offsets.
+    let mut written = 0;
+    for (k, l) in state.iter().enumerate().take(lanes) {
+        let start = 2 * (pos(cut(k)) - first) + k;
+        let len = l.o - start;
+        // SAFETY: both ranges lie within `bound`; written <= start.
+        unsafe { std::ptr::copy(dst.add(start), dst.add(written), len) };
+        if start != written {
+            for o in &mut new_offsets[cut(k) + 1..=cut(k + 1)] {
+                *o = O::from_usize(o.to_usize().unwrap_or(0) - (start - written)).expect("fits: below bound");
+            }
+        }
+        written += len;
+    }
+    // SAFETY: bytes 0..written were written above.
+    unsafe { out.set_len(written) };
     Ok((new_offsets, out))
+}
+
+/// Independent compression streams interleaved in one loop. A stream's next
+/// lookup depends on the previous one (a chain of table loads, mostly L2
+/// latency); with several streams in flight the core overlaps them.
+const LANES: usize = 4;
+
+/// One stream: the strings `s..last`, the current one being at `i..end`,
+/// output at `o`.
+#[derive(Clone, Copy)]
+struct Lane {
+    i: usize,
+    end: usize,
+    s: usize,
+    last: usize,
+    o: usize,
+}
+
+struct Stepper<'a, O> {
+    enc: &'a Encoder,
+    offsets: &'a [O],
+    data: &'a [u8],
+    /// Words starting before this can be loaded without a bounds test.
+    fast_end: usize,
+    out: *mut u8,
+}
+
+impl<O: Offset> Stepper<'_, O> {
+    /// Emits one code of lane `l` (after recording the offsets of the
+    /// strings it finished); false once the lane has no string left.
+    ///
+    /// # Safety
+    /// The lane's output room must hold two bytes per input byte left.
+    #[inline(always)]
+    unsafe fn step(&self, l: &mut Lane, new_offsets: &mut [O]) -> bool {
+        while l.i == l.end {
+            if l.s == l.last {
+                return false;
+            }
+            new_offsets[l.s + 1] = O::from_usize(l.o).expect("fits: checked against the bound");
+            l.s += 1;
+            if l.s == l.last {
+                return false;
+            }
+            l.i = self.offsets[l.s].to_usize().unwrap_or(0);
+            l.end = self.offsets[l.s + 1].to_usize().unwrap_or(0);
+        }
+        let word = if l.i < self.fast_end {
+            // SAFETY: i + 8 <= data.len().
+            unsafe { std::ptr::read_unaligned(self.data.as_ptr().add(l.i) as *const u64) }.to_le()
+        } else {
+            load(self.data, l.i)
+        };
+        let e = self.enc.find(word, l.end - l.i);
+        // The input byte goes after the code speculatively; it is kept only
+        // after an escape. SAFETY: within the lane's room (caller).
+        unsafe {
+            *self.out.add(l.o) = e as u8;
+            *self.out.add(l.o + 1) = word as u8;
+        }
+        l.o += 1 + (e >> 15) as usize;
+        l.i += ((e >> 8) & 0xF) as usize;
+        true
+    }
 }
 
 /// Trains a table following Lance's rule: switch off (verbatim strings) when

@@ -1,9 +1,13 @@
 //! Writing Lance 2.x data files.
 //!
-//! The whole file is built in memory and stored with one
-//! [`Storage::write_all`] at [`FileWriter::finish`], so a failed write leaves
-//! no file behind. Columns are cut into pages independently once a column
-//! has buffered ~8 MiB of data (see [`crate::file::write`]).
+//! Pages are streamed to storage as soon as they are encoded (an
+//! [`ObjectWriter`]); only their metadata stays in memory until
+//! [`FileWriter::finish`] writes the tail. The object becomes visible only
+//! when the writer finishes, and a writer dropped before that removes what
+//! it staged, so a failed write leaves no file behind. Columns are cut into
+//! pages independently once a column has buffered ~8 MiB of data (see
+//! [`crate::file::write`]); pages of different columns interleave in the
+//! file, in the order they were cut.
 //!
 //! Container layout written (digest §9):
 //!
@@ -35,7 +39,7 @@ use crate::file::version::{FileVersion, PageFamily, VersionTraits};
 use crate::file::write::shred::{leaf_paths, shred};
 use crate::file::write::v2_0::{columns_of, split, ColumnEncoder20};
 use crate::file::write::{EncodedPage, LeafEncoder};
-use crate::io::{Storage, StorageOptions};
+use crate::io::{ObjectWriter, Storage, StorageOptions};
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata, DirectEncoding, Encoding};
 use crate::proto::file::{FileDescriptor, Schema as PbSchema};
 use crate::proto::type_url;
@@ -47,7 +51,10 @@ enum Columns {
 
 /// Writes one Lance data file (2.0, 2.1 or 2.2).
 pub struct FileWriter {
-    storage: Storage,
+    out: ObjectWriter,
+    /// Page metadata per column (leaf columns in order), of the pages
+    /// written so far.
+    pages: Vec<Vec<Page>>,
     schema: LanceSchema,
     arrow_schema: Schema,
     version: FileVersion,
@@ -57,7 +64,7 @@ pub struct FileWriter {
 
 impl std::fmt::Debug for FileWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FileWriter").field("path", &self.storage).field("version", &self.version).field("rows", &self.num_rows).finish()
+        f.debug_struct("FileWriter").field("out", &self.out).field("version", &self.version).field("rows", &self.num_rows).finish()
     }
 }
 
@@ -273,7 +280,11 @@ impl FileWriter {
                     .collect(),
             ),
         };
-        Ok(FileWriter { storage, schema, arrow_schema, version, columns, num_rows: 0 })
+        let num_columns = match &columns {
+            Columns::Structural(c) => c.iter().map(Vec::len).sum(),
+            Columns::V20(c) => c.iter().map(Vec::len).sum(),
+        };
+        Ok(FileWriter { out: storage.writer(), pages: vec![Vec::new(); num_columns], schema, arrow_schema, version, columns, num_rows: 0 })
     }
 
     /// Rows written so far.
@@ -315,18 +326,20 @@ impl FileWriter {
                 // (one 1M-row batch made one 500 MB page of vectors, which
                 // every read then had to fetch and decode whole).
                 let page_bytes = cols.iter().flatten().map(|c| c.page_bytes).min().unwrap_or(crate::file::write::PAGE_BYTES);
-                let mut all = Vec::new();
-                for slice in page_slices(batch, page_bytes) {
-                    // Columns shred independently: spread them over the pool.
-                    all.push(
+                // Slices and columns shred independently: spread them all
+                // over the pool (one column per slice would leave a core
+                // idle while the widest column shreds).
+                let all = page_slices(batch, page_bytes)
+                    .into_par_iter()
+                    .map(|slice| {
                         want.iter()
                             .zip(slice.columns())
                             .collect::<Vec<_>>()
                             .into_par_iter()
                             .map(|(f, a)| shred(f, a).map_err(|e| e.context(format!("field {:?}", f.name()))))
-                            .collect::<Result<Vec<_>>>()?,
-                    );
-                }
+                            .collect::<Result<Vec<_>>>()
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 for shredded in all {
                     for (enc, pieces) in cols.iter_mut().zip(shredded) {
                         for (e, p) in enc.iter_mut().zip(pieces) {
@@ -338,6 +351,9 @@ impl FileWriter {
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
                 leaves.into_par_iter().try_for_each(|e| e.encode_queued())?;
+                let done: Vec<Vec<EncodedPage>> = cols.iter_mut().flatten().map(|c| std::mem::take(&mut c.pages)).collect();
+                self.num_rows += batch.num_rows() as u64;
+                return self.emit(done);
             }
             Columns::V20(cols) => {
                 let mut all = Vec::with_capacity(cols.len());
@@ -349,14 +365,60 @@ impl FileWriter {
                         e.push(a)?;
                     }
                 }
+                let done: Vec<Vec<EncodedPage>> = cols.iter_mut().flatten().map(|c| std::mem::take(&mut c.pages)).collect();
+                self.num_rows += batch.num_rows() as u64;
+                self.emit(done)
             }
         }
-        self.num_rows += batch.num_rows() as u64;
+    }
+
+    /// Write finished pages (`done[c]`: new pages of leaf column `c`) and
+    /// keep their metadata.
+    fn emit(&mut self, done: Vec<Vec<EncodedPage>>) -> Result<()> {
+        for (col, pages) in done.into_iter().enumerate() {
+            for mut p in pages {
+                if let Some(b) = p.blob.take() {
+                    // Out-of-line blob values go just before the page.
+                    let mut positions = Vec::with_capacity(b.blobs.len());
+                    for v in &b.blobs {
+                        self.pad()?;
+                        positions.push(self.out.position());
+                        self.out.write(v)?;
+                    }
+                    (p.buffers, p.encoding) = b.finish(&positions)?;
+                }
+                let mut offsets = Vec::with_capacity(p.buffers.len());
+                let mut sizes = Vec::with_capacity(p.buffers.len());
+                for b in p.buffers {
+                    self.pad()?;
+                    offsets.push(self.out.position());
+                    sizes.push(b.len() as u64);
+                    self.out.put(Bytes::from(b))?;
+                }
+                self.pages[col].push(Page {
+                    buffer_offsets: offsets,
+                    buffer_sizes: sizes,
+                    length: p.num_rows,
+                    encoding: Some(direct(&p.encoding)),
+                    priority: p.first_row,
+                });
+            }
+        }
         Ok(())
     }
 
-    /// Encode the remaining data, lay out the file and store it. Returns the
-    /// file size in bytes.
+    /// Pad the file to the buffer alignment.
+    fn pad(&mut self) -> Result<()> {
+        static PADDING: [u8; BUFFER_ALIGNMENT as usize] = [PAD_BYTE; BUFFER_ALIGNMENT as usize];
+        let rem = (self.out.position() % BUFFER_ALIGNMENT) as usize;
+        if rem != 0 {
+            self.out.put(Bytes::from_static(&PADDING[..BUFFER_ALIGNMENT as usize - rem]))?;
+        }
+        Ok(())
+    }
+
+    /// Encode the remaining data, write the metadata tail and make the file
+    /// visible. Returns the file size in bytes.
     pub fn finish(mut self) -> Result<u64> {
         let columns: Vec<Vec<EncodedPage>> = match &mut self.columns {
             Columns::Structural(cols) => {
@@ -379,82 +441,49 @@ impl FileWriter {
                 out
             }
         };
-        let bytes = self.assemble(columns)?;
-        let size = bytes.len() as u64;
-        self.storage.write_all(Bytes::from(bytes))?;
-        Ok(size)
+        self.emit(columns)?;
+        self.write_tail()?;
+        self.out.finish()
     }
 
-    fn assemble(&self, columns: Vec<Vec<EncodedPage>>) -> Result<Vec<u8>> {
-        let mut out: Vec<u8> = Vec::new();
-        let pad = |out: &mut Vec<u8>| {
-            let rem = out.len() % BUFFER_ALIGNMENT as usize;
-            if rem != 0 {
-                out.resize(out.len() + BUFFER_ALIGNMENT as usize - rem, PAD_BYTE);
+    /// Global buffer 0, column metadata, offset tables and footer.
+    fn write_tail(&mut self) -> Result<()> {
+        let col_enc = prost_types::Any {
+            type_url: type_url::COLUMN_ENCODING.to_string(),
+            value: crate::proto::encodings::ColumnEncoding {
+                column_encoding: Some(crate::proto::encodings::column_encoding::ColumnEncoding::Values(())),
             }
+            .encode_to_vec(),
         };
-        let mut metas = Vec::with_capacity(columns.len());
-        for pages in columns {
-            let mut pb_pages = Vec::with_capacity(pages.len());
-            for mut p in pages {
-                if let Some(b) = p.blob.take() {
-                    // Out-of-line blob values go just before the page.
-                    let mut positions = Vec::with_capacity(b.blobs.len());
-                    for v in &b.blobs {
-                        pad(&mut out);
-                        positions.push(out.len() as u64);
-                        out.extend_from_slice(v);
-                    }
-                    (p.buffers, p.encoding) = b.finish(&positions)?;
-                }
-                let mut offsets = Vec::with_capacity(p.buffers.len());
-                let mut sizes = Vec::with_capacity(p.buffers.len());
-                for b in &p.buffers {
-                    pad(&mut out);
-                    offsets.push(out.len() as u64);
-                    sizes.push(b.len() as u64);
-                    out.extend_from_slice(b);
-                }
-                pb_pages.push(Page {
-                    buffer_offsets: offsets,
-                    buffer_sizes: sizes,
-                    length: p.num_rows,
-                    encoding: Some(direct(&p.encoding)),
-                    priority: p.first_row,
-                });
-            }
-            let col_enc = prost_types::Any {
-                type_url: type_url::COLUMN_ENCODING.to_string(),
-                value: crate::proto::encodings::ColumnEncoding {
-                    column_encoding: Some(crate::proto::encodings::column_encoding::ColumnEncoding::Values(())),
-                }
-                .encode_to_vec(),
-            };
-            metas.push(ColumnMetadata { encoding: Some(direct(&col_enc)), pages: pb_pages, buffer_offsets: vec![], buffer_sizes: vec![] });
-        }
-        pad(&mut out);
+        let metas: Vec<ColumnMetadata> = std::mem::take(&mut self.pages)
+            .into_iter()
+            .map(|pages| ColumnMetadata { encoding: Some(direct(&col_enc)), pages, buffer_offsets: vec![], buffer_sizes: vec![] })
+            .collect();
+        self.pad()?;
         let desc = FileDescriptor {
             schema: Some(PbSchema { fields: self.schema.to_pb()?, metadata: self.schema.metadata_pb(), ..Default::default() }),
             length: self.num_rows,
         };
-        let gb0_pos = out.len() as u64;
+        let start = self.out.position();
+        let mut tail: Vec<u8> = Vec::new();
+        let gb0_pos = start;
         let gb0 = desc.encode_to_vec();
-        out.extend_from_slice(&gb0);
-        let column_meta_start = out.len() as u64;
+        tail.extend_from_slice(&gb0);
+        let column_meta_start = start + tail.len() as u64;
         let mut cmo = Vec::with_capacity(metas.len());
         for m in &metas {
             let b = m.encode_to_vec();
-            cmo.push((out.len() as u64, b.len() as u64));
-            out.extend_from_slice(&b);
+            cmo.push((start + tail.len() as u64, b.len() as u64));
+            tail.extend_from_slice(&b);
         }
-        let cmo_table_offset = out.len() as u64;
+        let cmo_table_offset = start + tail.len() as u64;
         for (p, s) in &cmo {
-            out.extend_from_slice(&p.to_le_bytes());
-            out.extend_from_slice(&s.to_le_bytes());
+            tail.extend_from_slice(&p.to_le_bytes());
+            tail.extend_from_slice(&s.to_le_bytes());
         }
-        let gbo_table_offset = out.len() as u64;
-        out.extend_from_slice(&gb0_pos.to_le_bytes());
-        out.extend_from_slice(&(gb0.len() as u64).to_le_bytes());
+        let gbo_table_offset = start + tail.len() as u64;
+        tail.extend_from_slice(&gb0_pos.to_le_bytes());
+        tail.extend_from_slice(&(gb0.len() as u64).to_le_bytes());
         let footer = Footer {
             column_meta_start,
             cmo_table_offset,
@@ -463,8 +492,8 @@ impl FileWriter {
             num_columns: metas.len() as u32,
             version: self.version,
         };
-        out.extend_from_slice(&footer.to_bytes());
-        Ok(out)
+        tail.extend_from_slice(&footer.to_bytes());
+        self.out.put(Bytes::from(tail))
     }
 }
 

@@ -27,6 +27,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::error::{Error, Result};
 
 pub mod s3;
+pub mod upload;
+
+pub use upload::ObjectWriter;
 
 /// Storage options (pylance's `storage_options`): credentials, endpoint,
 /// region and client settings of an object store, as string pairs. Local
@@ -304,6 +307,11 @@ impl Storage {
             .into_iter()
             .filter_map(|m| m.location.filename().map(|n| (n.to_string(), m.size)))
             .collect())
+    }
+
+    /// A streaming writer for this object (see [`upload`]).
+    pub fn writer(&self) -> ObjectWriter {
+        ObjectWriter::new(self.clone())
     }
 
     /// Write the whole object (replacing any previous content).

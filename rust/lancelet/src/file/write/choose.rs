@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use crate::encoding::{bitpack, bss, fsst, general, rle};
 use crate::error::{Error, Result};
-use crate::file::write::cardinality::{estimate_distinct, surely_more_than, FastBuild};
+use crate::file::write::cardinality::{estimate_distinct_fixed, surely_more_than, FastBuild};
 use crate::file::write::shred::Values;
 use crate::proto::encodings21 as pb;
 use crate::proto::encodings21::compressive_encoding::Compression as Enc;
@@ -37,6 +37,10 @@ pub struct FieldOptions {
     pub bss: Option<String>,
     /// `lance-encoding:dict-size-ratio` (default 0.8).
     pub dict_ratio: Option<f64>,
+    /// Not metadata: an FSST table trained on an earlier page of the same
+    /// column, used instead of training one per page (training was a tenth
+    /// of a string column's write time; the pages of a column are alike).
+    pub fsst_table: Option<std::sync::Arc<fsst::SymbolTable>>,
 }
 
 impl FieldOptions {
@@ -49,6 +53,7 @@ impl FieldOptions {
             structural: get("lance-encoding:structural-encoding"),
             bss: get("lance-encoding:bss"),
             dict_ratio: get("lance-encoding:dict-size-ratio").and_then(|v| v.parse().ok()),
+            fsst_table: None,
         }
     }
     /// The general compression scheme asked for, if any.
@@ -347,6 +352,12 @@ fn variable_chunks(offsets: &[u64], data: &[u8], wide: bool, max_values: usize) 
     out
 }
 
+/// Lance's rule for trying FSST on a page of strings: enough bytes, and a
+/// value of at least [`fsst::MIN_MAX_LENGTH`] bytes.
+pub fn fsst_wanted(offsets: &[u64], data: &[u8]) -> bool {
+    data.len() >= fsst::MIN_INPUT_BYTES && offsets.windows(2).any(|w| w[1] - w[0] >= fsst::MIN_MAX_LENGTH as u64)
+}
+
 fn wrap_general(c: Chunked, opts: &FieldOptions) -> Chunked {
     let Some(scheme) = opts.general() else { return c };
     if c.num_buffers != 1 || c.dictionary.is_some() {
@@ -437,9 +448,8 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             // An exact dictionary is only built when the sketch's optimistic
             // count (10 % below its estimate) could fit the limit and beat
             // the best size so far.
-            let fixed_items = || (0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes]));
             let worth_trying = |limit: usize, best: usize| {
-                let d = (0.9 * estimate_distinct(fixed_items())).max(1.0) as usize;
+                let d = (0.9 * estimate_distinct_fixed(data, bytes, valid)).max(1.0) as usize;
                 let w = 32 - (d as u32).saturating_sub(1).leading_zeros() as usize;
                 let est = d * bytes + n.div_ceil(1024) * (12 + 128 * w);
                 d <= limit && est < best && (est as f64) < opts.dict_ratio.unwrap_or(0.8) * data.len() as f64
@@ -482,11 +492,13 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             }
             // Candidates, compared by their real encoded size.
             let mut best = wrap_general(plain, opts);
-            let max_len = (0..n).map(|i| offsets[i + 1] - offsets[i]).max().unwrap_or(0) as usize;
             let forced = opts.compression.as_deref() == Some("fsst");
-            let auto = data.len() >= fsst::MIN_INPUT_BYTES && max_len >= fsst::MIN_MAX_LENGTH;
+            let auto = fsst_wanted(offsets, data);
             if forced || auto {
-                let table = fsst::train(offsets, data)?;
+                let table = match &opts.fsst_table {
+                    Some(t) if auto => t.as_ref().clone(),
+                    _ => fsst::train(offsets, data)?,
+                };
                 let (co, cd) = fsst::compress(&table, offsets, data)?;
                 let chunks = variable_chunks(&co, &cd, wide, max_values.min(4096));
                 let e = enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(variable(8 * ow as u64))) })));

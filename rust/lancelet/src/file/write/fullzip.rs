@@ -42,7 +42,7 @@ fn push_uint(out: &mut Vec<u8>, v: u64, bytes: usize) {
 /// stored uncompressed as `VariablePackedStruct` with 32-bit prefixes.
 pub fn encode(
     levels: &PageLevels,
-    values: &Values,
+    values: Values,
     num_rows: usize,
     opts: &FieldOptions,
     wide: bool,
@@ -59,7 +59,17 @@ pub fn encode(
     };
     // Per-value bytes and the description.
     let n = values.len();
-    let (encoded, encoding, details, variable): (Vec<Vec<u8>>, pb::CompressiveEncoding, Details, bool) = match values {
+    // Fixed-width rows without levels or item validity: buffer 0 is just
+    // the values back to back, so the shredded buffer is used as it is.
+    let contiguous = cw_bytes == 0
+        && levels.rep.is_none()
+        && levels.def.is_none()
+        && match &values {
+            Values::Fixed { .. } => true,
+            Values::Fsl { valid, .. } => valid.iter().all(Option::is_none),
+            _ => false,
+        };
+    let (encoded, encoding, details, variable): (Vec<Vec<u8>>, pb::CompressiveEncoding, Details, bool) = match &values {
         Values::Variable { offsets, data } if packed.is_some() => {
             use pb::variable_packed_struct::{field_encoding::Layout, FieldEncoding};
             let fields = packed
@@ -102,7 +112,7 @@ pub fn encode(
             }
         }
         Values::Fixed { bytes, data } => {
-            let enc = data.chunks_exact(*bytes).map(|c| c.to_vec()).collect();
+            let enc = if contiguous { Vec::new() } else { data.chunks_exact(*bytes).map(|c| c.to_vec()).collect() };
             (enc, flat(8 * *bytes as u64), Details::BitsPerValue(8 * *bytes as u32), false)
         }
         Values::Fsl { dims, item_bytes, items, valid } => {
@@ -112,7 +122,7 @@ pub fn encode(
             let row = dim * item_bytes;
             let cums: Vec<usize> = dims.iter().scan(1, |c, d| { *c *= d; Some(*c) }).collect();
             let vbytes: usize = valid.iter().zip(&cums).filter(|(v, _)| v.is_some()).map(|(_, c)| c.div_ceil(8)).sum();
-            let enc = (0..n)
+            let enc = (0..if contiguous { 0 } else { n })
                 .map(|i| {
                     let mut v = Vec::with_capacity(row + vbytes);
                     for (iv, cum) in valid.iter().zip(&cums) {
@@ -133,7 +143,24 @@ pub fn encode(
         Values::Bool(_) | Values::Null(_) => return Err(Error::invalid_input("booleans and nulls are never full-zip encoded")),
     };
     let entries = levels.num_entries().unwrap_or(n);
-    let mut zipped = Vec::new();
+    if contiguous && entries == n {
+        let zipped = match values {
+            Values::Fixed { data, .. } => data,
+            Values::Fsl { items, .. } => items,
+            _ => unreachable!("contiguous values are fixed-width"),
+        };
+        let layout = pb::FullZipLayout {
+            bits_rep,
+            bits_def,
+            details: Some(details),
+            num_items: entries as u32,
+            num_visible_items: n as u32,
+            value_compression: Some(encoding),
+            layers: levels.layers.iter().map(|l| *l as i32).collect(),
+        };
+        return Ok((vec![zipped], pb::PageLayout { layout: Some(pb::page_layout::Layout::FullZipLayout(layout)) }));
+    }
+    let mut zipped = Vec::with_capacity(encoded.iter().map(|v| v.len() + 8).sum::<usize>() + entries * cw_bytes);
     let mut row_starts: Vec<u64> = Vec::with_capacity(num_rows + 1);
     let mut vi = 0usize;
     for e in 0..entries {

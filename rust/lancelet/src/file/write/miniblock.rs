@@ -109,7 +109,11 @@ pub fn encode(
     let rep_w = levels.rep.as_ref().map(|_| bit_width(levels.max_rep));
     let def_w = levels.def.as_ref().map(|_| bit_width(levels.max_def));
     let mut meta = Vec::with_capacity(chunked.chunks.len() * 4);
-    let mut data = Vec::new();
+    // Reserved up front: grown by doubling, the chunks were copied twice more.
+    let level_bytes = 2 * (levels.rep.is_some() as usize + levels.def.is_some() as usize) * total_entries;
+    let mut data = Vec::with_capacity(
+        chunked.chunks.iter().map(|c| 16 + c.bufs.iter().map(|b| b.len() + 12).sum::<usize>()).sum::<usize>() + level_bytes,
+    );
     let mut rep_index: Vec<u64> = Vec::new();
     let last = chunked.chunks.len().saturating_sub(1);
     for (ci, (chunk, &(ls, le))) in chunked.chunks.iter().zip(&ranges).enumerate() {

@@ -184,9 +184,32 @@ impl LeafEncoder {
     pub fn encode_queued(&mut self) -> Result<()> {
         use rayon::prelude::*;
         let queued = std::mem::take(&mut self.queued);
+        self.train_fsst_once(&queued)?;
         let this = &*self;
         let pages = queued.into_par_iter().map(|(first_row, piece)| this.encode_one(first_row, piece)).collect::<Result<Vec<_>>>()?;
         self.pages.extend(pages);
+        Ok(())
+    }
+
+    /// Train this column's FSST table on its first string page big enough
+    /// for FSST; later pages reuse it (see [`FieldOptions::fsst_table`]).
+    /// Always the first such page, so files do not depend on scheduling.
+    fn train_fsst_once(&mut self, queued: &[(u64, Piece)]) -> Result<()> {
+        let plain_strings = self.dict.is_none() && self.var_packed.is_none() && self.packed.is_none() && !self.blob;
+        if self.opts.fsst_table.is_some() || !plain_strings || self.opts.compression.as_deref() == Some("none") {
+            return Ok(());
+        }
+        for (_, piece) in queued {
+            if let Values::Variable { offsets, data } = &piece.values {
+                if choose::fsst_wanted(offsets, data) {
+                    let table = crate::encoding::fsst::train(offsets, data)?;
+                    if table.is_enabled() {
+                        self.opts.fsst_table = Some(std::sync::Arc::new(table));
+                    }
+                    break;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -227,7 +250,7 @@ impl LeafEncoder {
         // only becomes a constant page when the page has no levels at all.
         let flat_page = levels.rep.is_none() && levels.def.is_none();
         if let Some(kinds) = &self.var_packed {
-            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts, self.wide, Some(kinds));
+            return fullzip::encode(&levels, values, piece.num_rows, &self.opts, self.wide, Some(kinds));
         }
         if self.traits.constant_pages && self.packed.is_none() && self.dict.is_none() && flat_page {
             if let Some(v) = constant::constant_value(&values, valid.as_deref()) {
@@ -249,7 +272,7 @@ impl LeafEncoder {
                 _ => max_bytes >= MINIBLOCK_MAX_VALUE_BYTES,
             };
         if use_fullzip {
-            return fullzip::encode(&levels, &values, piece.num_rows, &self.opts, self.wide, None);
+            return fullzip::encode(&levels, values, piece.num_rows, &self.opts, self.wide, None);
         }
         let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
         miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words, self.dict)

@@ -618,10 +618,53 @@ fn gather_variable_packed(field: &Field, s: &StructArray, kinds: &[PackedField],
     Ok(Values::Variable { offsets, data: out })
 }
 
+/// The common case of [`gather_fsl`] (vectors): one list layer of
+/// fixed-width items without nulls. Whole rows are copied, runs of
+/// consecutive rows at once; the general path tracks every item.
+fn gather_flat_fsl(array: &ArrayRef, picks: &[Option<usize>]) -> Result<Option<Values>> {
+    let DataType::FixedSizeList(item, dim) = array.data_type() else { return Ok(None) };
+    let Some(item_bytes) = fixed_bytes(item.data_type()) else { return Ok(None) };
+    let (Some(l), Ok(dim)) = (array.as_any().downcast_ref::<FixedSizeListArray>(), usize::try_from(*dim)) else { return Ok(None) };
+    let child = l.values();
+    if dim == 0 || child.logical_null_count() > 0 || matches!(item.data_type(), DataType::Boolean) {
+        return Ok(None);
+    }
+    let cdata = child.to_data();
+    let buf = cdata.buffers().first().map(|b| b.as_slice()).unwrap_or(&[]);
+    let row = dim * item_bytes;
+    let base = cdata.offset() * item_bytes;
+    let mut items = Vec::with_capacity(picks.len() * row);
+    let mut k = 0;
+    while k < picks.len() {
+        match picks[k] {
+            None => {
+                items.resize(items.len() + row, 0);
+                k += 1;
+            }
+            Some(first) => {
+                let mut n = 1;
+                while picks.get(k + n) == Some(&Some(first + n)) {
+                    n += 1;
+                }
+                let start = base + l.value_offset_at(first) * item_bytes;
+                let src = buf
+                    .get(start..start + n * row)
+                    .ok_or_else(|| Error::invalid_input("fixed-size list values are shorter than the list"))?;
+                items.extend_from_slice(src);
+                k += n;
+            }
+        }
+    }
+    Ok(Some(Values::Fsl { dims: vec![dim], item_bytes, items, valid: vec![None] }))
+}
+
 /// Gather (possibly nested) fixed-size lists of fixed-width items: the
 /// items row-major, plus per FSL layer (outermost first) the validity of
 /// that layer's children. Slots under a null row are zero-filled and valid.
 fn gather_fsl(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Values> {
+    if let Some(v) = gather_flat_fsl(array, picks)? {
+        return Ok(v);
+    }
     let mut dims = Vec::new();
     let mut valid = Vec::new();
     let mut cur = array.clone();
