@@ -192,6 +192,36 @@ def test_writer_context_manager(tmp_path):
     assert_tables_equal(pylance_read(p), t)
 
 
+def test_abandoned_large_writer_leaves_no_file(tmp_path):
+    """Pages are streamed while the file is written (past 8 MiB a staged
+    multipart upload starts); a writer abandoned by an exception leaves
+    nothing in the directory, staged parts included, and a bad batch after
+    streaming began does not spoil a file that is then closed."""
+    import numpy as np
+    n = 60_000
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(np.random.default_rng(3).random(n * 64, dtype=np.float32)), 64)
+    t = pa.table({"id": pa.array(np.arange(n), pa.int64()), "vec": vec})
+    p = tmp_path / "big.lance"
+    with pytest.raises(RuntimeError, match="stop"):
+        with lancelet.file.LanceFileWriter(str(p), schema=t.schema) as w:
+            w.write(t)
+            w.write(t)
+            raise RuntimeError("stop")
+    import gc
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+    with lancelet.file.LanceFileWriter(str(p), schema=t.schema) as w:
+        w.write(t)
+        with pytest.raises(lancelet.InvalidInputError):
+            w.write(pa.table({"id": pa.array([1], pa.int64())}))
+        w.write(t)
+    assert [x.name for x in tmp_path.iterdir()] == ["big.lance"]
+    want = pa.concat_tables([t, t])
+    assert_tables_equal(lancelet.file.read_table(str(p)), want)
+    assert_tables_equal(pylance_read(p), want)
+
+
 def test_writer_accepts_table_batch_and_reader(tmp_path):
     t = _table(90)
     p = tmp_path / "kinds.lance"

@@ -227,3 +227,18 @@ def test_cli_on_s3(uri, so):
     out = subprocess.run([sys.executable, "-m", "lancelet", "inspect", uri, "-o", "nonsense"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 2 and "KEY=VALUE" in out.stderr
+
+
+def test_large_file_streams_as_multipart_upload(uri, so):
+    """A data file larger than one upload part (8 MiB) goes up as a
+    multipart upload while it is encoded; both readers see every byte."""
+    import numpy as np
+    rng = np.random.default_rng(5)
+    n = 40_000
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 128, dtype=np.float32)), 128)
+    t = pa.table({"id": pa.array(np.arange(n), pa.int64()), "vec": vec,
+                  "s": pa.array([f"row-{i}-{'x' * (i % 50)}" for i in range(n)])})
+    assert t.nbytes > 2 * (8 << 20)
+    lancelet.write_dataset(t, uri, storage_options=so)
+    assert lancelet.dataset(uri, storage_options=so).to_table().equals(t)
+    assert lance.dataset(uri, storage_options=so).to_table().equals(t)
