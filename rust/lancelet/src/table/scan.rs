@@ -276,7 +276,13 @@ impl Scanner {
                 let bytes: u64 = f.files.iter().map(|d| d.file_size_bytes).sum();
                 let per_row = if bytes == 0 { 16 } else { bytes.div_ceil(rows) };
                 let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
-                let unit_rows = (READ_UNIT_BYTES / per_row).max(batch).div_ceil(batch) * batch;
+                // Units of about READ_UNIT_BYTES, balanced over the
+                // fragment: a small remainder unit would decode the pages it
+                // shares with its neighbour a second time (a 40 MB fragment
+                // made units of 32 + 8 MB that decoded every page twice).
+                let target = (READ_UNIT_BYTES / per_row).max(1);
+                let units = ((rows as f64 / target as f64).round() as u64).max(1);
+                let unit_rows = rows.div_ceil(units).max(batch).div_ceil(batch) * batch;
                 let (live, sure, reader) = self.prune(i, live)?;
                 Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure, filter_reader: Mutex::new(None) })
             })

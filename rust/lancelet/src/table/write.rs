@@ -137,7 +137,30 @@ struct FragmentSink<'a> {
     /// files with a job id so an aborted job's files can be found).
     name_prefix: &'a str,
     current: Option<(FileWriter, String)>,
+    /// The previous file, finishing (last pages, metadata, upload) on
+    /// another thread while the next one is encoded.
+    finishing: Option<Finishing>,
     done: Vec<pb::DataFragment>,
+}
+
+impl Drop for FragmentSink<'_> {
+    /// A write abandoned (by an error) with a file still finishing: wait
+    /// for it and remove it, so the failed write leaves no data file.
+    fn drop(&mut self) {
+        if let Some(f) = self.finishing.take() {
+            if let Ok(Ok(_)) = f.handle.join() {
+                let _ = f.storage.delete();
+            }
+        }
+    }
+}
+
+/// A data file whose writer finishes in the background.
+struct Finishing {
+    name: String,
+    rows: u64,
+    storage: Storage,
+    handle: std::thread::JoinHandle<Result<u64>>,
 }
 
 impl FragmentSink<'_> {
@@ -161,11 +184,30 @@ impl FragmentSink<'_> {
         Ok(())
     }
 
+    /// Close the current file: it finishes on another thread (at most one
+    /// at a time), and is recorded once that is done.
     fn close(&mut self) -> Result<()> {
         let Some((w, name)) = self.current.take() else { return Ok(()) };
-        let rows = w.num_rows();
         step(&self.hook, "data_file")?;
-        let size = w.finish()?;
+        self.join_finishing()?;
+        let storage = self.root.child(&format!("data/{name}"))?;
+        let rows = w.num_rows();
+        let handle = std::thread::Builder::new()
+            .name("lancelet-finish".into())
+            .spawn(move || w.finish())
+            .map_err(|e| Error::Io { path: storage.display().to_string(), message: format!("cannot start a writer thread: {e}") })?;
+        self.finishing = Some(Finishing { name, rows, storage, handle });
+        Ok(())
+    }
+
+    /// Wait for the file finishing in the background and record it.
+    fn join_finishing(&mut self) -> Result<()> {
+        let Some(f) = self.finishing.take() else { return Ok(()) };
+        let size = f
+            .handle
+            .join()
+            .map_err(|_| Error::Internal { what: format!("the writer thread of {} panicked", f.storage.display()) })??;
+        let (name, rows) = (f.name, f.rows);
         let ids = column_field_ids(&self.schema, self.version);
         let (major, minor) = self.version.data_file_numbers();
         self.done.push(pb::DataFragment {
@@ -213,6 +255,7 @@ pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item =
         hook: t.hook.clone(),
         name_prefix: t.name_prefix,
         current: None,
+        finishing: None,
         done: Vec::new(),
     };
     for b in batches {
@@ -232,7 +275,8 @@ pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item =
         sink.push(&conform(&b, &target)?)?;
     }
     sink.close()?;
-    Ok(sink.done)
+    sink.join_finishing()?;
+    Ok(std::mem::take(&mut sink.done))
 }
 
 /// Conform an input batch to `target` (the data files' schema, see

@@ -318,6 +318,31 @@ fn maybe_wrap_dict(block: Vec<u8>, inner: pb::CompressiveEncoding, allowed: Allo
 /// `(n+1)` offsets relative to the chunk start, bytes, 0x48 padding to the
 /// offset width.
 fn variable_chunks(offsets: &[u64], data: &[u8], wide: bool, max_values: usize) -> Vec<ChunkData> {
+    let w = if wide { 8 } else { 4 };
+    let mut out = Vec::new();
+    for (s, k) in variable_cuts(offsets, wide, max_values) {
+        let hdr = (k + 1) * w;
+        let mut buf = Vec::with_capacity(hdr + (offsets[s + k] - offsets[s]) as usize + 8);
+        for j in 0..=k {
+            let o = hdr as u64 + offsets[s + j] - offsets[s];
+            if wide {
+                buf.extend_from_slice(&o.to_le_bytes());
+            } else {
+                buf.extend_from_slice(&(o as u32).to_le_bytes());
+            }
+        }
+        buf.extend_from_slice(&data[offsets[s] as usize..offsets[s + k] as usize]);
+        while buf.len() % w != 0 {
+            buf.push(0x48);
+        }
+        out.push(ChunkData { n: k, bufs: vec![buf] });
+    }
+    out
+}
+
+/// Where [`variable_chunks`] cuts: `(first value, values)` per chunk, each
+/// chunk ≤ 4 KiB where possible, a power-of-two count but the last.
+fn variable_cuts(offsets: &[u64], wide: bool, max_values: usize) -> Vec<(usize, usize)> {
     const AIM: usize = 4 * 1024;
     let w = if wide { 8 } else { 4 };
     let n = offsets.len() - 1;
@@ -332,24 +357,22 @@ fn variable_chunks(offsets: &[u64], data: &[u8], wide: bool, max_values: usize) 
         if s + 2 * k > n && n - s <= max_values && size(n - s) <= AIM {
             k = n - s;
         }
-        let hdr = (k + 1) * w;
-        let mut buf = Vec::with_capacity(size(k) + 8);
-        for j in 0..=k {
-            let o = hdr as u64 + offsets[s + j] - offsets[s];
-            if wide {
-                buf.extend_from_slice(&o.to_le_bytes());
-            } else {
-                buf.extend_from_slice(&(o as u32).to_le_bytes());
-            }
-        }
-        buf.extend_from_slice(&data[offsets[s] as usize..offsets[s + k] as usize]);
-        while buf.len() % w != 0 {
-            buf.push(0x48);
-        }
-        out.push(ChunkData { n: k, bufs: vec![buf] });
+        out.push((s, k));
         s += k;
     }
     out
+}
+
+/// [`Chunked::size`] of [`variable_chunks`], without building the chunks.
+fn variable_chunks_size(offsets: &[u64], wide: bool, max_values: usize) -> usize {
+    let w = if wide { 8 } else { 4 };
+    variable_cuts(offsets, wide, max_values)
+        .into_iter()
+        .map(|(s, k)| {
+            let buf = ((k + 1) * w + (offsets[s + k] - offsets[s]) as usize).div_ceil(w) * w;
+            8 + buf.div_ceil(8) * 8 + 4
+        })
+        .sum()
 }
 
 /// Lance's rule for trying FSST on a page of strings: enough bytes, and a
@@ -486,12 +509,15 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
         Values::Variable { offsets, data } => {
             let item = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
             let ow: usize = if wide { 8 } else { 4 };
-            let plain = Chunked { encoding: variable(8 * ow as u64), num_buffers: 1, chunks: variable_chunks(offsets, data, wide, max_values.min(4096)), dictionary: None };
+            let plain = || Chunked { encoding: variable(8 * ow as u64), num_buffers: 1, chunks: variable_chunks(offsets, data, wide, max_values.min(4096)), dictionary: None };
             if none {
-                return Ok(plain);
+                return Ok(plain());
             }
-            // Candidates, compared by their real encoded size.
-            let mut best = wrap_general(plain, opts);
+            // Candidates, compared by their real encoded size. Plain values
+            // are built only if they win (or general compression needs
+            // them): their size follows from the offsets.
+            let mut best = opts.general().map(|_| wrap_general(plain(), opts));
+            let mut best_size = best.as_ref().map_or_else(|| variable_chunks_size(offsets, wide, max_values.min(4096)), Chunked::size);
             let forced = opts.compression.as_deref() == Some("fsst");
             let auto = fsst_wanted(offsets, data);
             if forced || auto {
@@ -503,8 +529,9 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 let chunks = variable_chunks(&co, &cd, wide, max_values.min(4096));
                 let e = enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(variable(8 * ow as u64))) })));
                 let f = wrap_general(Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None }, opts);
-                if forced || f.size() + fsst::SYMBOL_TABLE_SIZE < best.size() {
-                    best = f;
+                if forced || f.size() + fsst::SYMBOL_TABLE_SIZE < best_size {
+                    best_size = f.size();
+                    best = Some(f);
                 }
             }
             if n >= 100 && !forced && !surely_more_than((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
@@ -514,12 +541,12 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                     let (ienc, chunks) = indices_chunked(&idx, max_values);
                     let c = Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) };
                     let ratio = opts.dict_ratio.unwrap_or(1.0);
-                    if (c.size() as f64) < ratio * best.size() as f64 {
-                        best = c;
+                    if (c.size() as f64) < ratio * best_size as f64 {
+                        best = Some(c);
                     }
                 }
             }
-            best
+            best.unwrap_or_else(plain)
         }
         Values::Fsl { dims, item_bytes, items, valid } => {
             // pylance: one validity buffer per layer that has one (outermost
@@ -554,4 +581,31 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
         Values::Null(_) => return Err(Error::invalid_input("null-typed values cannot be mini-block encoded")),
     };
     Ok(c)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// The size computed from the offsets alone is the size of the chunks
+    /// built (plain values are only built when they win).
+    #[test]
+    fn variable_size_without_building() {
+        let mut state = 7u64;
+        for n in [1usize, 2, 3, 100, 5000] {
+            for wide in [false, true] {
+                for max in [1usize, 7, 4096] {
+                    let mut offsets = vec![0u64];
+                    for _ in 0..n {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        let len = (state >> 33) % if state % 13 == 0 { 9000 } else { 70 };
+                        offsets.push(offsets.last().unwrap() + len);
+                    }
+                    let data = vec![b'x'; *offsets.last().unwrap() as usize];
+                    let built = Chunked { encoding: variable(32), num_buffers: 1, chunks: variable_chunks(&offsets, &data, wide, max), dictionary: None };
+                    assert_eq!(variable_chunks_size(&offsets, wide, max), built.size(), "n {n} wide {wide} max {max}");
+                }
+            }
+        }
+    }
 }

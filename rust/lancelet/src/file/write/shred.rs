@@ -532,10 +532,20 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
             let data = array.to_data();
             let buf = data.buffers()[0].as_slice();
             let off = data.offset();
-            let mut out = vec![0u8; picks.len() * w];
-            for (k, p) in picks.iter().enumerate() {
-                if let Some(i) = p {
-                    out[k * w..(k + 1) * w].copy_from_slice(&buf[(off + i) * w..(off + i + 1) * w]);
+            let mut out = Vec::with_capacity(picks.len() * w);
+            let mut k = 0;
+            while k < picks.len() {
+                match picks[k] {
+                    None => {
+                        out.resize(out.len() + w, 0);
+                        k += 1;
+                    }
+                    Some(first) => {
+                        // A run of consecutive values: one copy.
+                        let n = run_len(picks, k, first);
+                        out.extend_from_slice(&buf[(off + first) * w..(off + first + n) * w]);
+                        k += n;
+                    }
                 }
             }
             Ok(Values::Fixed { bytes: w, data: out })
@@ -642,10 +652,7 @@ fn gather_flat_fsl(array: &ArrayRef, picks: &[Option<usize>]) -> Result<Option<V
                 k += 1;
             }
             Some(first) => {
-                let mut n = 1;
-                while picks.get(k + n) == Some(&Some(first + n)) {
-                    n += 1;
-                }
+                let n = run_len(picks, k, first);
                 let start = base + l.value_offset_at(first) * item_bytes;
                 let src = buf
                     .get(start..start + n * row)
@@ -728,13 +735,30 @@ fn gather_var<O: OffsetSizeTrait>(array: &ArrayRef, picks: &[Option<usize>]) -> 
     let mut offsets = Vec::with_capacity(picks.len() + 1);
     offsets.push(0u64);
     let mut out = Vec::new();
-    for p in picks {
-        if let Some(i) = p {
-            out.extend_from_slice(&bytes[offs[*i].as_usize()..offs[i + 1].as_usize()]);
+    let mut k = 0;
+    while k < picks.len() {
+        match picks[k] {
+            None => {
+                offsets.push(out.len() as u64);
+                k += 1;
+            }
+            Some(first) => {
+                // A run of consecutive values: one copy, offsets rebased.
+                let n = run_len(picks, k, first);
+                let (a, b) = (offs[first].as_usize(), offs[first + n].as_usize());
+                let base = out.len() as u64;
+                out.extend_from_slice(&bytes[a..b]);
+                offsets.extend(offs[first + 1..=first + n].iter().map(|o| base + (o.as_usize() - a) as u64));
+                k += n;
+            }
         }
-        offsets.push(out.len() as u64);
     }
     Values::Variable { offsets, data: out }
+}
+
+/// How many picks from `k` on are `Some(first)`, `Some(first + 1)`, …
+fn run_len(picks: &[Option<usize>], k: usize, first: usize) -> usize {
+    picks[k..].iter().enumerate().take_while(|(j, p)| **p == Some(first + j)).count()
 }
 
 /// Levels of a page after renumbering to the layers that occur.
