@@ -199,15 +199,18 @@ fn push_variable(
                 }
             }
             Some(t) => {
+                // The strings of the range decompress in one call.
+                let start = s;
+                let mut ends = Vec::with_capacity(re - rs);
                 for i in rs + 1..=re {
                     let e = read_offset(buf, i, width).ok_or_else(truncated)?;
                     if e < s || e > last {
                         return Err(bad());
                     }
-                    fsst::decompress_into(t, &buf[s..e], data)?;
+                    ends.push(e - start);
                     s = e;
-                    push_end(data.len())?;
                 }
+                fsst::decompress_strings_into(t, &buf[start..s], &ends, data, &mut push_end)?;
             }
         }
     }
