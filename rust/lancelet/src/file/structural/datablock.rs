@@ -123,6 +123,7 @@ impl DataBlock {
         for b in &blocks {
             acc.reserve_like(b, 0, b.len());
         }
+        acc.reserve_planned();
         let mut it = blocks.into_iter();
         let first = it.next().expect("checked");
         acc.append_all(&first)?;
@@ -140,6 +141,7 @@ impl DataBlock {
                 acc.reserve_like(self, s, e);
             }
         }
+        acc.reserve_planned();
         for &(s, e) in ranges {
             acc.append_range(self, s, e)?;
         }
@@ -225,6 +227,9 @@ impl DataBlock {
 /// Builds a block by appending ranges of other blocks of the same shape.
 pub struct Appender {
     inner: AppenderKind,
+    /// Room asked for by [`Appender::reserve_like`]: (values, data bytes),
+    /// allocated at once by [`Appender::reserve_planned`].
+    plan: (usize, usize),
 }
 
 enum AppenderKind {
@@ -255,21 +260,38 @@ impl Appender {
             },
             DataBlock::Nulls { .. } => AppenderKind::Nulls { len: 0 },
         };
-        Appender { inner }
+        Appender { inner, plan: (0, 0) }
     }
 
-    /// Make room for values `start..end` of `b` (a hint; no checks).
+    /// Plan room for values `start..end` of `b` (a hint; no checks), on top
+    /// of earlier plans; [`Appender::reserve_planned`] then allocates every
+    /// buffer once at its final size (reserving piece by piece reallocated,
+    /// and the allocator copied the whole capacity each time).
     fn reserve_like(&mut self, b: &DataBlock, start: usize, end: usize) {
         match (&mut self.inner, b) {
-            (AppenderKind::Fixed { bits, data, bools: None, .. }, DataBlock::Fixed { .. }) => data.reserve((end - start) * (*bits as usize / 8)),
-            (AppenderKind::Variable { offsets, data }, DataBlock::Variable { offsets: so, .. }) if end > start && end <= so.len() => {
-                match offsets {
-                    Offsets::I32(o) => o.reserve(end - start),
-                    Offsets::I64(o) => o.reserve(end - start),
-                }
-                data.reserve(so.range(end - 1).1.saturating_sub(so.range(start).0));
+            (AppenderKind::Fixed { bits, bools: None, .. }, DataBlock::Fixed { .. }) => self.plan.1 += (end - start) * (*bits as usize / 8),
+            (AppenderKind::Variable { .. }, DataBlock::Variable { offsets: so, .. }) if end > start && end <= so.len() => {
+                self.plan.0 += end - start;
+                self.plan.1 += so.range(end - 1).1.saturating_sub(so.range(start).0);
             }
             (AppenderKind::Fsl { dim, items, .. }, DataBlock::FixedSizeList { items: bi, .. }) => items.reserve_like(bi, start * *dim, end * *dim),
+            _ => {}
+        }
+    }
+
+    /// Allocate what [`Appender::reserve_like`] planned.
+    fn reserve_planned(&mut self) {
+        let (values, bytes) = std::mem::take(&mut self.plan);
+        match &mut self.inner {
+            AppenderKind::Fixed { data, bools: None, .. } => data.reserve_exact(bytes),
+            AppenderKind::Variable { offsets, data } => {
+                match offsets {
+                    Offsets::I32(o) => o.reserve_exact(values),
+                    Offsets::I64(o) => o.reserve_exact(values),
+                }
+                data.reserve_exact(bytes);
+            }
+            AppenderKind::Fsl { items, .. } => items.reserve_planned(),
             _ => {}
         }
     }

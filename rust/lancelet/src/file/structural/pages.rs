@@ -106,7 +106,11 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
     let mut items_seen = 0usize;
     let mut rep = m.rep_compression.as_ref().map(|_| Vec::new());
     let mut def = m.def_compression.as_ref().map(|_| Vec::new());
-    let mut sink = ValueSink::new(value_enc, wide, if selective { 0 } else { num_items })?;
+    // Capacity hints: the wanted values, and the chunk bytes in proportion
+    // (a sink that grew by doubling copied the whole page again).
+    let wanted_items = if selective { wanted.iter().map(|(s, e)| e.saturating_sub(*s)).sum::<usize>().min(num_items) } else { num_items };
+    let data_hint = if num_items == 0 { 0 } else { (data.len() as u128 * wanted_items as u128 / num_items as u128) as usize };
+    let mut sink = ValueSink::new(value_enc, wide, wanted_items, data_hint)?;
     let mut rows: Vec<(usize, usize)> = Vec::new();
     let mut selected_rows = 0usize;
     for (ci, &w) in words.iter().enumerate() {

@@ -38,15 +38,22 @@ fn offsets_width(v: &crate::proto::encodings21::Variable) -> Option<usize> {
 }
 
 impl ValueSink {
-    /// A sink for chunks encoded with `enc`; `items` is the page's value
-    /// count (a capacity hint; 0 when only some chunks will be decoded).
-    pub fn new(enc: &CompressiveEncoding, wide: bool, items: usize) -> Result<Self> {
+    /// A sink for chunks encoded with `enc`. Capacity hints: `items`, the
+    /// values that will be pushed, and `chunk_bytes`, the encoded bytes of
+    /// the chunks they come from. FSST output is reserved at five times its
+    /// input (typical ratios are 2-4; untouched capacity costs address
+    /// space, not memory), so the buffer rarely grows, and growing copies
+    /// the page.
+    pub fn new(enc: &CompressiveEncoding, wide: bool, items: usize, chunk_bytes: usize) -> Result<Self> {
         let fixed = |bits: u64, packed: bool| ValueSink::Fixed { bits, packed, data: Vec::with_capacity(items * (bits as usize / 8)), len: 0 };
-        let variable = |width: usize, fsst: Option<Box<fsst::SymbolTable>>| ValueSink::Variable {
-            width,
-            fsst,
-            offsets: if wide { Offsets::I64(Vec::with_capacity(items + 1)) } else { Offsets::I32(Vec::with_capacity(items + 1)) },
-            data: Vec::new(),
+        let variable = |width: usize, fsst: Option<Box<fsst::SymbolTable>>| {
+            let data_bytes = if fsst.is_some() { 5 * chunk_bytes } else { chunk_bytes };
+            ValueSink::Variable {
+                width,
+                fsst,
+                offsets: if wide { Offsets::I64(Vec::with_capacity(items + 1)) } else { Offsets::I32(Vec::with_capacity(items + 1)) },
+                data: Vec::with_capacity(data_bytes),
+            }
         };
         let mut sink = ValueSink::Blocks(Vec::new());
         match variant(enc)? {
@@ -135,7 +142,15 @@ impl ValueSink {
             ValueSink::Blocks(blocks) if blocks.is_empty() => empty,
             ValueSink::Blocks(blocks) => DataBlock::concat(blocks)?,
             ValueSink::Fixed { bits, data, len, .. } => DataBlock::Fixed { bits, data, len },
-            ValueSink::Variable { offsets, data, .. } => DataBlock::Variable { offsets, data },
+            ValueSink::Variable { offsets, mut data, .. } => {
+                // Give back a generous FSST reservation that went mostly
+                // unused (pages of a read unit are concatenated into an
+                // exact buffer anyway; this is for a page alone in its unit).
+                if data.capacity() > 4 * data.len() + (1 << 20) {
+                    data.shrink_to_fit();
+                }
+                DataBlock::Variable { offsets, data }
+            }
         })
     }
 }
