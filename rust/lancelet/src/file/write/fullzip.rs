@@ -149,16 +149,7 @@ pub fn encode(
             Values::Fsl { items, .. } => items,
             _ => unreachable!("contiguous values are fixed-width"),
         };
-        let layout = pb::FullZipLayout {
-            bits_rep,
-            bits_def,
-            details: Some(details),
-            num_items: entries as u32,
-            num_visible_items: n as u32,
-            value_compression: Some(encoding),
-            layers: levels.layers.iter().map(|l| *l as i32).collect(),
-        };
-        return Ok((vec![zipped], pb::PageLayout { layout: Some(pb::page_layout::Layout::FullZipLayout(layout)) }));
+        return Ok(page(vec![zipped], levels, (bits_rep, bits_def), details, entries, n, encoding));
     }
     let mut zipped = Vec::with_capacity(encoded.iter().map(|v| v.len() + 8).sum::<usize>() + entries * cw_bytes);
     let mut row_starts: Vec<u64> = Vec::with_capacity(num_rows + 1);
@@ -207,14 +198,27 @@ pub fn encode(
         }
         buffers.push(idx);
     }
+    Ok(page(buffers, levels, (bits_rep, bits_def), details, entries, n, encoding))
+}
+
+/// The page: its buffers and `FullZipLayout`.
+fn page(
+    buffers: Vec<Vec<u8>>,
+    levels: &PageLevels,
+    (bits_rep, bits_def): (u32, u32),
+    details: Details,
+    entries: usize,
+    visible: usize,
+    encoding: pb::CompressiveEncoding,
+) -> (Vec<Vec<u8>>, pb::PageLayout) {
     let layout = pb::FullZipLayout {
         bits_rep,
         bits_def,
         details: Some(details),
         num_items: entries as u32,
-        num_visible_items: n as u32,
+        num_visible_items: visible as u32,
         value_compression: Some(encoding),
         layers: levels.layers.iter().map(|l| *l as i32).collect(),
     };
-    Ok((buffers, pb::PageLayout { layout: Some(pb::page_layout::Layout::FullZipLayout(layout)) }))
+    (buffers, pb::PageLayout { layout: Some(pb::page_layout::Layout::FullZipLayout(layout)) })
 }

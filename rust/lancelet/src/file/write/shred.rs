@@ -532,22 +532,7 @@ fn gather(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Result<Va
             let data = array.to_data();
             let buf = data.buffers()[0].as_slice();
             let off = data.offset();
-            let mut out = Vec::with_capacity(picks.len() * w);
-            let mut k = 0;
-            while k < picks.len() {
-                match picks[k] {
-                    None => {
-                        out.resize(out.len() + w, 0);
-                        k += 1;
-                    }
-                    Some(first) => {
-                        // A run of consecutive values: one copy.
-                        let n = run_len(picks, k, first);
-                        out.extend_from_slice(&buf[(off + first) * w..(off + first + n) * w]);
-                        k += n;
-                    }
-                }
-            }
+            let out = copy_rows(buf, w, |i| (off + i) * w, picks).ok_or_else(|| Error::invalid_input("values shorter than the array"))?;
             Ok(Values::Fixed { bytes: w, data: out })
         }
     }
@@ -643,25 +628,8 @@ fn gather_flat_fsl(array: &ArrayRef, picks: &[Option<usize>]) -> Result<Option<V
     let buf = cdata.buffers().first().map(|b| b.as_slice()).unwrap_or(&[]);
     let row = dim * item_bytes;
     let base = cdata.offset() * item_bytes;
-    let mut items = Vec::with_capacity(picks.len() * row);
-    let mut k = 0;
-    while k < picks.len() {
-        match picks[k] {
-            None => {
-                items.resize(items.len() + row, 0);
-                k += 1;
-            }
-            Some(first) => {
-                let n = run_len(picks, k, first);
-                let start = base + l.value_offset_at(first) * item_bytes;
-                let src = buf
-                    .get(start..start + n * row)
-                    .ok_or_else(|| Error::invalid_input("fixed-size list values are shorter than the list"))?;
-                items.extend_from_slice(src);
-                k += n;
-            }
-        }
-    }
+    let items = copy_rows(buf, row, |i| base + l.value_offset_at(i) * item_bytes, picks)
+        .ok_or_else(|| Error::invalid_input("fixed-size list values are shorter than the list"))?;
     Ok(Some(Values::Fsl { dims: vec![dim], item_bytes, items, valid: vec![None] }))
 }
 
@@ -754,6 +722,29 @@ fn gather_var<O: OffsetSizeTrait>(array: &ArrayRef, picks: &[Option<usize>]) -> 
         }
     }
     Values::Variable { offsets, data: out }
+}
+
+/// Rows of `row` bytes picked from `buf` (row `i` starting at `start(i)`),
+/// `None` picks zero-filled; a run of consecutive rows is one copy. None
+/// when a row lies outside `buf`.
+fn copy_rows(buf: &[u8], row: usize, start: impl Fn(usize) -> usize, picks: &[Option<usize>]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(picks.len() * row);
+    let mut k = 0;
+    while k < picks.len() {
+        match picks[k] {
+            None => {
+                out.resize(out.len() + row, 0);
+                k += 1;
+            }
+            Some(first) => {
+                let n = run_len(picks, k, first);
+                let s = start(first);
+                out.extend_from_slice(buf.get(s..s + n * row)?);
+                k += n;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// How many picks from `k` on are `Some(first)`, `Some(first + 1)`, …
