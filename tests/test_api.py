@@ -222,6 +222,24 @@ def test_abandoned_large_writer_leaves_no_file(tmp_path):
     assert_tables_equal(pylance_read(p), want)
 
 
+def test_v2_0_struct_column_spanning_batches_has_one_page(tmp_path, lance_mod):
+    """pylance reads a 2.0 struct column only as one page; pages leave the
+    writer as they are made, so a struct column whose pages were already
+    streamed must not get an extra empty page at the end."""
+    import numpy as np
+    n = 200_000
+    t = pa.table({"s": pa.StructArray.from_arrays(
+        [pa.array(np.arange(n), pa.int64()), pa.array([f"value-{i:08d}-" + "x" * (i % 40) for i in range(n)])],
+        names=["a", "b"])})
+    p = tmp_path / "struct20.lance"
+    with lancelet.file.LanceFileWriter(str(p), schema=t.schema, version="2.0") as w:
+        w.write(t)
+        w.write(t)
+    want = pa.concat_tables([t, t])
+    assert_tables_equal(pylance_read(p), want)
+    assert_tables_equal(lancelet.file.read_table(str(p)), want)
+
+
 def test_writer_accepts_table_batch_and_reader(tmp_path):
     t = _table(90)
     p = tmp_path / "kinds.lance"

@@ -552,6 +552,10 @@ impl ColumnEncoder20 {
     /// Buffer an array; flush when enough data is buffered.
     pub fn push(&mut self, a: ArrayRef) -> Result<()> {
         self.saw_input = true;
+        // A struct page holds only a row count, and pylance reads a 2.0
+        // struct column only as a single page: keep just the count (a
+        // null array costs nothing and never fills a page).
+        let a: ArrayRef = if self.kind == Kind::Struct { std::sync::Arc::new(arrow_array::NullArray::new(a.len())) } else { a };
         self.pending_bytes += a.get_array_memory_size();
         self.pending.push(a);
         if self.pending_bytes >= self.page_bytes {
@@ -564,7 +568,9 @@ impl ColumnEncoder20 {
     /// one page of zero rows, as pylance writes (and needs to read it).
     pub fn finish(&mut self) -> Result<()> {
         self.flush()?;
-        if self.pages.is_empty() && self.saw_input {
+        // (Pages already handed to the file writer have left `pages`;
+        // `next_row` counts the rows of every page made.)
+        if self.next_row == 0 && self.pages.is_empty() && self.saw_input {
             let a = arrow_array::new_empty_array(self.field.data_type());
             let (buffers, enc) = encode_page(&self.field, self.kind, &a).map_err(|e| e.context(format!("field {:?}", self.field.name())))?;
             self.pages.push(EncodedPage {
