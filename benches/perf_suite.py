@@ -176,22 +176,24 @@ class System:
     def take(self, h, idx: np.ndarray) -> pa.Table: raise NotImplementedError
 
 
-class Lancelet(System):
+class LanceApi(System):
+    """lancelet and pylance share one API; only the module differs."""
+    module = None
+    def write(self, t, p): self.module.write_dataset(t, p)
+    def open(self, p): return self.module.dataset(p)
+    def scan(self, h, columns=None, filter=None): return h.to_table(columns=columns, filter=filter)
+    def count(self, h, filter): return h.count_rows(filter=filter)
+    def take(self, h, idx): return h.take(idx)
+
+
+class Lancelet(LanceApi):
     name = "lancelet"
-    def write(self, t, p): lancelet.write_dataset(t, p)
-    def open(self, p): return lancelet.dataset(p)
-    def scan(self, h, columns=None, filter=None): return h.to_table(columns=columns, filter=filter)
-    def count(self, h, filter): return h.count_rows(filter=filter)
-    def take(self, h, idx): return h.take(idx)
+    module = lancelet
 
 
-class Pylance(System):
+class Pylance(LanceApi):
     name = "pylance"
-    def write(self, t, p): lance.write_dataset(t, p)
-    def open(self, p): return lance.dataset(p)
-    def scan(self, h, columns=None, filter=None): return h.to_table(columns=columns, filter=filter)
-    def count(self, h, filter): return h.count_rows(filter=filter)
-    def take(self, h, idx): return h.take(idx)
+    module = lance
 
 
 def _arrow_filter(f: Optional[str]):

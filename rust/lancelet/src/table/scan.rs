@@ -377,11 +377,16 @@ struct TaskContext {
 
 impl TaskContext {
     fn reader(&self, p: &FragPlan) -> Result<Arc<FragmentReader>> {
-        let mut slot = p.reader.lock().unwrap_or_else(|e| e.into_inner());
+        self.cached_reader(p, &p.reader, &self.read_fields)
+    }
+
+    /// The reader of `fields` kept in `slot`, opened on first use.
+    fn cached_reader(&self, p: &FragPlan, slot: &Mutex<Option<Arc<FragmentReader>>>, fields: &[LanceField]) -> Result<Arc<FragmentReader>> {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = slot.as_ref() {
             return Ok(r.clone());
         }
-        let r = Arc::new(self.ds.fragment_reader(p.index, &self.read_fields)?);
+        let r = Arc::new(self.ds.fragment_reader(p.index, fields)?);
         *slot = Some(r.clone());
         Ok(r)
     }
@@ -444,13 +449,7 @@ impl TaskContext {
 
     /// The (cached) reader of the filter's columns.
     fn filter_reader(&self, p: &FragPlan) -> Result<Arc<FragmentReader>> {
-        let mut slot = p.filter_reader.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = slot.as_ref() {
-            return Ok(r.clone());
-        }
-        let r = Arc::new(self.ds.fragment_reader(p.index, &self.filter_fields)?);
-        *slot = Some(r.clone());
-        Ok(r)
+        self.cached_reader(p, &p.filter_reader, &self.filter_fields)
     }
 
     /// The rows of `ranges` the filter keeps, as sorted physical ranges.

@@ -176,29 +176,11 @@ impl DataBlock {
                 return Ok(DataBlock::Fixed { bits: *bits, data: out, len: indices.len() });
             }
             DataBlock::Variable { offsets: Offsets::I32(o), data } => {
-                let total: usize = indices.iter().map(|&i| (o[i as usize + 1] - o[i as usize]) as usize).sum();
-                let end = i32::try_from(total).map_err(|_| {
-                    Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary")
-                })?;
-                let mut out = Vec::with_capacity(total);
-                let mut offs = Vec::with_capacity(indices.len() + 1);
-                offs.push(0i32);
-                for &i in indices {
-                    out.extend_from_slice(&data[o[i as usize] as usize..o[i as usize + 1] as usize]);
-                    offs.push(out.len() as i32);
-                }
-                debug_assert_eq!(offs.last(), Some(&end));
+                let (offs, out) = take_variable(o, data, indices)?;
                 return Ok(DataBlock::Variable { offsets: Offsets::I32(offs), data: out });
             }
             DataBlock::Variable { offsets: Offsets::I64(o), data } => {
-                let total: usize = indices.iter().map(|&i| (o[i as usize + 1] - o[i as usize]) as usize).sum();
-                let mut out = Vec::with_capacity(total);
-                let mut offs = Vec::with_capacity(indices.len() + 1);
-                offs.push(0i64);
-                for &i in indices {
-                    out.extend_from_slice(&data[o[i as usize] as usize..o[i as usize + 1] as usize]);
-                    offs.push(out.len() as i64);
-                }
+                let (offs, out) = take_variable(o, data, indices)?;
                 return Ok(DataBlock::Variable { offsets: Offsets::I64(offs), data: out });
             }
             _ => {}
@@ -222,6 +204,23 @@ impl DataBlock {
         }
         Ok(acc.finish())
     }
+}
+
+/// Variable-width values at `indices` (in range): offsets from 0 and bytes.
+fn take_variable<O: arrow_array::OffsetSizeTrait>(o: &[O], data: &[u8], indices: &[u32]) -> Result<(Vec<O>, Vec<u8>)> {
+    let range = |i: u32| o[i as usize].as_usize()..o[i as usize + 1].as_usize();
+    let total: usize = indices.iter().map(|&i| range(i).len()).sum();
+    if O::from_usize(total).is_none() {
+        return Err(Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary"));
+    }
+    let mut out = Vec::with_capacity(total);
+    let mut offs = Vec::with_capacity(indices.len() + 1);
+    offs.push(O::usize_as(0));
+    for &i in indices {
+        out.extend_from_slice(&data[range(i)]);
+        offs.push(O::usize_as(out.len()));
+    }
+    Ok((offs, out))
 }
 
 /// Builds a block by appending ranges of other blocks of the same shape.
