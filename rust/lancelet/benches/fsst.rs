@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use lancelet::encoding::fsst::{compress, decompress, train};
+use lancelet::encoding::fsst::{compress, decompress, decompress_strings_into, train};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -143,6 +143,19 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("decompress", name), |b| {
             b.iter(|| black_box(decompress(&table, black_box(&c_off), black_box(&c_data)).unwrap()))
+        });
+        // What a page scan does: one call per chunk of strings, straight
+        // into the page's buffers.
+        let ends: Vec<usize> = c_off[1..].iter().map(|&o| o as usize).collect();
+        // The buffers are reused, as a page sink's capacity is.
+        let (mut out, mut offs) = (Vec::new(), Vec::<i32>::new());
+        group.bench_function(BenchmarkId::new("decompress_strings_into", name), |b| {
+            b.iter(|| {
+                out.clear();
+                offs.clear();
+                decompress_strings_into(&table, black_box(&c_data), &ends, &mut out, &mut offs).unwrap();
+                black_box(out.len() + offs.len())
+            })
         });
         group.finish();
     }

@@ -57,6 +57,9 @@ pub trait Offset: Copy + Default + Eq + std::fmt::Debug {
     fn to_usize(self) -> Option<usize>;
     /// A position as an offset, if representable.
     fn from_usize(v: usize) -> Option<Self>;
+    /// A position as an offset, truncated when it is not representable
+    /// (for callers that check the largest position once).
+    fn wrapping(v: usize) -> Self;
 }
 
 macro_rules! impl_offset {
@@ -66,6 +69,8 @@ macro_rules! impl_offset {
             fn to_usize(self) -> Option<usize> { usize::try_from(self).ok() }
             #[inline(always)]
             fn from_usize(v: usize) -> Option<Self> { <$t>::try_from(v).ok() }
+            #[inline(always)]
+            fn wrapping(v: usize) -> Self { v as $t }
         }
     )*};
 }
@@ -289,104 +294,163 @@ pub fn decompress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) ->
 }
 
 /// Decompresses one FSST string, appending its bytes to `out`.
-///
-/// The page decoders call this per value to write straight into the final
-/// Arrow data buffer: no intermediate vector, and no zero-filled
-/// worst-case buffer (the capacity is reserved, and each symbol is stored
-/// as a whole 8-byte word into it, advancing by the symbol's length).
 pub fn decompress_into(table: &SymbolTable, src: &[u8], out: &mut Vec<u8>) -> Result<()> {
-    decompress_strings_into(table, src, &[src.len()], out, |_| Ok(()))
+    decompress_strings_into::<u64>(table, src, &[src.len()], out, &mut Vec::new())
 }
 
-/// Decompresses consecutive compressed strings in one pass: `src` holds
-/// them back to back and `ends` their (non-decreasing) end positions in
-/// `src`, the last being `src.len()`. Each string's output is appended to
-/// `out`, and `end(out.len())` is called after each. One call per chunk of
-/// strings rather than per string: the per-call set-up was a third of a
-/// string scan.
-pub fn decompress_strings_into(
+/// Decompresses consecutive compressed strings in one pass, appending
+/// their bytes to `out` and, for each string, the length of `out` after it
+/// to `offsets`. `src` holds the strings back to back and `ends` their
+/// non-decreasing end positions in `src`, the last being `src.len()`.
+///
+/// The codes are decoded as one stream, four at a time while none is the
+/// escape: string ends do not interrupt it, because a string's end in the
+/// output is the output position before the first code of the next string,
+/// read off the prefix sums of the four symbol lengths. (Decoding string by
+/// string left most strings, of about ten codes, to a one-code tail loop.)
+/// Each symbol is stored as a whole 8-byte word into reserved capacity and
+/// the position advances by its real length, so nothing is zero-filled.
+pub fn decompress_strings_into<O: Offset>(
     table: &SymbolTable,
     src: &[u8],
     ends: &[usize],
     out: &mut Vec<u8>,
-    mut end: impl FnMut(usize) -> Result<()>,
+    offsets: &mut Vec<O>,
 ) -> Result<()> {
     if ends.last().is_some_and(|&e| e != src.len()) || ends.windows(2).any(|w| w[0] > w[1]) {
         return Err(corrupt!("fsst: string ends out of order or not covering the input"));
     }
+    let pushed_before = offsets.len();
+    offsets.reserve(ends.len());
     if !table.enabled {
-        let mut s = 0;
-        for &e in ends {
-            out.extend_from_slice(&src[s..e]);
-            end(out.len())?;
-            s = e;
-        }
-        return Ok(());
+        let base = out.len();
+        out.extend_from_slice(src);
+        offsets.extend(ends.iter().map(|&e| O::wrapping(base + e)));
+    } else {
+        decode_stream(table, src, ends, out, offsets)?;
+    }
+    // Ends are non-decreasing, so the last one bounds them all.
+    if O::from_usize(out.len()).is_none() {
+        offsets.truncate(pushed_before);
+        return Err(Error::invalid_input(format!(
+            "{} bytes of decompressed strings do not fit {}-bit offsets; use large_string/large_binary",
+            out.len(),
+            8 * std::mem::size_of::<O>()
+        )));
+    }
+    Ok(())
+}
+
+/// The decoding loop of [`decompress_strings_into`] for an enabled table.
+fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
+    let n = ends.len();
+    if n == 0 {
+        return if src.is_empty() { Ok(()) } else { Err(corrupt!("fsst: {} code bytes but no strings", src.len())) };
     }
     // Each code byte yields at most 8 bytes; 8 more for the last word store.
     out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
+    // One slot more than the ends: the branch-free store below writes a
+    // slot past the last end once all are reported.
+    offsets.reserve(n + 1);
     let mut pos = out.len();
     let base = out.as_mut_ptr();
+    // SAFETY: `offsets` has room for n + 1 more; slots k <= n are written.
+    let op = unsafe { offsets.as_mut_ptr().add(offsets.len()) };
     let sp = src.as_ptr();
-    let bad_code = |code: u8| corrupt!("fsst: code {code} but only {} symbols", table.n_symbols);
-    // SAFETY (all stores below): every code advances pos by at most 8 while
-    // consuming at least one source byte, so a store of 8 bytes at pos
-    // stays within the reserved len + 8 * (src.len() + 1) bytes.
+    // SAFETY (all stores to `base` below): every code advances pos by at
+    // most 8 while consuming at least one source byte, so a store of 8
+    // bytes at pos stays within the reserved len + 8 * (src.len() + 1).
     let put = |code: u8, pos: usize| unsafe {
         std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8);
     };
-    let mut i = 0;
-    for &stop in ends {
-        loop {
-            // Four codes at a time while none of them is the escape (the
-            // common case): no per-code branch.
-            while i + 4 <= stop {
-                // SAFETY: i + 4 <= stop <= src.len().
-                let w = u32::from_le(unsafe { std::ptr::read_unaligned(sp.add(i) as *const u32) });
-                let x = !w; // a byte of x is zero where a code is ESCAPE (255)
-                if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 != 0 {
-                    break;
-                }
-                let c = w.to_le_bytes();
-                let l = c.map(|c| table.lens[c as usize] as usize);
-                if l.contains(&0) {
-                    let k = l.iter().position(|&l| l == 0).expect("a zero length");
-                    return Err(bad_code(c[k]));
-                }
-                put(c[0], pos);
-                put(c[1], pos + l[0]);
-                put(c[2], pos + l[0] + l[1]);
-                put(c[3], pos + l[0] + l[1] + l[2]);
-                pos += l[0] + l[1] + l[2] + l[3];
-                i += 4;
-            }
-            if i >= stop {
-                break;
-            }
-            let code = src[i];
-            if code == ESCAPE {
-                if i + 1 >= stop {
-                    return Err(corrupt!("fsst: escape code at the end of a string"));
-                }
-                unsafe { *base.add(pos) = src[i + 1] };
-                pos += 1;
-                i += 2;
-            } else {
-                let len = table.lens[code as usize] as usize;
-                if len == 0 {
-                    return Err(bad_code(code));
-                }
-                put(code, pos);
-                pos += len;
-                i += 1;
-            }
+    let mut k = 0; // the next string end to report; ends[k] > i after each step
+    let report = |k: &mut usize, upto: usize, pos: usize| {
+        while *k < n && ends[*k] <= upto {
+            // SAFETY: *k < n.
+            unsafe { op.add(*k).write(O::wrapping(pos)) };
+            *k += 1;
         }
-        // SAFETY: bytes up to pos were written above (symbol tails beyond a
-        // symbol's length are overwritten by the next store or cut off).
-        unsafe { out.set_len(pos) };
-        end(pos)?;
+    };
+    report(&mut k, 0, pos);
+    // An unused code has length 0: it writes nothing that stays, so the
+    // fast loop only notes it and the error is raised after the loop.
+    let mut unused = false;
+    let mut i = 0;
+    while i + 4 <= src.len() {
+        // SAFETY: i + 4 <= src.len().
+        let w = u32::from_le(unsafe { std::ptr::read_unaligned(sp.add(i) as *const u32) });
+        let x = !w; // a byte of x is zero where a code is ESCAPE (255)
+        if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 == 0 {
+            let c = w.to_le_bytes();
+            let l = c.map(|c| table.lens[c as usize] as usize);
+            unused |= (l[0] == 0) | (l[1] == 0) | (l[2] == 0) | (l[3] == 0);
+            put(c[0], pos);
+            put(c[1], pos + l[0]);
+            put(c[2], pos + l[0] + l[1]);
+            put(c[3], pos + l[0] + l[1] + l[2]);
+            // The output position after the first d of these codes.
+            let after = |d: usize| pos + (d >= 1) as usize * l[0] + (d >= 2) as usize * l[1] + (d >= 3) as usize * l[2] + (d >= 4) as usize * l[3];
+            // The next string end, if inside these four codes, is stored
+            // without a branch (about one group in three holds one); a
+            // second end in the same group takes the loop.
+            let e = ends[k.min(n - 1)];
+            // SAFETY: k <= n.
+            unsafe { op.add(k).write(O::wrapping(after(e.wrapping_sub(i)))) };
+            k += ((k < n) & (e <= i + 4)) as usize;
+            while k < n && ends[k] <= i + 4 {
+                unsafe { op.add(k).write(O::wrapping(after(ends[k] - i))) };
+                k += 1;
+            }
+            pos += l[0] + l[1] + l[2] + l[3];
+            i += 4;
+            continue;
+        }
+        // An escape among the next four codes: one code at a time.
+        (i, pos) = decode_one(table, src, i, pos, base, ends.get(k).copied())?;
+        report(&mut k, i, pos);
+    }
+    if unused {
+        let code = src[..i].iter().find(|&&c| c != ESCAPE && table.lens[c as usize] == 0).copied().unwrap_or(0);
+        return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
+    }
+    while i < src.len() {
+        (i, pos) = decode_one(table, src, i, pos, base, ends.get(k).copied())?;
+        report(&mut k, i, pos);
+    }
+    // Empty strings at the very end.
+    report(&mut k, usize::MAX, pos);
+    // SAFETY: bytes up to pos were written above (symbol tails beyond a
+    // symbol's length are overwritten by the next store or cut off), and
+    // the n offsets slots after the old length.
+    unsafe {
+        out.set_len(pos);
+        offsets.set_len(offsets.len() + n);
     }
     Ok(())
+}
+
+/// Decodes the one code at `src[i]` (an escape takes its literal too) to
+/// `base + pos`; returns the next input and output positions. `next_end`
+/// is where the current string ends: an escape's literal must lie in the
+/// same string.
+#[inline(always)]
+fn decode_one(table: &SymbolTable, src: &[u8], i: usize, pos: usize, base: *mut u8, next_end: Option<usize>) -> Result<(usize, usize)> {
+    let code = src[i];
+    if code == ESCAPE {
+        if i + 1 >= next_end.unwrap_or(src.len()) {
+            return Err(corrupt!("fsst: escape code at the end of a string"));
+        }
+        // SAFETY: as for the word stores of `decode_stream`.
+        unsafe { *base.add(pos) = src[i + 1] };
+        return Ok((i + 2, pos + 1));
+    }
+    let len = table.lens[code as usize] as usize;
+    if len == 0 {
+        return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
+    }
+    // SAFETY: as for the word stores of `decode_stream`.
+    unsafe { std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8) };
+    Ok((i + 1, pos + len))
 }
 
 /// Greedy longest-match lookup tables built from a symbol table.
@@ -928,6 +992,69 @@ fn build_table(sample: &[&[u8]]) -> SymbolTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Strings as (u32 offsets, data): mostly from a small alphabet (so
+    /// symbols form), some bytes that never make a symbol (escapes), and
+    /// empty strings.
+    fn corpus() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        let byte = prop_oneof![8 => prop::sample::select(b"abcde/.:".to_vec()), 1 => any::<u8>()];
+        prop::collection::vec(prop::collection::vec(byte, 0..40), 0..200)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The stream decoder, called on arbitrary runs of strings, agrees
+        /// with the per-string reference decoder, offsets included.
+        #[test]
+        fn stream_decoder_matches_reference(strings in corpus(), cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6)) {
+            let mut offsets = vec![0u32];
+            let mut data = Vec::new();
+            for s in &strings {
+                data.extend_from_slice(s);
+                offsets.push(data.len() as u32);
+            }
+            let table = train_forced(&offsets, &data).unwrap();
+            let (co, cd) = compress(&table, &offsets, &data).unwrap();
+            let (want_off, want) = decompress(&table, &co, &cd).unwrap();
+            let mut bounds: Vec<usize> = cuts.iter().map(|c| c.index(strings.len() + 1)).collect();
+            bounds.extend([0, strings.len()]);
+            bounds.sort();
+            let (mut out, mut got_off) = (vec![9u8], vec![1i32]);
+            for w in bounds.windows(2) {
+                let (a, b) = (co[w[0]] as usize, co[w[1]] as usize);
+                let ends: Vec<usize> = co[w[0] + 1..=w[1]].iter().map(|&e| e as usize - a).collect();
+                decompress_strings_into(&table, &cd[a..b], &ends, &mut out, &mut got_off).unwrap();
+            }
+            prop_assert_eq!(&out[1..], &want[..]);
+            let got: Vec<u32> = got_off[1..].iter().map(|o| (o - 1) as u32).collect();
+            prop_assert_eq!(&got[..], &want_off[1..]);
+        }
+    }
+
+    /// Corrupt input to the stream decoder is an error, not a wrong answer:
+    /// an escape whose literal would belong to the next string, an unused
+    /// code, code bytes without strings, ends that do not cover the input.
+    #[test]
+    fn stream_decoder_rejects_corrupt_input() {
+        let offsets = [0u32, 6, 12];
+        let data = b"abcabcabcabc";
+        let table = train_forced(&offsets, data).unwrap();
+        let (mut out, mut offs) = (Vec::new(), Vec::<i32>::new());
+        let unused = (0..=254u8).find(|&c| table.lens[c as usize] == 0).expect("a free code");
+        let cases: [(&[u8], &[usize]); 5] = [
+            (&[ESCAPE, b'x', ESCAPE, b'y'], &[1, 4]),
+            (&[0, 0, 0, 0, 0, 0, 0, unused], &[8]),
+            (&[unused], &[1]),
+            (&[0, 0], &[]),
+            (&[0, 0], &[1]),
+        ];
+        for (src, ends) in cases {
+            let err = decompress_strings_into(&table, src, ends, &mut out, &mut offs);
+            assert!(matches!(err, Err(Error::Corrupt { .. })), "{src:?} {ends:?}: {err:?}");
+            assert!(offs.is_empty(), "no offsets pushed on error");
+        }
+    }
 
     /// Many strings (so the four-lane compressor runs), with empty strings
     /// at the lane cuts and at both ends, strings shorter than a word, and

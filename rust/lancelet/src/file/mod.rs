@@ -4,6 +4,7 @@
 pub(crate) mod fetch;
 pub mod footer;
 pub mod legacy;
+pub mod pieces;
 pub mod reader;
 pub mod schema;
 pub mod stats;

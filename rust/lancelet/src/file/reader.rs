@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::file::fetch::{fetch, FetchedPage, PageRequest};
+use crate::file::pieces::ColumnPieces;
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
 use crate::file::structural::levels::{Layers, LevelStream};
@@ -297,36 +298,51 @@ impl FileReader {
 
     /// Read the sorted, non-overlapping row `ranges` of the projected columns.
     pub fn read_ranges(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
-        self.read_ranges_inner(projection, ranges).map_err(|e| e.in_file(self.path()))
+        let pieces = self.read_pieces(projection, ranges)?;
+        pieces.into_batch(self.projected_schema(projection))
     }
 
-    fn read_ranges_inner(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
-        if let Some(legacy) = &self.legacy {
-            return legacy.read_ranges(projection, ranges);
-        }
+    /// The schema of the projected columns.
+    pub fn projected_schema(&self, projection: &[usize]) -> SchemaRef {
         let fields: Vec<Arc<Field>> = projection.iter().map(|&i| self.arrow_schema.fields()[i].clone()).collect();
-        let schema = Arc::new(Schema::new(fields.clone()).with_metadata(self.arrow_schema.metadata().clone()));
+        Arc::new(Schema::new(fields).with_metadata(self.arrow_schema.metadata().clone()))
+    }
+
+    /// Like [`FileReader::read_ranges`], with each column as the arrays of
+    /// its pages (see [`ColumnPieces`]) where that saves a copy.
+    pub fn read_pieces(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<ColumnPieces> {
+        self.read_pieces_inner(projection, ranges).map_err(|e| e.in_file(self.path()))
+    }
+
+    fn read_pieces_inner(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<ColumnPieces> {
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        if let Some(legacy) = &self.legacy {
+            let batch = legacy.read_ranges(projection, ranges)?;
+            return ColumnPieces::from_arrays(batch.columns().to_vec(), num_rows as usize);
+        }
+        let fields: Vec<&Field> = projection.iter().map(|&i| self.arrow_schema.field(i)).collect();
         let family = self.version.traits().expect("2.x version").family;
         let ranges: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
         let ranges = ranges.as_slice();
-        let arrays = match family {
-            _ if ranges.is_empty() => fields.iter().map(|f| arrow_array::new_empty_array(f.data_type())).collect(),
+        let columns: Vec<Vec<ArrayRef>> = match family {
+            _ if ranges.is_empty() => fields.iter().map(|f| vec![arrow_array::new_empty_array(f.data_type())]).collect(),
             PageFamily::Structural => self.read_structural(projection, ranges)?,
             PageFamily::ArrayEncoding => projection
                 .iter()
                 .map(|&fi| {
                     crate::file::v2_0::read_field(self, &self.arrow_schema.fields()[fi], self.field_columns[fi].clone(), ranges)
+                        .map(|a| vec![a])
                         .map_err(|e| e.context(format!("column {:?}", self.arrow_schema.field(fi).name())))
                 })
                 .collect::<Result<Vec<_>>>()?,
         };
-        for (a, f) in arrays.iter().zip(&fields) {
-            if a.len() as u64 != num_rows {
-                return Err(Error::corrupt(format!("column {:?} decoded {} rows, expected {num_rows}", f.name(), a.len())));
+        for (c, f) in columns.iter().zip(&fields) {
+            let n: usize = c.iter().map(|a| a.len()).sum();
+            if n as u64 != num_rows {
+                return Err(Error::corrupt(format!("column {:?} decoded {n} rows, expected {num_rows}", f.name())));
             }
         }
-        Ok(RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(num_rows as usize)))?)
+        ColumnPieces::new(columns, num_rows as usize)
     }
 
     /// The pages of `column` that overlap `ranges`, with their first rows.
@@ -360,7 +376,9 @@ impl FileReader {
         Ok(pages.iter().map(|p| (0..p.buffer_offsets.len()).map(|_| fetched.next().expect("one per range")).collect()).collect())
     }
 
-    fn read_structural(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<Vec<ArrayRef>> {
+    /// The projected columns, each as one array, or for a top-level column
+    /// that owns its leaf as one array per page (no concatenation).
+    fn read_structural(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<Vec<Vec<ArrayRef>>> {
         // (leaf field, column index) for every projected leaf, in order.
         let mut leaves: Vec<LeafPlan> = Vec::new();
         for &fi in projection {
@@ -391,7 +409,7 @@ impl FileReader {
             per_leaf.push(at..at + plan.len());
             at += plan.len();
         }
-        let unraveled: Vec<Result<Unraveled>> = leaves
+        let unraveled: Vec<Result<Vec<Unraveled>>> = leaves
             .par_iter()
             .zip(plans.par_iter())
             .zip(per_leaf.par_iter())
@@ -400,9 +418,25 @@ impl FileReader {
                     .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
             })
             .collect();
-        let mut unraveled = unraveled.into_iter().map(|r| r.map(Some)).collect::<Result<Vec<_>>>()?;
-        let mut iter = unraveled.iter_mut();
-        projection.iter().map(|&fi| assemble(self.arrow_schema.field(fi), &mut iter, 0)).collect()
+        let unraveled = unraveled.into_iter().collect::<Result<Vec<_>>>()?;
+        let mut per_leaf = unraveled.into_iter();
+        let mut out = Vec::with_capacity(projection.len());
+        for &fi in projection {
+            let field = self.arrow_schema.field(fi);
+            let mut mine: Vec<Vec<Unraveled>> = per_leaf.by_ref().take(leaf_count(field)).collect();
+            if mine.len() == 1 && mine[0].len() > 1 {
+                // A top-level leaf split at its pages (see `decode_leaf`).
+                let pieces = mine.pop().expect("one leaf").into_iter().map(|u| assemble(field, &mut [Some(u)].iter_mut(), 0));
+                out.push(pieces.collect::<Result<Vec<_>>>()?);
+                continue;
+            }
+            let mut leaves = mine
+                .into_iter()
+                .map(|mut u| if u.len() == 1 { Ok(u.pop()) } else { Err(Error::Internal { what: "a nested leaf split at pages".into() }) })
+                .collect::<Result<Vec<_>>>()?;
+            out.push(vec![assemble(field, &mut leaves.iter_mut(), 0)?]);
+        }
+        Ok(out)
     }
 }
 
@@ -440,6 +474,8 @@ fn collect_leaves(f: &Field, cols: &mut Range<usize>, path: &mut Vec<Ancestor>, 
     }
 }
 
+/// Decode one leaf column's pages: one [`Unraveled`] per page where
+/// [`splits_at_pages`] allows, else one for all of them.
 fn decode_leaf(
     leaf: &LeafPlan,
     plan: &[(u64, &Page)],
@@ -447,7 +483,7 @@ fn decode_leaf(
     fetched: &[FetchedPage],
     storage: &Storage,
     file_size: u64,
-) -> Result<Unraveled> {
+) -> Result<Vec<Unraveled>> {
     let field = &leaf.field;
     let dt = match field.data_type() {
         DataType::Dictionary(_, v) => v.as_ref().clone(),
@@ -506,8 +542,18 @@ fn decode_leaf(
     for (s, l) in streams.iter_mut().zip(&page_layers) {
         s.remap_def(l, &layers)?;
     }
+    if splits_at_pages(leaf) {
+        return streams.into_iter().map(|s| unravel(&layers, s, &leaf.ancestors)).collect();
+    }
     let stream = LevelStream::concat(streams)?;
-    unravel(&layers, stream, &leaf.ancestors)
+    Ok(vec![unravel(&layers, stream, &leaf.ancestors)?])
+}
+
+/// Whether a leaf comes back as one array per page: a top-level column
+/// (its rows are its entries) that is not dictionary-encoded in Arrow (each
+/// piece would carry a dictionary of its own).
+fn splits_at_pages(leaf: &LeafPlan) -> bool {
+    leaf.ancestors.is_empty() && !matches!(leaf.field.data_type(), DataType::Dictionary(..))
 }
 
 /// The parts of `ranges` inside the page starting at `first_row`, relative

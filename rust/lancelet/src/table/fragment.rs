@@ -20,6 +20,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::file::schema::LanceField;
+use crate::file::pieces::ColumnPieces;
 use crate::file::FileReader;
 use crate::io::Storage;
 use crate::proto::table as pb;
@@ -147,6 +148,12 @@ impl FragmentReader {
 
     /// Read the sorted, non-overlapping physical row `ranges`.
     pub fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<RecordBatch> {
+        self.read_pieces(ranges)?.into_batch(self.schema.clone())
+    }
+
+    /// Like [`FragmentReader::read_ranges`], with columns as the arrays of
+    /// their pages where that saves a copy (see [`ColumnPieces`]).
+    pub fn read_pieces(&self, ranges: &[std::ops::Range<u64>]) -> Result<ColumnPieces> {
         let n: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         if let Some(r) = ranges.last() {
             if r.end > self.physical_rows {
@@ -156,25 +163,28 @@ impl FragmentReader {
                 )));
             }
         }
-        let batches = self
+        let read = self
             .files
             .iter()
-            .map(|(reader, proj)| reader.read_ranges(proj, ranges))
+            .map(|(reader, proj)| reader.read_pieces(proj, ranges))
             .collect::<Result<Vec<_>>>()?;
         let mut columns = Vec::with_capacity(self.sources.len());
         for ((src, field), out) in self.sources.iter().zip(&self.fields).zip(self.schema.fields()) {
             let col = match src {
-                Source::Nulls => new_null_array(out.data_type(), n as usize),
-                Source::File { file, slot, file_field } => {
-                    let col = batches[*file].column(*slot).clone();
-                    adapt(col, file_field, field).map_err(|e| {
-                        e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name()))
-                    })?
-                }
+                Source::Nulls => vec![new_null_array(out.data_type(), n as usize)],
+                Source::File { file, slot, file_field } => read[*file]
+                    .column(*slot)
+                    .iter()
+                    .map(|piece| {
+                        adapt(piece.clone(), file_field, field).map_err(|e| {
+                            e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name()))
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?,
             };
             columns.push(col);
         }
-        Ok(RecordBatch::try_new_with_options(self.schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(n as usize)))?)
+        ColumnPieces::new(columns, n as usize)
     }
 
     /// Read physical rows at `offsets` (any order, repeats allowed).

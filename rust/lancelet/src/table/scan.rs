@@ -36,6 +36,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::file::pieces::ColumnPieces;
 use crate::file::schema::LanceField;
 use crate::file::stats::{intersect, GroupStats, Pruned};
 use crate::table::dataset::Dataset;
@@ -393,16 +394,14 @@ impl TaskContext {
 
     /// Read one unit and cut it into batches.
     fn run(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<Vec<RecordBatch>> {
-        let unit = self.read_unit(p, ranges)?;
-        let n = unit.num_rows();
-        Ok((0..n).step_by(self.batch_size).map(|s| unit.slice(s, self.batch_size.min(n - s))).collect())
+        self.read_unit(p, ranges)?.batches(self.schema.clone(), self.batch_size)
     }
 
     /// A filtered unit reads the filter's columns first and the output
     /// columns only for the rows that pass (late materialization): the
     /// file reader then fetches and decodes just the chunks, and within
     /// them the values, of those rows.
-    fn read_unit(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
+    fn read_unit(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<ColumnPieces> {
         match &self.filter {
             None => self.read_rows(p, ranges),
             Some(f) => {
@@ -431,20 +430,18 @@ impl TaskContext {
         (ids, addrs)
     }
 
-    /// The output batch of the rows in `ranges`.
-    fn read_rows(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<RecordBatch> {
-        let (mut cols, n): (Vec<ArrayRef>, usize) = if self.num_projected == 0 {
+    /// The output columns of the rows in `ranges`.
+    fn read_rows(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<ColumnPieces> {
+        let n = rows_in(ranges) as usize;
+        let cols = if self.num_projected == 0 {
             // Nothing to read (count_rows, row ids only).
-            (Vec::new(), rows_in(ranges) as usize)
+            ColumnPieces::new(Vec::new(), n)?
         } else {
-            let batch = self.reader(p)?.read_ranges(ranges)?;
-            (batch.columns()[..self.num_projected].to_vec(), batch.num_rows())
+            self.reader(p)?.read_pieces(ranges)?
         };
         let (ids, addrs) = self.row_cols(p, ranges, self.with_row_id, self.with_row_address);
         // (Addresses may be computed only to derive ids.)
-        cols.extend(ids);
-        cols.extend(addrs.filter(|_| self.with_row_address));
-        Ok(RecordBatch::try_new_with_options(self.schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
+        cols.truncate_and_extend(self.num_projected, ids.into_iter().chain(addrs.filter(|_| self.with_row_address)))
     }
 
     /// The (cached) reader of the filter's columns.

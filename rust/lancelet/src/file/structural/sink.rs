@@ -155,6 +155,18 @@ impl ValueSink {
     }
 }
 
+/// Appends the strings of `src` (ending at `ends`) to `data`, and their
+/// end positions in `data` to `offsets`.
+fn copy_strings<O: fsst::Offset>(src: &[u8], ends: &[usize], data: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
+    let base = data.len();
+    if O::from_usize(base + src.len()).is_none() {
+        return Err(Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary"));
+    }
+    data.extend_from_slice(src);
+    offsets.extend(ends.iter().map(|&e| O::wrapping(base + e)));
+    Ok(())
+}
+
 fn read_offset(buf: &[u8], i: usize, width: usize) -> Option<usize> {
     let b = buf.get(i * width..(i + 1) * width)?;
     Some(if width == 4 { u32::from_le_bytes(b.try_into().ok()?) as usize } else { u64::from_le_bytes(b.try_into().ok()?) as usize })
@@ -179,54 +191,31 @@ fn push_variable(
     if first > last || last > buf.len() {
         return Err(bad());
     }
-    let too_big = || Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary");
-    let mut push_end = |end: usize| -> Result<()> {
-        match offsets {
-            Offsets::I32(o) => o.push(i32::try_from(end).map_err(|_| too_big())?),
-            Offsets::I64(o) => o.push(end as i64),
-        }
-        Ok(())
-    };
     for &(rs, re) in rows {
         if rs == re {
             continue;
         }
-        let mut s = read_offset(buf, rs, width).ok_or_else(truncated)?;
-        if s < first {
+        // The values' end positions relative to the first one, checked.
+        let start = read_offset(buf, rs, width).ok_or_else(truncated)?;
+        if start < first {
             return Err(bad());
         }
-        match table {
-            None => {
-                let e_all = read_offset(buf, re, width).ok_or_else(truncated)?;
-                if e_all < s || e_all > last {
-                    return Err(bad());
-                }
-                let base = data.len();
-                data.extend_from_slice(&buf[s..e_all]);
-                let start = s;
-                for i in rs + 1..=re {
-                    let e = read_offset(buf, i, width).ok_or_else(truncated)?;
-                    if e < s || e > e_all {
-                        return Err(bad());
-                    }
-                    s = e;
-                    push_end(base + e - start)?;
-                }
+        let mut ends = Vec::with_capacity(re - rs);
+        let mut s = start;
+        for i in rs + 1..=re {
+            let e = read_offset(buf, i, width).ok_or_else(truncated)?;
+            if e < s || e > last {
+                return Err(bad());
             }
-            Some(t) => {
-                // The strings of the range decompress in one call.
-                let start = s;
-                let mut ends = Vec::with_capacity(re - rs);
-                for i in rs + 1..=re {
-                    let e = read_offset(buf, i, width).ok_or_else(truncated)?;
-                    if e < s || e > last {
-                        return Err(bad());
-                    }
-                    ends.push(e - start);
-                    s = e;
-                }
-                fsst::decompress_strings_into(t, &buf[start..s], &ends, data, &mut push_end)?;
-            }
+            ends.push(e - start);
+            s = e;
+        }
+        let src = &buf[start..s];
+        match (table, &mut *offsets) {
+            (Some(t), Offsets::I32(o)) => fsst::decompress_strings_into(t, src, &ends, data, o)?,
+            (Some(t), Offsets::I64(o)) => fsst::decompress_strings_into(t, src, &ends, data, o)?,
+            (None, Offsets::I32(o)) => copy_strings(src, &ends, data, o)?,
+            (None, Offsets::I64(o)) => copy_strings(src, &ends, data, o)?,
         }
     }
     Ok(())
