@@ -303,13 +303,7 @@ pub fn decompress_into(table: &SymbolTable, src: &[u8], out: &mut Vec<u8>) -> Re
 /// to `offsets`. `src` holds the strings back to back and `ends` their
 /// non-decreasing end positions in `src`, the last being `src.len()`.
 ///
-/// The codes are decoded as one stream, four at a time while none is the
-/// escape: string ends do not interrupt it, because a string's end in the
-/// output is the output position before the first code of the next string,
-/// read off the prefix sums of the four symbol lengths. (Decoding string by
-/// string left most strings, of about ten codes, to a one-code tail loop.)
-/// Each symbol is stored as a whole 8-byte word into reserved capacity and
-/// the position advances by its real length, so nothing is zero-filled.
+/// See [`decode_pass`] for how. On error nothing is pushed to `offsets`.
 pub fn decompress_strings_into<O: Offset>(
     table: &SymbolTable,
     src: &[u8],
@@ -326,8 +320,9 @@ pub fn decompress_strings_into<O: Offset>(
         let base = out.len();
         out.extend_from_slice(src);
         offsets.extend(ends.iter().map(|&e| O::wrapping(base + e)));
-    } else {
-        decode_stream(table, src, ends, out, offsets)?;
+    } else if let Err(e) = decode_stream(table, src, ends, out, offsets, PASS_CODE_BYTES) {
+        offsets.truncate(pushed_before);
+        return Err(e);
     }
     // Ends are non-decreasing, so the last one bounds them all.
     if O::from_usize(out.len()).is_none() {
@@ -341,116 +336,135 @@ pub fn decompress_strings_into<O: Offset>(
     Ok(())
 }
 
-/// The decoding loop of [`decompress_strings_into`] for an enabled table.
-fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
-    let n = ends.len();
-    if n == 0 {
+/// Code bytes decoded per pass of [`decode_pass`]: output positions within
+/// a pass (at most 8 bytes per code byte) then fit in a `u32`.
+const PASS_CODE_BYTES: usize = 256 << 20;
+
+/// Marks a literal byte (the one after an escape) in a pass's position
+/// map: no string may end before it.
+const LITERAL: u32 = u32::MAX;
+
+/// [`decompress_strings_into`] for an enabled table: the strings in passes
+/// of at most `pass` code bytes (at most [`PASS_CODE_BYTES`]).
+fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>, pass: usize) -> Result<()> {
+    let pass = pass.min(PASS_CODE_BYTES);
+    if ends.is_empty() {
         return if src.is_empty() { Ok(()) } else { Err(corrupt!("fsst: {} code bytes but no strings", src.len())) };
     }
-    // Each code byte yields at most 8 bytes; 8 more for the last word store.
-    out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
-    // One slot more than the ends: the branch-free store below writes a
-    // slot past the last end once all are reported.
-    offsets.reserve(n + 1);
-    let mut pos = out.len();
-    let base = out.as_mut_ptr();
-    // SAFETY: `offsets` has room for n + 1 more; slots k <= n are written.
-    let op = unsafe { offsets.as_mut_ptr().add(offsets.len()) };
-    let sp = src.as_ptr();
-    // SAFETY (all stores to `base` below): every code advances pos by at
-    // most 8 while consuming at least one source byte, so a store of 8
-    // bytes at pos stays within the reserved len + 8 * (src.len() + 1).
-    let put = |code: u8, pos: usize| unsafe {
-        std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8);
-    };
-    let mut k = 0; // the next string end to report; ends[k] > i after each step
-    let report = |k: &mut usize, upto: usize, pos: usize| {
-        while *k < n && ends[*k] <= upto {
-            // SAFETY: *k < n.
-            unsafe { op.add(*k).write(O::wrapping(pos)) };
-            *k += 1;
+    let (mut from, mut j) = (0, 0);
+    while j < ends.len() {
+        let mut k = j + 1;
+        while k < ends.len() && ends[k] - from <= pass {
+            k += 1;
         }
-    };
-    report(&mut k, 0, pos);
-    // An unused code has length 0: it writes nothing that stays, so the
-    // fast loop only notes it and the error is raised after the loop.
-    let mut unused = false;
-    let mut i = 0;
-    while i + 4 <= src.len() {
-        // SAFETY: i + 4 <= src.len().
-        let w = u32::from_le(unsafe { std::ptr::read_unaligned(sp.add(i) as *const u32) });
-        let x = !w; // a byte of x is zero where a code is ESCAPE (255)
-        if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 == 0 {
-            let c = w.to_le_bytes();
-            let l = c.map(|c| table.lens[c as usize] as usize);
-            unused |= (l[0] == 0) | (l[1] == 0) | (l[2] == 0) | (l[3] == 0);
-            put(c[0], pos);
-            put(c[1], pos + l[0]);
-            put(c[2], pos + l[0] + l[1]);
-            put(c[3], pos + l[0] + l[1] + l[2]);
-            // The output position after the first d of these codes.
-            let after = |d: usize| pos + (d >= 1) as usize * l[0] + (d >= 2) as usize * l[1] + (d >= 3) as usize * l[2] + (d >= 4) as usize * l[3];
-            // The next string end, if inside these four codes, is stored
-            // without a branch (about one group in three holds one); a
-            // second end in the same group takes the loop.
-            let e = ends[k.min(n - 1)];
-            // SAFETY: k <= n.
-            unsafe { op.add(k).write(O::wrapping(after(e.wrapping_sub(i)))) };
-            k += ((k < n) & (e <= i + 4)) as usize;
-            while k < n && ends[k] <= i + 4 {
-                unsafe { op.add(k).write(O::wrapping(after(ends[k] - i))) };
-                k += 1;
-            }
-            pos += l[0] + l[1] + l[2] + l[3];
-            i += 4;
-            continue;
+        let to = ends[k - 1];
+        if to - from > pass {
+            return Err(Error::invalid_input(format!("fsst: one string of {} compressed bytes is too large to decode", to - from)));
         }
-        // An escape among the next four codes: one code at a time.
-        (i, pos) = decode_one(table, src, i, pos, base, ends.get(k).copied())?;
-        report(&mut k, i, pos);
-    }
-    if unused {
-        let code = src[..i].iter().find(|&&c| c != ESCAPE && table.lens[c as usize] == 0).copied().unwrap_or(0);
-        return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
-    }
-    while i < src.len() {
-        (i, pos) = decode_one(table, src, i, pos, base, ends.get(k).copied())?;
-        report(&mut k, i, pos);
-    }
-    // Empty strings at the very end.
-    report(&mut k, usize::MAX, pos);
-    // SAFETY: bytes up to pos were written above (symbol tails beyond a
-    // symbol's length are overwritten by the next store or cut off), and
-    // the n offsets slots after the old length.
-    unsafe {
-        out.set_len(pos);
-        offsets.set_len(offsets.len() + n);
+        decode_pass(table, &src[from..to], &ends[j..k], from, out, offsets)?;
+        (from, j) = (to, k);
     }
     Ok(())
 }
 
-/// Decodes the one code at `src[i]` (an escape takes its literal too) to
-/// `base + pos`; returns the next input and output positions. `next_end`
-/// is where the current string ends: an escape's literal must lie in the
-/// same string.
-#[inline(always)]
-fn decode_one(table: &SymbolTable, src: &[u8], i: usize, pos: usize, base: *mut u8, next_end: Option<usize>) -> Result<(usize, usize)> {
-    let code = src[i];
-    if code == ESCAPE {
-        if i + 1 >= next_end.unwrap_or(src.len()) {
-            return Err(corrupt!("fsst: escape code at the end of a string"));
+/// Decodes `src` (the strings ending at `ends`, positions counted from
+/// `ends_base`) onto `out`, pushing each string's end position in `out`.
+///
+/// The codes are decoded as one stream, four at a time while none is the
+/// escape, and string ends do not interrupt it: the loop records the
+/// output position before every code byte, and each string's end is then
+/// looked up. (Decoding string by string left most strings, of about ten
+/// codes, to a one-code tail loop; tracking the next end inside the loop
+/// made every step wait on the previous one.) Each symbol is stored as a
+/// whole 8-byte word into reserved capacity and the position advances by
+/// its real length, so nothing is zero-filled.
+fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
+    // Each code byte yields at most 8 bytes; 8 more for the last word store.
+    out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
+    let start = out.len();
+    // SAFETY: `start` is within the allocation.
+    let base = unsafe { out.as_mut_ptr().add(start) };
+    // at[i]: output position (from `start`) before code byte i; at[len]: the end.
+    let mut at: Vec<u32> = Vec::with_capacity(src.len() + 1);
+    let ap = at.as_mut_ptr();
+    let sp = src.as_ptr();
+    // SAFETY (all stores to `base` below): every code advances pos by at
+    // most 8 while consuming at least one source byte, so a store of 8
+    // bytes at pos stays within the reserved 8 * (src.len() + 1) bytes.
+    let put = |code: u8, pos: usize| unsafe {
+        std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8);
+    };
+    // An unused code has length 0: it writes nothing that stays, so the
+    // loop only notes it and the error is raised afterwards.
+    let mut unused = false;
+    let mut pos = 0usize;
+    let mut i = 0;
+    while i < src.len() {
+        if i + 4 <= src.len() {
+            // SAFETY: i + 4 <= src.len().
+            let w = u32::from_le(unsafe { std::ptr::read_unaligned(sp.add(i) as *const u32) });
+            let x = !w; // a byte of x is zero where a code is ESCAPE (255)
+            if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 == 0 {
+                let c = w.to_le_bytes();
+                let l = c.map(|c| table.lens[c as usize] as usize);
+                unused |= (l[0] == 0) | (l[1] == 0) | (l[2] == 0) | (l[3] == 0);
+                let p = [pos, pos + l[0], pos + l[0] + l[1], pos + l[0] + l[1] + l[2]];
+                for q in 0..4 {
+                    put(c[q], p[q]);
+                }
+                // SAFETY: i + 4 <= src.len() < capacity.
+                unsafe { (ap.add(i) as *mut [u32; 4]).write_unaligned(p.map(|x| x as u32)) };
+                pos = p[3] + l[3];
+                i += 4;
+                continue;
+            }
         }
-        // SAFETY: as for the word stores of `decode_stream`.
-        unsafe { *base.add(pos) = src[i + 1] };
-        return Ok((i + 2, pos + 1));
+        // An escape among the next four codes, or the last few: one code.
+        // SAFETY: i < src.len() < capacity.
+        unsafe { ap.add(i).write(pos as u32) };
+        let code = src[i];
+        if code == ESCAPE {
+            let Some(&literal) = src.get(i + 1) else {
+                return Err(corrupt!("fsst: escape code at the end of the input"));
+            };
+            // SAFETY: as for `put`; i + 1 < src.len() < capacity.
+            unsafe {
+                *base.add(pos) = literal;
+                ap.add(i + 1).write(LITERAL);
+            }
+            pos += 1;
+            i += 2;
+        } else {
+            let len = table.lens[code as usize] as usize;
+            unused |= len == 0;
+            put(code, pos);
+            pos += len;
+            i += 1;
+        }
     }
-    let len = table.lens[code as usize] as usize;
-    if len == 0 {
+    // SAFETY: i == src.len() < capacity; slots 0..i were written above.
+    unsafe {
+        ap.add(i).write(pos as u32);
+        at.set_len(i + 1);
+    }
+    if unused {
+        let code = src.iter().zip(&at).find(|&(&c, &a)| a != LITERAL && c != ESCAPE && table.lens[c as usize] == 0).map_or(0, |(&c, _)| c);
         return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
     }
-    // SAFETY: as for the word stores of `decode_stream`.
-    unsafe { std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8) };
-    Ok((i + 1, pos + len))
+    let pushed_before = offsets.len();
+    offsets.reserve(ends.len());
+    for &e in ends {
+        let p = at[e - ends_base];
+        if p == LITERAL {
+            offsets.truncate(pushed_before);
+            return Err(corrupt!("fsst: escape code at the end of a string"));
+        }
+        offsets.push(O::wrapping(start + p as usize));
+    }
+    // SAFETY: bytes up to pos were written above (symbol tails beyond a
+    // symbol's length are overwritten by the next store or cut off).
+    unsafe { out.set_len(start + pos) };
+    Ok(())
 }
 
 /// Greedy longest-match lookup tables built from a symbol table.
@@ -1030,6 +1044,31 @@ mod tests {
             let got: Vec<u32> = got_off[1..].iter().map(|o| (o - 1) as u32).collect();
             prop_assert_eq!(&got[..], &want_off[1..]);
         }
+    }
+
+    /// Strings split over several passes decode as in one; a string
+    /// longer than a pass is refused.
+    #[test]
+    fn passes_join_up() {
+        let strings: Vec<String> = (0..300).map(|i| format!("https://host{}/path/{}", i % 7, "ab".repeat(i % 11))).collect();
+        let mut offsets = vec![0u32];
+        let mut data = Vec::new();
+        for s in &strings {
+            data.extend_from_slice(s.as_bytes());
+            offsets.push(data.len() as u32);
+        }
+        let table = train_forced(&offsets, &data).unwrap();
+        let (co, cd) = compress(&table, &offsets, &data).unwrap();
+        let ends: Vec<usize> = co[1..].iter().map(|&e| e as usize).collect();
+        let longest = co.windows(2).map(|w| w[1] - w[0]).max().unwrap() as usize;
+        for pass in [longest, longest + 3, 100, cd.len()] {
+            let (mut out, mut offs) = (Vec::new(), vec![0i64]);
+            decode_stream(&table, &cd, &ends, &mut out, &mut offs, pass).unwrap();
+            assert_eq!(out, data, "pass {pass}");
+            assert_eq!(offs, offsets.iter().map(|&o| o as i64).collect::<Vec<_>>(), "pass {pass}");
+        }
+        let err = decode_stream(&table, &cd, &ends, &mut Vec::new(), &mut Vec::<i64>::new(), longest - 1);
+        assert!(matches!(err, Err(Error::InvalidInput { .. })), "{err:?}");
     }
 
     /// Corrupt input to the stream decoder is an error, not a wrong answer:
