@@ -154,21 +154,34 @@ pub fn pack_bools(b: &[bool]) -> Vec<u8> {
     out
 }
 
-fn read_word(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a[..b.len()].copy_from_slice(b);
-    u64::from_le_bytes(a)
+
+/// Estimated inline-bitpacked size of `data` (values of `bytes` bytes,
+/// one of 1, 2, 4, 8).
+fn bitpack_size(data: &[u8], bytes: usize) -> usize {
+    fn sized<const N: usize>(data: &[u8]) -> usize {
+        data.chunks(1024 * N)
+            .map(|c| {
+                let or = c.chunks_exact(N).fold(0u64, |a, v| a | word::<N>(v));
+                let w = 64 - or.leading_zeros() as usize;
+                N + 128 * w.min(N * 8)
+            })
+            .sum()
+    }
+    match bytes {
+        1 => sized::<1>(data),
+        2 => sized::<2>(data),
+        4 => sized::<4>(data),
+        _ => sized::<8>(data),
+    }
 }
 
-/// Estimated inline-bitpacked size of `data` (values of `bytes` bytes).
-fn bitpack_size(data: &[u8], bytes: usize) -> usize {
-    data.chunks(1024 * bytes)
-        .map(|c| {
-            let or = c.chunks_exact(bytes).fold(0u64, |a, v| a | read_word(v));
-            let w = 64 - or.leading_zeros() as usize;
-            bytes + 128 * w.min(bytes * 8)
-        })
-        .sum()
+/// A little-endian value of `N` bytes, widened (the width known at compile
+/// time lets the scans over a page vectorize).
+#[inline(always)]
+fn word<const N: usize>(v: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a[..N].copy_from_slice(&v[..N]);
+    u64::from_le_bytes(a)
 }
 
 fn bitpack_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData> {
@@ -181,20 +194,31 @@ fn bitpack_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData
         .collect()
 }
 
+/// Runs of equal values (at most 255 long, as RLE stores them) in `data`
+/// (values of `bytes` bytes); 1, 2, 4 and 8 compare as integers.
 fn run_count(data: &[u8], bytes: usize) -> usize {
-    let mut runs = 0;
-    let mut prev: Option<&[u8]> = None;
-    let mut len = 0;
-    for v in data.chunks_exact(bytes) {
-        if prev == Some(v) && len < 255 {
-            len += 1;
-        } else {
-            runs += 1;
-            len = 1;
+    fn runs<T: PartialEq>(values: impl Iterator<Item = T>) -> usize {
+        let mut runs = 0;
+        let mut prev = None;
+        let mut len = 0;
+        for v in values {
+            if prev.as_ref() == Some(&v) && len < 255 {
+                len += 1;
+            } else {
+                runs += 1;
+                len = 1;
+            }
+            prev = Some(v);
         }
-        prev = Some(v);
+        runs
     }
-    runs
+    match bytes {
+        1 => runs(data.chunks_exact(1).map(word::<1>)),
+        2 => runs(data.chunks_exact(2).map(word::<2>)),
+        4 => runs(data.chunks_exact(4).map(word::<4>)),
+        8 => runs(data.chunks_exact(8).map(word::<8>)),
+        _ => runs(data.chunks_exact(bytes)),
+    }
 }
 
 fn rle_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData> {
@@ -443,9 +467,10 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 return Ok(Chunked { encoding: e, num_buffers: 1, chunks: cut_fixed(data, bytes, per), dictionary: None });
             }
             let per = flat_chunk_values(bytes, max_values.min(4096));
-            let plain = Chunked { encoding: flat(8 * bytes as u64), num_buffers: 1, chunks: cut_fixed(data, bytes, per), dictionary: None };
+            // Built only if chosen (its size is known without building it).
+            let plain = || Chunked { encoding: flat(8 * bytes as u64), num_buffers: 1, chunks: cut_fixed(data, bytes, per), dictionary: None };
             if none {
-                return Ok(plain);
+                return Ok(plain());
             }
             let word = matches!(bytes, 1 | 2 | 4 | 8);
             let bss_on = matches!(opts.bss.as_deref(), Some("on") | Some("true")) && opts.general().is_some() && matches!(bytes, 4 | 8);
@@ -455,7 +480,7 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 let e = enc(Enc::ByteStreamSplit(Box::new(pb::ByteStreamSplit { values: Some(Box::new(flat(8 * bytes as u64))) })));
                 return Ok(wrap_general(Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None }, opts));
             }
-            let mut best = (data.len() + 8 * plain.chunks.len(), 0u8);
+            let mut best = (data.len() + 8 * n.div_ceil(per), 0u8);
             if word {
                 let bp = bitpack_size(data, bytes) + 8 * n.div_ceil(1024);
                 if bp < best.0 {
@@ -490,7 +515,7 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 }
             }
             let c = match best.1 {
-                0 => plain,
+                0 => plain(),
                 1 => Chunked { encoding: inline_bitpacking(8 * bytes as u64), num_buffers: 1, chunks: bitpack_chunks(data, bytes, max_values), dictionary: None },
                 2 => {
                     let e = enc(Enc::Rle(Box::new(pb::Rle { values: Some(Box::new(flat(8 * bytes as u64))), run_lengths: Some(Box::new(flat(8))) })));
