@@ -1008,7 +1008,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Strings as (u32 offsets, data): mostly from a small alphabet (so
+    /// Strings back to back, with their u32 offsets.
+    fn joined<S: AsRef<[u8]>>(strings: &[S]) -> (Vec<u32>, Vec<u8>) {
+        let mut offsets = vec![0u32];
+        let mut data = Vec::new();
+        for s in strings {
+            data.extend_from_slice(s.as_ref());
+            offsets.push(data.len() as u32);
+        }
+        (offsets, data)
+    }
+
+    /// Strings mostly from a small alphabet (so
     /// symbols form), some bytes that never make a symbol (escapes), and
     /// empty strings.
     fn corpus() -> impl Strategy<Value = Vec<Vec<u8>>> {
@@ -1022,12 +1033,7 @@ mod tests {
         /// with the per-string reference decoder, offsets included.
         #[test]
         fn stream_decoder_matches_reference(strings in corpus(), cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6)) {
-            let mut offsets = vec![0u32];
-            let mut data = Vec::new();
-            for s in &strings {
-                data.extend_from_slice(s);
-                offsets.push(data.len() as u32);
-            }
+            let (offsets, data) = joined(&strings);
             let table = train_forced(&offsets, &data).unwrap();
             let (co, cd) = compress(&table, &offsets, &data).unwrap();
             let (want_off, want) = decompress(&table, &co, &cd).unwrap();
@@ -1051,12 +1057,7 @@ mod tests {
     #[test]
     fn passes_join_up() {
         let strings: Vec<String> = (0..300).map(|i| format!("https://host{}/path/{}", i % 7, "ab".repeat(i % 11))).collect();
-        let mut offsets = vec![0u32];
-        let mut data = Vec::new();
-        for s in &strings {
-            data.extend_from_slice(s.as_bytes());
-            offsets.push(data.len() as u32);
-        }
+        let (offsets, data) = joined(&strings);
         let table = train_forced(&offsets, &data).unwrap();
         let (co, cd) = compress(&table, &offsets, &data).unwrap();
         let ends: Vec<usize> = co[1..].iter().map(|&e| e as usize).collect();
@@ -1110,12 +1111,7 @@ mod tests {
                     k => format!("https://example.com/{k}/{i}?q=word{}", i * 7919 % 97).into_bytes(),
                 })
                 .collect();
-            let mut offsets = vec![0u32];
-            let mut data = Vec::new();
-            for s in &strings {
-                data.extend_from_slice(s);
-                offsets.push(data.len() as u32);
-            }
+            let (offsets, data) = joined(&strings);
             let table = train_forced(&offsets, &data).unwrap();
             let (co, cd) = compress(&table, &offsets, &data).unwrap();
             let (o, d) = decompress(&table, &co, &cd).unwrap();
