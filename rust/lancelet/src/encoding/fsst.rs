@@ -293,11 +293,6 @@ pub fn decompress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) ->
     Ok((new_offsets, out))
 }
 
-/// Decompresses one FSST string, appending its bytes to `out`.
-pub fn decompress_into(table: &SymbolTable, src: &[u8], out: &mut Vec<u8>) -> Result<()> {
-    decompress_strings_into::<u64>(table, src, &[src.len()], out, &mut Vec::new())
-}
-
 /// Decompresses consecutive compressed strings in one pass, appending
 /// their bytes to `out` and, for each string, the length of `out` after it
 /// to `offsets`. `src` holds the strings back to back and `ends` their
@@ -451,12 +446,10 @@ fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_
         let code = src.iter().zip(&at).find(|&(&c, &a)| a != LITERAL && c != ESCAPE && table.lens[c as usize] == 0).map_or(0, |(&c, _)| c);
         return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
     }
-    let pushed_before = offsets.len();
-    offsets.reserve(ends.len());
+    // (On error the caller takes back what was pushed.)
     for &e in ends {
         let p = at[e - ends_base];
         if p == LITERAL {
-            offsets.truncate(pushed_before);
             return Err(corrupt!("fsst: escape code at the end of a string"));
         }
         offsets.push(O::wrapping(start + p as usize));
@@ -1124,10 +1117,10 @@ mod tests {
         }
     }
 
-    /// The appending per-string decoder (with its four-code fast path)
-    /// agrees with the whole-buffer one, escapes included.
+    /// The stream decoder called once per string, appending, agrees with
+    /// the whole-buffer one, escapes included.
     #[test]
-    fn decompress_into_matches_decompress() {
+    fn one_string_per_call_matches_decompress() {
         let mut offsets = vec![0u32];
         let mut data = Vec::new();
         let mut x = 99u64;
@@ -1147,7 +1140,8 @@ mod tests {
         let (_, whole) = decompress(&table, &co, &cd).unwrap();
         let mut appended = vec![7u8];
         for w in co.windows(2) {
-            decompress_into(&table, &cd[w[0] as usize..w[1] as usize], &mut appended).unwrap();
+            let src = &cd[w[0] as usize..w[1] as usize];
+            decompress_strings_into::<u64>(&table, src, &[src.len()], &mut appended, &mut Vec::new()).unwrap();
         }
         assert_eq!(&appended[1..], &whole[..]);
         assert_eq!(whole, data);

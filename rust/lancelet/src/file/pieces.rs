@@ -39,30 +39,9 @@ impl ColumnPieces {
         Self::new(arrays.into_iter().map(|a| vec![a]).collect(), num_rows)
     }
 
-    /// Rows in every column.
-    pub fn num_rows(&self) -> usize {
-        self.num_rows
-    }
-
-    /// Number of columns.
-    pub fn num_columns(&self) -> usize {
-        self.columns.len()
-    }
-
     /// The pieces of column `i`.
     pub fn column(&self, i: usize) -> &[ArrayRef] {
         &self.columns[i]
-    }
-
-    /// Replace every piece of every column by `f(column index, piece)`.
-    pub fn map(self, mut f: impl FnMut(usize, ArrayRef) -> Result<ArrayRef>) -> Result<Self> {
-        let columns = self
-            .columns
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| c.into_iter().map(|a| f(i, a)).collect::<Result<Vec<_>>>())
-            .collect::<Result<Vec<_>>>()?;
-        Self::new(columns, self.num_rows)
     }
 
     /// Keep the first `n` columns and append `more` (one piece each).
@@ -72,14 +51,10 @@ impl ColumnPieces {
         Self::new(self.columns, self.num_rows)
     }
 
-    /// Column `i` as one array (its pieces concatenated if more than one).
-    pub fn concat_column(&self, i: usize) -> Result<ArrayRef> {
-        concat(&self.columns[i])
-    }
-
-    /// Every column as one array, in a batch of `schema`.
+    /// Every column as one array (its pieces concatenated), in a batch of
+    /// `schema`.
     pub fn into_batch(self, schema: SchemaRef) -> Result<RecordBatch> {
-        let arrays = (0..self.columns.len()).map(|i| self.concat_column(i)).collect::<Result<Vec<_>>>()?;
+        let arrays = self.columns.iter().map(|c| concat(c)).collect::<Result<Vec<_>>>()?;
         batch(schema, arrays, self.num_rows)
     }
 

@@ -11,7 +11,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use prost::Message;
@@ -336,13 +336,9 @@ impl FileReader {
                 })
                 .collect::<Result<Vec<_>>>()?,
         };
-        for (c, f) in columns.iter().zip(&fields) {
-            let n: usize = c.iter().map(|a| a.len()).sum();
-            if n as u64 != num_rows {
-                return Err(Error::corrupt(format!("column {:?} decoded {n} rows, expected {num_rows}", f.name())));
-            }
-        }
+        // (Checks every column's row count; the index is into these names.)
         ColumnPieces::new(columns, num_rows as usize)
+            .map_err(|e| e.context(format!("reading columns {:?}", fields.iter().map(|f| f.name()).collect::<Vec<_>>())))
     }
 
     /// The pages of `column` that overlap `ranges`, with their first rows.

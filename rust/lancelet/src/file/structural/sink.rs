@@ -144,8 +144,8 @@ impl ValueSink {
             ValueSink::Fixed { bits, data, len, .. } => DataBlock::Fixed { bits, data, len },
             ValueSink::Variable { offsets, mut data, .. } => {
                 // Give back a generous FSST reservation that went mostly
-                // unused (pages of a read unit are concatenated into an
-                // exact buffer anyway; this is for a page alone in its unit).
+                // unused: a top-level column's page buffer becomes its
+                // output array (see `file/pieces.rs`) and stays allocated.
                 if data.capacity() > 4 * data.len() + (1 << 20) {
                     data.shrink_to_fit();
                 }
