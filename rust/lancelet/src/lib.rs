@@ -11,5 +11,6 @@ pub mod file;
 pub mod io;
 pub mod proto;
 pub mod table;
+pub mod tiledb;
 
 pub use error::{Error, Result};

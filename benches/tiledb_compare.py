@@ -1,0 +1,92 @@
+"""lancelet.tiledb vs tiledb-py 0.36.1 (its Arrow read), side by side in one run.
+
+Shapes (the issue's): a 4000x4000 float64 dense array (zstd), a 5M-cell
+sparse array in two fragments with an int64 key, a float and a string
+attribute, and a subarray read of each. Prints seconds and the ratio
+lancelet / tiledb-py (target <= 1.0). Run on a quiet machine:
+
+    python benches/tiledb_compare.py [--scale 0.1] [--dir /tmp/tiledb-bench]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import time
+
+import numpy as np
+import tiledb
+
+import lancelet.tiledb as lt
+
+
+def best_of(fn, n=3):
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def make_dense(uri, side):
+    dom = tiledb.Domain(
+        tiledb.Dim(name="r", domain=(0, side - 1), tile=min(1000, side), dtype=np.int32),
+        tiledb.Dim(name="c", domain=(0, side - 1), tile=min(1000, side), dtype=np.int32),
+    )
+    attr = tiledb.Attr(name="v", dtype=np.float64, filters=tiledb.FilterList([tiledb.ZstdFilter()]))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[attr]))
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"v": np.random.default_rng(0).normal(size=(side, side))}
+
+
+def make_sparse(uri, cells):
+    dom = tiledb.Domain(tiledb.Dim(name="k", domain=(0, 2**40), tile=2**20, dtype=np.int64))
+    attrs = [
+        tiledb.Attr(name="x", dtype=np.float64, filters=tiledb.FilterList([tiledb.ZstdFilter()])),
+        tiledb.Attr(name="s", dtype=str, var=True, filters=tiledb.FilterList([tiledb.ZstdFilter()])),
+    ]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=True, capacity=100_000))
+    rng = np.random.default_rng(1)
+    for t in (1, 2):
+        keys = np.unique(rng.integers(0, 2**30, size=cells // 2))
+        with tiledb.open(uri, "w", timestamp=t) as A:
+            A[keys] = {"x": rng.normal(size=len(keys)),
+                       "s": np.array([f"user-{k % 100000}" for k in keys], dtype=object)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--dir", default="/tmp/lancelet-tiledb-bench")
+    a = ap.parse_args()
+    shutil.rmtree(a.dir, ignore_errors=True)
+    os.makedirs(a.dir)
+    side = int(4000 * a.scale**0.5)
+    cells = int(5_000_000 * a.scale)
+    dense, sparse = os.path.join(a.dir, "dense"), os.path.join(a.dir, "sparse")
+    make_dense(dense, side)
+    make_sparse(sparse, cells)
+    q = side // 4
+    cases = [
+        ("dense full", dense, None, lambda A: A.query(return_arrow=True)[:]),
+        ("dense subarray", dense, [(q, 2 * q), (q, 3 * q)],
+         lambda A: A.query(return_arrow=True)[q:2 * q + 1, q:3 * q + 1]),
+        ("sparse full", sparse, None, lambda A: A.query(return_arrow=True)[:]),
+        ("sparse subarray", sparse, [(0, 2**28)], lambda A: A.query(return_arrow=True)[0:2**28 + 1]),
+    ]
+    print(f"{'case':18} {'lancelet s':>11} {'tiledb-py s':>12} {'ratio':>6}")
+    for name, uri, sub, theirs in cases:
+        ours_t = best_of(lambda: lt.open_array(uri).read(subarray=sub))
+
+        def run_theirs():
+            with tiledb.open(uri) as A:
+                theirs(A)
+
+        theirs_t = best_of(run_theirs)
+        print(f"{name:18} {ours_t:11.3f} {theirs_t:12.3f} {ours_t / theirs_t:6.2f}")
+    shutil.rmtree(a.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

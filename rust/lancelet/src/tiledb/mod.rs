@@ -1,0 +1,28 @@
+//! TileDB arrays (format versions 20–22, as TileDB 2.30 / tiledb-py 0.36
+//! write them), read without the TileDB library.
+//!
+//! An array is a directory: `__schema/` (the schema, a generic tile),
+//! `__fragments/<__t1_t2_uuid_v>/` (one folder per write: fragment
+//! metadata plus one data file per column), `__commits/` (commit markers
+//! and consolidation/vacuum lists). Modules, bottom up: [`cursor`] (field
+//! reader), [`datatype`], [`codecs`] and [`filters`] (filter pipelines),
+//! [`generic_tile`], [`schema`], [`fragment`] (fragment metadata),
+//! [`array`] (which fragments a timestamp range sees), [`tiles`] (data
+//! tiles of a column), [`read`] (resolving fragments into Arrow).
+//!
+//! This room is a peer of the Lance format: it shares `io/` and the general
+//! compression crates and never imports `file/` or `table/`.
+
+pub mod array;
+pub mod codecs;
+pub mod cursor;
+pub mod datatype;
+pub mod filters;
+pub mod fragment;
+pub mod generic_tile;
+pub mod read;
+pub mod schema;
+pub mod tiles;
+
+pub use array::TileDbArray;
+pub use read::{Bound, DimRanges, Order, ReadOptions};

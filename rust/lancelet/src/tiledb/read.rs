@@ -1,0 +1,674 @@
+//! Reads: resolving fragments over a subarray into one Arrow batch.
+//!
+//! Every output cell is described by a source — a (tile, cell) pair in some
+//! fragment, or the fill value — and each selected column is then gathered
+//! from just the tiles its sources name.
+//!
+//! Dense arrays: the output covers the subarray (the whole domain by
+//! default) in row-major ("C") or column-major ("F") order; fragments are
+//! applied oldest first, each overwriting the cells of its non-empty domain
+//! (the rest of its space tiles holds fills and is ignored). A dense
+//! fragment's tiles are the space tiles covering its non-empty domain, in
+//! tile order; cells inside a tile follow the cell order.
+//!
+//! Sparse arrays: data tiles whose R-tree leaf MBR meets the subarray are
+//! decoded, their cells filtered by the subarray, sorted by coordinates
+//! (cell order, or the requested order), and unless duplicates are allowed
+//! only the newest cell per coordinate is kept.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow_array::{make_array, ArrayRef, RecordBatch};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::array::TileDbArray;
+use super::datatype::Datatype;
+use super::schema::{float_value, int_value, ArraySchema, Layout, VAR_NUM};
+use super::tiles::{load_tiles, ColumnSpec, TileData};
+use crate::error::{Error, Result};
+
+/// A subarray bound given by the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bound {
+    Int(i128),
+    Float(f64),
+    Bytes(Vec<u8>),
+}
+
+/// Inclusive ranges on one dimension.
+pub type DimRanges = Vec<(Bound, Bound)>;
+
+/// Result order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    RowMajor,
+    ColMajor,
+    Unordered,
+}
+
+/// What to read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Per dimension: `None` for all of it (may be empty: all dimensions).
+    pub subarray: Vec<Option<DimRanges>>,
+    /// Attributes to return (all, in schema order, if `None`).
+    pub attrs: Option<Vec<String>>,
+    /// Whether to return the dimensions first.
+    pub dims: bool,
+    pub order: Order,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { subarray: Vec::new(), attrs: None, dims: true, order: Order::Unordered }
+    }
+}
+
+const FILL: u64 = u64::MAX;
+
+fn pack(tile: usize, cell: usize) -> u64 {
+    ((tile as u64) << 32) | cell as u64
+}
+
+fn unpack(s: u64) -> (usize, usize) {
+    ((s >> 32) as usize, (s & 0xffff_ffff) as usize)
+}
+
+/// Compare two stored values of type `t`.
+pub fn cmp_values(t: Datatype, a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(x), Some(y)) = (int_value(t, a), int_value(t, b)) {
+        return x.cmp(&y);
+    }
+    if let (Some(x), Some(y)) = (float_value(t, a), float_value(t, b)) {
+        return x.total_cmp(&y);
+    }
+    a.cmp(b)
+}
+
+fn cmp_bound(t: Datatype, v: &[u8], b: &Bound) -> Ordering {
+    match b {
+        Bound::Int(i) => match int_value(t, v) {
+            Some(x) => x.cmp(i),
+            None => float_value(t, v).unwrap_or(f64::NAN).total_cmp(&(*i as f64)),
+        },
+        Bound::Float(f) => float_value(t, v).unwrap_or(f64::NAN).total_cmp(f),
+        Bound::Bytes(s) => v.cmp(s.as_slice()),
+    }
+}
+
+fn in_ranges(t: Datatype, v: &[u8], ranges: &DimRanges) -> bool {
+    ranges.iter().any(|(lo, hi)| cmp_bound(t, v, lo) != Ordering::Less && cmp_bound(t, v, hi) != Ordering::Greater)
+}
+
+/// Check the caller's subarray against the schema; one entry per dimension.
+fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Vec<Option<DimRanges>>> {
+    if !sub.is_empty() && sub.len() != schema.dims.len() {
+        return Err(Error::invalid_input(format!(
+            "subarray has {} entries for {} dimensions",
+            sub.len(),
+            schema.dims.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (d, dim) in schema.dims.iter().enumerate() {
+        let Some(Some(ranges)) = sub.get(d) else {
+            out.push(None);
+            continue;
+        };
+        let mut fixed = Vec::new();
+        for (lo, hi) in ranges {
+            let conv = |b: &Bound| -> Result<Bound> {
+                match (b, dim.datatype) {
+                    (Bound::Bytes(_), t) if dim.is_var() || t.is_bytes() => Ok(b.clone()),
+                    (Bound::Int(_), t) if t.is_integer() && !dim.is_var() => Ok(b.clone()),
+                    (Bound::Int(i), Datatype::Float32 | Datatype::Float64) => Ok(Bound::Float(*i as f64)),
+                    (Bound::Float(_), Datatype::Float32 | Datatype::Float64) => Ok(b.clone()),
+                    _ => Err(Error::invalid_input(format!(
+                        "subarray bound {b:?} does not suit dimension {} of type {}",
+                        dim.name,
+                        dim.datatype.name()
+                    ))),
+                }
+            };
+            let (lo, hi) = (conv(lo)?, conv(hi)?);
+            let order = match (&lo, &hi) {
+                (Bound::Int(a), Bound::Int(b)) => a.cmp(b),
+                (Bound::Float(a), Bound::Float(b)) => a.partial_cmp(b).unwrap_or(Ordering::Greater),
+                (Bound::Bytes(a), Bound::Bytes(b)) => a.cmp(b),
+                _ => Ordering::Less,
+            };
+            if order == Ordering::Greater {
+                return Err(Error::invalid_input(format!("subarray range {lo:?}..{hi:?} on {} is empty (low > high)", dim.name)));
+            }
+            if let Some((dlo, dhi)) = &dim.domain {
+                if cmp_bound(dim.datatype, dlo, &lo) == Ordering::Greater || cmp_bound(dim.datatype, dhi, &hi) == Ordering::Less {
+                    return Err(Error::invalid_input(format!(
+                        "subarray range {lo:?}..{hi:?} on {} is outside the domain",
+                        dim.name
+                    )));
+                }
+            }
+            fixed.push((lo, hi));
+        }
+        if fixed.is_empty() {
+            return Err(Error::invalid_input(format!("no ranges given for dimension {}", dim.name)));
+        }
+        out.push(Some(fixed));
+    }
+    Ok(out)
+}
+
+/// The columns to output: dimensions (if asked) then attributes.
+fn output_columns(schema: &ArraySchema, opts: &ReadOptions) -> Result<(Vec<usize>, Vec<usize>)> {
+    let dims: Vec<usize> = if opts.dims { (0..schema.dims.len()).collect() } else { Vec::new() };
+    let attrs = match &opts.attrs {
+        None => (0..schema.attrs.len()).collect(),
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                schema.attr_index(n).ok_or_else(|| {
+                    let known: Vec<&str> = schema.attrs.iter().map(|a| a.name.as_str()).collect();
+                    Error::invalid_input(format!("no attribute {n:?} (attributes: {known:?})"))
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    Ok((dims, attrs))
+}
+
+/// The Arrow type of a column.
+pub fn arrow_type(t: Datatype, cell_val_num: u32) -> Result<DataType> {
+    let v = t.arrow_value_type()?;
+    Ok(if cell_val_num == VAR_NUM {
+        if t.is_bytes() {
+            v
+        } else {
+            DataType::LargeList(Arc::new(Field::new("item", v, false)))
+        }
+    } else if cell_val_num == 1 {
+        if t.is_bytes() && t != Datatype::Char && t != Datatype::StringAscii && t != Datatype::StringUtf8 {
+            DataType::FixedSizeBinary(1)
+        } else if t.is_bytes() {
+            match t {
+                Datatype::StringAscii | Datatype::StringUtf8 => DataType::LargeUtf8,
+                _ => DataType::LargeBinary,
+            }
+        } else {
+            v
+        }
+    } else if t.is_bytes() {
+        DataType::FixedSizeBinary(cell_val_num as i32)
+    } else {
+        DataType::FixedSizeList(Arc::new(Field::new("item", v, false)), cell_val_num as i32)
+    })
+}
+
+/// The Arrow schema of a read.
+pub fn output_schema(schema: &ArraySchema, opts: &ReadOptions) -> Result<SchemaRef> {
+    let (dims, attrs) = output_columns(schema, opts)?;
+    let mut fields = Vec::new();
+    for d in dims {
+        let dim = &schema.dims[d];
+        fields.push(Field::new(&dim.name, arrow_type(dim.datatype, dim.cell_val_num)?, false));
+    }
+    for a in attrs {
+        let at = &schema.attrs[a];
+        fields.push(Field::new(&at.name, arrow_type(at.datatype, at.cell_val_num)?, at.nullable));
+    }
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// Build an Arrow array of `n` cells from cell bytes.
+fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, validity: Option<Vec<bool>>) -> Result<ArrayRef> {
+    let nulls = validity.map(|v| NullBuffer::from(BooleanBuffer::from(v)));
+    let n = cells.len;
+    let data = match (dt, cells.offsets) {
+        (DataType::LargeUtf8 | DataType::LargeBinary, Some(offsets)) => ArrayData::builder(dt.clone())
+            .len(n)
+            .add_buffer(Buffer::from_vec(offsets))
+            .add_buffer(Buffer::from_vec(cells.values))
+            .nulls(nulls)
+            .build()?,
+        (DataType::LargeUtf8 | DataType::LargeBinary, None) => {
+            // One fixed byte per cell shown as a one-character string.
+            let offsets: Vec<i64> = (0..=n as i64).collect();
+            ArrayData::builder(dt.clone())
+                .len(n)
+                .add_buffer(Buffer::from_vec(offsets))
+                .add_buffer(Buffer::from_vec(cells.values))
+                .nulls(nulls)
+                .build()?
+        }
+        (DataType::LargeList(f), Some(offsets)) => {
+            let w = t.size() as i64;
+            let elem_offsets: Vec<i64> = offsets.iter().map(|o| o / w).collect();
+            let nvals = (cells.values.len() / t.size()) as u32;
+            let child = build_array(f.data_type(), t, 1, CellBytes { values: cells.values, offsets: None, len: nvals as usize }, None)?;
+            ArrayData::builder(dt.clone())
+                .len(n)
+                .add_buffer(Buffer::from_vec(elem_offsets))
+                .child_data(vec![child.to_data()])
+                .nulls(nulls)
+                .build()?
+        }
+        (DataType::FixedSizeList(f, k), None) => {
+            let child = build_array(f.data_type(), t, 1, CellBytes { values: cells.values, offsets: None, len: n * *k as usize }, None)?;
+            ArrayData::builder(dt.clone()).len(n).child_data(vec![child.to_data()]).nulls(nulls).build()?
+        }
+        (DataType::Boolean, None) => {
+            let bits = BooleanBuffer::collect_bool(n, |i| cells.values[i] != 0);
+            ArrayData::builder(DataType::Boolean).len(n).add_buffer(bits.into_inner()).nulls(nulls).build()?
+        }
+        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).build()?,
+        (other, Some(_)) => {
+            return Err(Error::Internal { what: format!("var cells for Arrow type {other} (cell values {cell_val_num})") })
+        }
+    };
+    Ok(make_array(data))
+}
+
+/// Gathered cell bytes of one column.
+struct CellBytes {
+    values: Vec<u8>,
+    offsets: Option<Vec<i64>>,
+    len: usize,
+}
+
+/// Gather one column: each source is a (tile, cell) in `tiles` or FILL.
+fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &[u8], fill_valid: bool) -> Result<(CellBytes, Option<Vec<bool>>)> {
+    let n = sources.len();
+    let cs = col.cell_size();
+    let mut validity = if col.nullable { Some(Vec::with_capacity(n)) } else { None };
+    let tile = |t: usize| -> Result<&TileData> {
+        tiles.get(t).and_then(|x| x.as_ref()).ok_or_else(|| Error::Internal { what: format!("tile {t} of {} not loaded", col.name) })
+    };
+    if col.is_var() {
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut values = Vec::new();
+        offsets.push(0i64);
+        for &s in sources {
+            let (bytes, valid) = if s == FILL {
+                (fill, fill_valid)
+            } else {
+                let (t, c) = unpack(s);
+                let td = tile(t)?;
+                (td.value(c, cs), td.valid(c))
+            };
+            values.extend_from_slice(bytes);
+            offsets.push(values.len() as i64);
+            if let Some(v) = validity.as_mut() {
+                v.push(valid);
+            }
+        }
+        Ok((CellBytes { values, offsets: Some(offsets), len: n }, validity))
+    } else {
+        let mut values = Vec::with_capacity(n * cs);
+        for &s in sources {
+            if s == FILL {
+                if fill.len() != cs {
+                    return Err(Error::corrupt(format!("fill value of {} is {} bytes, cells are {cs}", col.name, fill.len())));
+                }
+                values.extend_from_slice(fill);
+                if let Some(v) = validity.as_mut() {
+                    v.push(fill_valid);
+                }
+            } else {
+                let (t, c) = unpack(s);
+                let td = tile(t)?;
+                values.extend_from_slice(td.value(c, cs));
+                if let Some(v) = validity.as_mut() {
+                    v.push(td.valid(c));
+                }
+            }
+        }
+        Ok((CellBytes { values, offsets: None, len: n }, validity))
+    }
+}
+
+/// Tile ids are global across fragments: fragment `f` owns
+/// `bases[f]..bases[f+1]`.
+struct TileIds {
+    bases: Vec<usize>,
+}
+
+/// Load the tiles of `col` that `sources` name.
+fn load_used(array: &TileDbArray, ids: &TileIds, col: &ColumnSpec, sources: &[u64], cells_of: &dyn Fn(usize, usize) -> usize) -> Result<Vec<Option<TileData>>> {
+    let total = *ids.bases.last().unwrap_or(&0);
+    let mut used = vec![false; total];
+    for &s in sources {
+        if s != FILL {
+            used[unpack(s).0] = true;
+        }
+    }
+    let mut tiles: Vec<Option<TileData>> = vec![None; total];
+    for (f, frag) in array.fragments.iter().enumerate() {
+        let which: Vec<usize> = (ids.bases[f]..ids.bases[f + 1]).filter(|&g| used[g]).map(|g| g - ids.bases[f]).collect();
+        if which.is_empty() {
+            continue;
+        }
+        let cells: Vec<usize> = which.iter().map(|&t| cells_of(f, t)).collect();
+        for (t, data) in which.iter().zip(load_tiles(array, frag, col, &which, &cells)?) {
+            tiles[ids.bases[f] + t] = Some(data);
+        }
+    }
+    Ok(tiles)
+}
+
+impl TileDbArray {
+    /// Read cells into one record batch.
+    pub fn read(&self, opts: &ReadOptions) -> Result<RecordBatch> {
+        let schema = &self.schema;
+        let sub = normalize_subarray(schema, &opts.subarray)?;
+        let out_schema = output_schema(schema, opts)?;
+        let (dims, attrs) = output_columns(schema, opts)?;
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        if schema.sparse {
+            let (ids, sources, dim_tiles) = self.sparse_sources(&sub, opts.order)?;
+            let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
+            for &d in &dims {
+                let col = ColumnSpec::dim(schema, d);
+                let (cells, _) = gather(&col, &dim_tiles[d], &sources, &[], true)?;
+                columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, None)?);
+            }
+            for &a in &attrs {
+                let col = ColumnSpec::attr(schema, a);
+                let tiles = load_used(self, &ids, &col, &sources, &cells_of)?;
+                let at = &schema.attrs[a];
+                let (cells, validity) = gather(&col, &tiles, &sources, &at.fill, at.fill_valid)?;
+                columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
+            }
+            let n = sources.len();
+            return Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?);
+        }
+        let dense = self.dense_sources(&sub, opts.order)?;
+        let per_tile = dense.cells_per_tile;
+        let cells_of = |_f: usize, _t: usize| per_tile;
+        for &d in &dims {
+            let dim = &schema.dims[d];
+            let w = dim.datatype.size();
+            let mut values = Vec::with_capacity(dense.sources.len() * w);
+            for_each_cell(&dense.coords, dense.order, |idx| {
+                let v = dense.coords[d][idx[d]];
+                values.extend_from_slice(&(v as i64).to_le_bytes()[..w]);
+            });
+            let cells = CellBytes { values, offsets: None, len: dense.sources.len() };
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), dim.datatype, 1, cells, None)?);
+        }
+        for &a in &attrs {
+            let col = ColumnSpec::attr(schema, a);
+            let tiles = load_used(self, &dense.ids, &col, &dense.sources, &cells_of)?;
+            let at = &schema.attrs[a];
+            let (cells, validity) = gather(&col, &tiles, &dense.sources, &at.fill, at.fill_valid)?;
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
+        }
+        let n = dense.sources.len();
+        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?)
+    }
+}
+
+/// Visit every output cell's per-dimension indices in output order.
+fn for_each_cell(coords: &[Vec<i128>], order: Order, mut f: impl FnMut(&[usize])) {
+    let nd = coords.len();
+    if coords.iter().any(|c| c.is_empty()) {
+        return;
+    }
+    let mut idx = vec![0usize; nd];
+    let dims_fast_first: Vec<usize> = if order == Order::ColMajor { (0..nd).collect() } else { (0..nd).rev().collect() };
+    loop {
+        f(&idx);
+        let mut carried = true;
+        for &d in &dims_fast_first {
+            idx[d] += 1;
+            if idx[d] < coords[d].len() {
+                carried = false;
+                break;
+            }
+            idx[d] = 0;
+        }
+        if carried {
+            return;
+        }
+    }
+}
+
+struct DenseSources {
+    ids: TileIds,
+    sources: Vec<u64>,
+    coords: Vec<Vec<i128>>,
+    order: Order,
+    cells_per_tile: usize,
+}
+
+impl TileDbArray {
+    fn dense_sources(&self, sub: &[Option<DimRanges>], order: Order) -> Result<DenseSources> {
+        let schema = &self.schema;
+        let nd = schema.dims.len();
+        let order = if order == Order::Unordered { Order::RowMajor } else { order };
+        let mut dom = Vec::new();
+        let mut ext = Vec::new();
+        for dim in &schema.dims {
+            let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
+            let e = dim.int_extent().unwrap_or(hi - lo + 1);
+            if e <= 0 {
+                return Err(Error::corrupt(format!("tile extent {e} of {}", dim.name)));
+            }
+            dom.push((lo, hi));
+            ext.push(e);
+        }
+        let mut coords: Vec<Vec<i128>> = Vec::new();
+        for d in 0..nd {
+            let ranges: Vec<(i128, i128)> = match &sub[d] {
+                None => vec![dom[d]],
+                Some(r) => r.iter().map(|(a, b)| match (a, b) {
+                    (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
+                    _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
+                }).collect::<Result<_>>()?,
+            };
+            let len: i128 = ranges.iter().map(|(a, b)| b - a + 1).sum();
+            if len > (1 << 32) {
+                return Err(Error::invalid_input(format!("subarray on {} has {len} cells; read a smaller subarray", schema.dims[d].name)));
+            }
+            coords.push(ranges.iter().flat_map(|&(a, b)| a..=b).collect());
+        }
+        let total: u128 = coords.iter().map(|c| c.len() as u128).product();
+        if total > (1u128 << 34) {
+            return Err(Error::invalid_input(format!("the read would return {total} cells; read a smaller subarray")));
+        }
+        let total = total as usize;
+        // Output strides.
+        let mut ostride = vec![1usize; nd];
+        for k in 1..nd {
+            if order == Order::ColMajor {
+                ostride[k] = ostride[k - 1] * coords[k - 1].len();
+            } else {
+                let d = nd - 1 - k;
+                ostride[d] = ostride[d + 1] * coords[d + 1].len();
+            }
+        }
+        // Cell strides inside a tile.
+        let mut cstride = vec![1usize; nd];
+        for k in 1..nd {
+            if schema.cell_order == Layout::ColMajor {
+                cstride[k] = cstride[k - 1] * ext[k - 1] as usize;
+            } else {
+                let d = nd - 1 - k;
+                cstride[d] = cstride[d + 1] * ext[d + 1] as usize;
+            }
+        }
+        let cells_per_tile: usize = ext.iter().map(|&e| e as usize).product();
+        let mut sources = vec![FILL; total];
+        let mut bases = vec![0usize];
+        for frag in &self.fragments {
+            let Some(ned) = &frag.nonempty else {
+                bases.push(*bases.last().unwrap_or(&0));
+                continue;
+            };
+            let mut fl = Vec::new();
+            let mut ntiles = Vec::new();
+            for d in 0..nd {
+                let t = schema.dims[d].datatype;
+                let lo = int_value(t, &ned[d].0).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"))?;
+                let hi = int_value(t, &ned[d].1).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"))?;
+                if lo > hi || lo < dom[d].0 || hi > dom[d].1 {
+                    return Err(Error::corrupt(format!("fragment {} non-empty domain {lo}..{hi} outside the domain", frag.name)));
+                }
+                let tlo = (lo - dom[d].0) / ext[d];
+                let thi = (hi - dom[d].0) / ext[d];
+                fl.push((lo, hi, tlo));
+                ntiles.push((thi - tlo + 1) as usize);
+            }
+            let mut tstride = vec![1usize; nd];
+            for k in 1..nd {
+                if schema.tile_order == Layout::ColMajor {
+                    tstride[k] = tstride[k - 1] * ntiles[k - 1];
+                } else {
+                    let d = nd - 1 - k;
+                    tstride[d] = tstride[d + 1] * ntiles[d + 1];
+                }
+            }
+            let ntotal: usize = ntiles.iter().product();
+            let base = *bases.last().unwrap_or(&0);
+            bases.push(base + ntotal);
+            // Per dimension: the output indices inside this fragment, with
+            // their contributions to output index, tile and cell.
+            let mut parts: Vec<Vec<(usize, usize, usize)>> = Vec::new();
+            for d in 0..nd {
+                let (lo, hi, tlo) = fl[d];
+                let mut v = Vec::new();
+                for (i, &x) in coords[d].iter().enumerate() {
+                    if x < lo || x > hi {
+                        continue;
+                    }
+                    let rel = x - dom[d].0;
+                    let tile = (rel / ext[d] - tlo) as usize;
+                    let cell = (rel % ext[d]) as usize;
+                    v.push((i * ostride[d], tile * tstride[d], cell * cstride[d]));
+                }
+                parts.push(v);
+            }
+            if parts.iter().any(|p| p.is_empty()) {
+                continue;
+            }
+            let mut idx = vec![0usize; nd];
+            'cells: loop {
+                let (mut o, mut t, mut c) = (0usize, base, 0usize);
+                for d in 0..nd {
+                    let p = parts[d][idx[d]];
+                    o += p.0;
+                    t += p.1;
+                    c += p.2;
+                }
+                sources[o] = pack(t, c);
+                let mut d = nd;
+                loop {
+                    if d == 0 {
+                        break 'cells;
+                    }
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < parts[d].len() {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        }
+        Ok(DenseSources { ids: TileIds { bases }, sources, coords, order, cells_per_tile })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order) -> Result<(TileIds, Vec<u64>, Vec<Vec<Option<TileData>>>)> {
+        let schema = &self.schema;
+        let nd = schema.dims.len();
+        let mut bases = vec![0usize];
+        let mut leaves = Vec::new();
+        for frag in &self.fragments {
+            let mbrs = frag.leaf_mbrs(schema).map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", self.uri(), frag.name)))?;
+            if mbrs.len() as u64 != frag.sparse_tile_num {
+                return Err(Error::corrupt(format!("fragment {}: {} R-tree leaves for {} tiles", frag.name, mbrs.len(), frag.sparse_tile_num)));
+            }
+            bases.push(bases.last().unwrap_or(&0) + mbrs.len());
+            leaves.push(mbrs);
+        }
+        let ids = TileIds { bases };
+        let total = *ids.bases.last().unwrap_or(&0);
+        let mut dim_tiles: Vec<Vec<Option<TileData>>> = (0..nd).map(|_| vec![None; total]).collect();
+        let mut candidates: Vec<u64> = Vec::new();
+        for (f, frag) in self.fragments.iter().enumerate() {
+            let which: Vec<usize> = leaves[f]
+                .iter()
+                .enumerate()
+                .filter(|(_, mbr)| {
+                    (0..nd).all(|d| match &sub[d] {
+                        None => true,
+                        Some(r) => {
+                            let t = schema.dims[d].datatype;
+                            r.iter().any(|(lo, hi)| cmp_bound(t, &mbr[d].1, lo) != Ordering::Less && cmp_bound(t, &mbr[d].0, hi) != Ordering::Greater)
+                        }
+                    })
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if which.is_empty() {
+                continue;
+            }
+            let cells: Vec<usize> = which.iter().map(|&t| frag.sparse_tile_cells(schema, t) as usize).collect();
+            for d in 0..nd {
+                let col = ColumnSpec::dim(schema, d);
+                for (t, data) in which.iter().zip(load_tiles(self, frag, &col, &which, &cells)?) {
+                    dim_tiles[d][ids.bases[f] + t] = Some(data);
+                }
+            }
+            for (k, &t) in which.iter().enumerate() {
+                let g = ids.bases[f] + t;
+                for c in 0..cells[k] {
+                    let keep = (0..nd).all(|d| match &sub[d] {
+                        None => true,
+                        Some(r) => {
+                            let col_cs = schema.dims[d].datatype.size();
+                            let td = dim_tiles[d][g].as_ref().expect("loaded above");
+                            in_ranges(schema.dims[d].datatype, td.value(c, col_cs), r)
+                        }
+                    });
+                    if keep {
+                        candidates.push(pack(g, c));
+                    }
+                }
+            }
+        }
+        let col_major = order == Order::ColMajor || (order == Order::Unordered && schema.cell_order == Layout::ColMajor);
+        let dim_order: Vec<usize> = if col_major { (0..nd).rev().collect() } else { (0..nd).collect() };
+        let coord = |s: u64, d: usize| -> &[u8] {
+            let (g, c) = unpack(s);
+            let td = dim_tiles[d][g].as_ref().expect("candidate tiles are loaded");
+            td.value(c, schema.dims[d].datatype.size())
+        };
+        let cmp_coords = |a: &u64, b: &u64| -> Ordering {
+            for &d in &dim_order {
+                let o = cmp_values(schema.dims[d].datatype, coord(*a, d), coord(*b, d));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        };
+        // Ties keep fragment order (tile ids grow with fragment age).
+        candidates.sort_by(|a, b| cmp_coords(a, b).then(a.cmp(b)));
+        if !schema.allows_duplicates {
+            let mut kept: Vec<u64> = Vec::with_capacity(candidates.len());
+            for s in candidates {
+                match kept.last() {
+                    Some(last) if cmp_coords(last, &s) == Ordering::Equal => {
+                        *kept.last_mut().expect("non-empty") = s;
+                    }
+                    _ => kept.push(s),
+                }
+            }
+            candidates = kept;
+        }
+        Ok((ids, candidates, dim_tiles))
+    }
+}
