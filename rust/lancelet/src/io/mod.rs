@@ -26,6 +26,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "s3")]
 pub mod s3;
 pub mod upload;
 
@@ -53,6 +54,11 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
 }
+
+/// Set by the fuzz targets: URIs read from fuzzed bytes (base paths of a
+/// manifest) must not reach the local disk or the network.
+#[cfg(feature = "fuzzing")]
+pub static MEMORY_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
@@ -174,9 +180,18 @@ impl Storage {
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
             return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
         }
+        #[cfg(feature = "fuzzing")]
+        if MEMORY_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::invalid_input(format!("{uri:?}: fuzz targets reach memory:// stores only")));
+        }
         if uri.starts_with("s3://") || uri.starts_with("s3a://") {
-            let (store, path) = s3::open(uri, &options)?;
-            return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            #[cfg(feature = "s3")]
+            {
+                let (store, path) = s3::open(uri, &options)?;
+                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            }
+            #[cfg(not(feature = "s3"))]
+            return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
         }
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             std::path::PathBuf::from(rest)
