@@ -163,12 +163,10 @@ fn base() -> &'static BaseDataset {
 }
 
 /// From the first fuzzed input on, URIs other than `memory://` are refused
-/// (a fuzzed manifest's base paths could name any file or host).
-/// (Only in fuzz builds: `cargo test` replays committed inputs in a process
-/// whose other tests read local files.)
+/// on this thread (a fuzzed manifest's base paths could name any file or
+/// host).
 fn memory_only() {
-    #[cfg(feature = "fuzzing")]
-    crate::io::MEMORY_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::io::MEMORY_ONLY.with(|m| m.set(true));
 }
 
 /// Three fragments of five rows (2.1 data files `data/f{i}.lance`), stable
@@ -633,55 +631,122 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+// ---------------------------------------------------------------- seeds written here
 
-    fn fuzz_dir() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
-    }
-
-    /// Every committed corpus and regression input, through its target:
-    /// the libFuzzer runs' findings stay tests on the stable toolchain.
-    #[test]
-    fn replay_committed_corpora() {
-        let mut total = 0;
-        for (name, run) in targets() {
-            for sub in ["corpus", "regressions"] {
-                let dir = fuzz_dir().join(sub).join(name);
-                let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-                let mut files: Vec<_> = entries.map(|e| e.expect("dir entry").path()).collect();
-                files.sort();
-                for f in files {
-                    let data = std::fs::read(&f).expect("corpus file");
-                    let r = std::panic::catch_unwind(|| run(&data));
-                    assert!(r.is_ok(), "fuzz target {name} panics on {}", f.display());
-                    total += 1;
-                }
-            }
+/// Inputs for `target` that lancelet writes in this process (a dataset
+/// with stable row ids and both kinds of deletion files, data files of
+/// every 2.x version, hand-made row id sequences, tag files, version names,
+/// filters): with the committed corpus (`fuzz/corpus/<target>`), what the
+/// short runs in `cargo test` mutate, so that they need no file from
+/// outside the repository.
+pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
+    match target {
+        "manifest" => seed_manifests(),
+        "transaction" => seed_manifests()
+            .into_iter()
+            .filter_map(|m| decode_manifest(Bytes::from(m)).ok()?.transaction().ok()?)
+            .map(|t| t.encode_to_vec())
+            .collect(),
+        "deletion_arrow" => [vec![3u32, 0], (0..700).rev().collect(), (0..5000).step_by(3).collect()]
+            .iter()
+            .map(|v| crate::table::deletion::encode_arrow(v).expect("encode"))
+            .collect(),
+        "deletion_bitmap" => {
+            let sets: [roaring::RoaringBitmap; 3] =
+                [[1u32, 2, 4].into_iter().collect(), (0..5000).collect(), (0..100_000).step_by(7).chain([1 << 31]).collect()];
+            sets.iter()
+                .map(|s| {
+                    let mut out = Vec::new();
+                    s.serialize_into(&mut out).expect("in memory");
+                    out
+                })
+                .collect()
         }
-        assert!(total > 0 || !fuzz_dir().join("corpus").exists(), "no corpus inputs found under {}", fuzz_dir().display());
-    }
-
-    #[test]
-    fn base_dataset_reads() {
-        let _g = store_lock();
-        let b = base();
-        reset_base(b);
-        let ds = Dataset::open(b.uri, None).unwrap();
-        assert_eq!(ds.fragments().len(), 3);
-        assert_eq!(ds.deletions(1).unwrap().unwrap().len(), 2);
-        assert_eq!(ds.deletions(2).unwrap().unwrap().len(), 3);
-        let scan = Scanner::new(Arc::new(ds), ScanOptions::default()).unwrap();
-        assert_eq!(scan.count_rows().unwrap(), 10);
-    }
-
-    #[test]
-    fn seeds_pass_every_target() {
-        let seeds = seed_manifests();
-        assert_eq!(seeds.len(), 2);
-        for s in &seeds {
-            manifest(s);
+        "row_ids" => seed_row_ids(),
+        "staged_fragments" => {
+            let m = decode_manifest(base().manifest.clone()).expect("base manifest");
+            let frag = |i: usize| pb::DataFragment { id: 0, row_id_sequence: None, ..m.manifest.fragments[i].clone() };
+            vec![frag(0).encode_to_vec(), [frag(0).encode_to_vec(), b"\xff\xfe\xfd".to_vec(), frag(1).encode_to_vec()].concat()]
         }
+        "tags_hint" => [
+            r#"{"version": 1, "manifest_size": 1234, "branch": null}"#,
+            r#"{"version":1}"#,
+            r#"{"version": 18446744073709551615}"#,
+            r#"{"createdAt": "2024-01-01T00:00:00Z", "version": 1, "nested": {"version": 7}}"#,
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect(),
+        "version_names" => vec![
+            b"1.manifest\n2.manifest\n10.manifest".to_vec(),
+            b"18446744073709551614.manifest\n18446744073709551613.manifest\nlatest_version_hint.json".to_vec(),
+            b"00000000000000000001.manifest\n3.manifest.tmp\n.manifest\n-1.manifest".to_vec(),
+        ],
+        "sql_filter" => [
+            "id > 2 AND s LIKE 'a%'",
+            "i IS NULL OR f >= 1.5",
+            "st.x IN (1, 2, 9) AND NOT b",
+            "d < date '2024-01-01' OR ts > timestamp '2024-01-01 10:00:00'",
+            "dec BETWEEN 1.00 AND 2.50",
+            "lower(s) = 'abc' AND u8 % 2 = 0",
+            "CAST(i AS bigint) + id * 2 <> 7",
+            "_rowid < 3 OR _rowaddr > 4294967296",
+            "ls IS NOT NULL AND s NOT LIKE '%\\%%' ESCAPE '\\'",
+            "(id = 1 OR id = 2) AND (i != 5 OR i IS DISTINCT FROM NULL)",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect(),
+        "file_v2_0" => vec![seed_data_file(FileVersion::V2_0)],
+        "file_footer" | "page_miniblock" | "page_dictionary" | "page_fullzip" | "page_constant" | "page_blob" => {
+            [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2].into_iter().map(seed_data_file).collect()
+        }
+        _ => Vec::new(),
     }
 }
+
+/// Row id sequences of every segment kind and array width.
+fn seed_row_ids() -> Vec<Vec<u8>> {
+    use pb::encoded_u64_array::{Array, U16Array, U32Array, U64Array};
+    use pb::u64_segment::{Range as R, RangeWithBitmap, RangeWithHoles, Segment as S};
+    let u16s = |base: u64, v: &[u16]| pb::EncodedU64Array {
+        array: Some(Array::U16Array(U16Array { base, offsets: v.iter().flat_map(|x| x.to_le_bytes()).collect() })),
+    };
+    let u32s = |base: u64, v: &[u32]| pb::EncodedU64Array {
+        array: Some(Array::U32Array(U32Array { base, offsets: v.iter().flat_map(|x| x.to_le_bytes()).collect() })),
+    };
+    let u64s = |v: &[u64]| pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: v.iter().flat_map(|x| x.to_le_bytes()).collect() })) };
+    let seq = |segs: Vec<S>| pb::RowIdSequence { segments: segs.into_iter().map(|s| pb::U64Segment { segment: Some(s) }).collect() }.encode_to_vec();
+    vec![
+        seq(vec![S::Range(R { start: 0, end: 100 })]),
+        seq(vec![
+            S::Range(R { start: 5, end: 9 }),
+            S::RangeWithHoles(RangeWithHoles { start: 20, end: 40, holes: Some(u16s(20, &[1, 3, 10])) }),
+            S::RangeWithBitmap(RangeWithBitmap { start: 100, end: 116, bitmap: vec![0b1011_0110, 0xff] }),
+            S::SortedArray(u32s(1000, &[0, 5, 70_000])),
+            S::Array(u64s(&[9, 2, 1 << 40])),
+        ]),
+        seq(vec![S::RangeWithHoles(RangeWithHoles { start: 0, end: 1 << 40, holes: Some(u64s(&[7, 1 << 39])) })]),
+    ]
+}
+
+/// `sample_batch` written by lancelet as one data file of `version`.
+fn seed_data_file(version: FileVersion) -> Vec<u8> {
+    let _g = store_lock();
+    let mut batch = sample_batch();
+    if version == FileVersion::V2_0 {
+        // 2.0 does not encode a struct's own nulls.
+        let keep: Vec<usize> = (0..batch.num_columns()).filter(|&i| batch.schema().field(i).name() != "st").collect();
+        batch = batch.project(&keep).expect("projection");
+    }
+    let s = Storage::open("memory://lancelet-fuzz-seeds/f.lance").expect("memory store");
+    let schema = crate::file::schema::LanceSchema::from_arrow(&batch.schema()).expect("schema");
+    let mut w = FileWriter::create_with_lance_schema(s.clone(), schema, version).expect("writer");
+    w.write(&batch).expect("write");
+    w.finish().expect("finish");
+    s.read_all().expect("read back").to_vec()
+}
+
+#[cfg(test)]
+#[path = "fuzzing_tests.rs"]
+mod tests;

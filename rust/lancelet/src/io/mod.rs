@@ -55,10 +55,13 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
 }
 
-/// Set by the fuzz targets: URIs read from fuzzed bytes (base paths of a
-/// manifest) must not reach the local disk or the network.
-#[cfg(feature = "fuzzing")]
-pub static MEMORY_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+#[cfg(any(test, feature = "fuzzing"))]
+thread_local! {
+    /// Set by the fuzz targets on their thread: URIs read from fuzzed bytes
+    /// (base paths of a manifest) must not reach the local disk or the
+    /// network. Per thread, so that other tests of the process are free.
+    pub static MEMORY_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
@@ -180,8 +183,8 @@ impl Storage {
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
             return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
         }
-        #[cfg(feature = "fuzzing")]
-        if MEMORY_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        #[cfg(any(test, feature = "fuzzing"))]
+        if MEMORY_ONLY.with(|m| m.get()) {
             return Err(Error::invalid_input(format!("{uri:?}: fuzz targets reach memory:// stores only")));
         }
         if uri.starts_with("s3://") || uri.starts_with("s3a://") {

@@ -119,7 +119,8 @@ impl Segment {
             }
             Segment::Array(v) => {
                 let end = pos.end.min(v.len() as u64) as usize;
-                for (k, &id) in v[pos.start as usize..end].iter().enumerate() {
+                let start = (pos.start as usize).min(end);
+                for (k, &id) in v[start..end].iter().enumerate() {
                     f(id, pos.start + k as u64, 1);
                 }
             }
@@ -145,11 +146,11 @@ fn decode_array(a: &pb::EncodedU64Array) -> Result<Vec<u64>> {
     Ok(match &a.array {
         Some(Array::U16Array(x)) => {
             chunks(&x.offsets, 2)?;
-            x.offsets.chunks_exact(2).map(|c| x.base + u64::from(u16::from_le_bytes([c[0], c[1]]))).collect()
+            x.offsets.chunks_exact(2).map(|c| offset_id(x.base, u64::from(u16::from_le_bytes([c[0], c[1]])))).collect::<Result<_>>()?
         }
         Some(Array::U32Array(x)) => {
             chunks(&x.offsets, 4)?;
-            x.offsets.chunks_exact(4).map(|c| x.base + u64::from(u32::from_le_bytes(c.try_into().expect("4")))).collect()
+            x.offsets.chunks_exact(4).map(|c| offset_id(x.base, u64::from(u32::from_le_bytes(c.try_into().expect("4"))))).collect::<Result<_>>()?
         }
         Some(Array::U64Array(x)) => {
             chunks(&x.values, 8)?;
@@ -157,6 +158,11 @@ fn decode_array(a: &pb::EncodedU64Array) -> Result<Vec<u64>> {
         }
         None => Vec::new(),
     })
+}
+
+/// `base + offset` of an offset-encoded array; past 2^64 is corrupt.
+fn offset_id(base: u64, offset: u64) -> Result<u64> {
+    base.checked_add(offset).ok_or_else(|| Error::corrupt(format!("row id array base {base} + offset {offset} exceeds 2^64")))
 }
 
 fn check_range(start: u64, end: u64) -> Result<Range<u64>> {
