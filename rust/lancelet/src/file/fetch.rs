@@ -395,7 +395,7 @@ mod tests {
         PageLayout { layout: Some(Layout::MiniBlockLayout(m)) }
     }
 
-    fn fullzip(bits: u64) -> PageLayout {
+    fn fullzip(bits: u32) -> PageLayout {
         let f = FullZipLayout { details: Some(Details::BitsPerValue(bits)), ..Default::default() };
         PageLayout { layout: Some(Layout::FullZipLayout(f)) }
     }
