@@ -181,7 +181,36 @@ fn func(f: Func, a: &ArrayRef) -> Result<ArrayRef> {
     })
 }
 
-/// Evaluate an expression over a batch.
+/// An `AND` (`and`) or `OR` of `terms`, evaluated one term after the other
+/// (a loop, however long the chain) with SQL's three-valued logic; stops
+/// early once every row is decided (all false for `AND`, all true for `OR`).
+fn logic(and: bool, terms: &[Expr], batch: &RecordBatch) -> Result<Val> {
+    let n = batch.num_rows();
+    let mut acc: Option<Val> = None;
+    for t in terms {
+        let v = eval(t, batch)?;
+        let next = match acc {
+            None => v,
+            Some(a) => {
+                let scalar = a.is_scalar() && v.is_scalar();
+                let m = if scalar { 1 } else { n };
+                let (x, y) = (bools(&a, m)?, bools(&v, m)?);
+                let out = if and { and_kleene(&x, &y) } else { or_kleene(&x, &y) }.map_err(ae)?;
+                Val::like(Arc::new(out), scalar)
+            }
+        };
+        let b = bools(&next, if next.is_scalar() { 1 } else { n })?;
+        let decided = b.null_count() == 0 && if and { b.true_count() == 0 } else { b.false_count() == 0 };
+        acc = Some(next);
+        if decided {
+            break;
+        }
+    }
+    acc.ok_or_else(|| Error::Internal { what: "AND/OR without terms".into() })
+}
+
+/// Evaluate an expression over a batch. Recursion follows the planned
+/// tree, whose depth the parser bounds (chains and lists are loops).
 pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
     let n = batch.num_rows();
     Ok(match &e.kind {
@@ -207,13 +236,10 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
             let out = if matches!(x.data_type, DataType::Null) { v.array().clone() } else { numeric::neg_wrapping(v.array()).map_err(ae)? };
             Val::like(out, v.is_scalar())
         }
-        Kind::And(l, r) | Kind::Or(l, r) => {
-            let (lv, rv) = (eval(l, batch)?, eval(r, batch)?);
-            let scalar = lv.is_scalar() && rv.is_scalar();
-            let m = if scalar { 1 } else { n };
-            let (a, b) = (bools(&lv, m)?, bools(&rv, m)?);
-            let out = if matches!(e.kind, Kind::And(..)) { and_kleene(&a, &b) } else { or_kleene(&a, &b) }.map_err(ae)?;
-            Val::like(Arc::new(out), scalar)
+        Kind::And(terms) | Kind::Or(terms) => logic(matches!(e.kind, Kind::And(_)), terms, batch)?,
+        Kind::InList { expr, set } => {
+            let v = eval(expr, batch)?;
+            Val::like(Arc::new(set.contains(v.array())?), v.is_scalar())
         }
         Kind::Not(x) => {
             let v = eval(x, batch)?;
