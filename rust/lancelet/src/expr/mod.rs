@@ -108,4 +108,8 @@ pub fn parse_filter(sql: &str, schema: &Schema) -> Result<Arc<dyn RowFilter>> {
 }
 
 #[cfg(test)]
+mod parse_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wide_tests;
