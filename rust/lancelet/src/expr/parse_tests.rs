@@ -31,9 +31,21 @@ fn flatten_sql<'a>(e: &'a E, op: &BinaryOperator, out: &mut Vec<&'a E>) {
     }
 }
 
+/// Words our parser never takes for a column name where an operand starts.
+const OPERATOR_WORDS: [&str; 8] = ["AND", "OR", "NOT", "IS", "IN", "BETWEEN", "LIKE", "ILIKE"];
+/// Marks such a word in `sqlparser`'s canonical tree.
+const KEYWORD_AS_NAME: &str = "?keyword-as-name:";
+
 /// `sqlparser`'s tree in canonical form.
 fn canon_sql(e: &E) -> String {
     match e {
+        // sqlparser takes an unquoted operator keyword in an operand's place
+        // for a column or function name (`AND = a`, `IN (1) = a`); we refuse
+        // it on purpose, with
+        // "expected an expression, found `AND`".
+        E::Identifier(id) if id.quote_style.is_none() && OPERATOR_WORDS.contains(&id.value.to_uppercase().as_str()) => {
+            format!("{KEYWORD_AS_NAME}{}", id.value)
+        }
         E::Identifier(id) => id.value.clone(),
         E::CompoundIdentifier(ids) => ids.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join("."),
         E::Value(v) => sql_value(&v.value),
@@ -94,6 +106,9 @@ fn canon_sql(e: &E) -> String {
             format!("(CAST {} AS {data_type})", canon_sql(expr))
         }
         E::TypedString(ts) => format!("{} {}", ts.data_type, sql_value(&ts.value.value)),
+        E::Function(f) if OPERATOR_WORDS.contains(&f.name.to_string().to_uppercase().as_str()) => {
+            format!("{KEYWORD_AS_NAME}{}", f.name)
+        }
         E::Function(f) => {
             let args = match &f.args {
                 ast::FunctionArguments::List(l) => l
@@ -268,6 +283,10 @@ proptest! {
     fn agrees_with_sqlparser(sql in token_soup()) {
         let theirs = sqlparser_canon(&sql);
         let ours = ours_canon(&sql);
-        prop_assert_eq!(ours, theirs, "{}", sql);
+        if theirs.as_deref().is_some_and(|t| t.contains(KEYWORD_AS_NAME)) {
+            prop_assert!(ours.is_none(), "we accept {} as {:?}", sql, ours);
+        } else {
+            prop_assert_eq!(ours, theirs, "{}", sql);
+        }
     }
 }

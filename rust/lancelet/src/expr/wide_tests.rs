@@ -100,7 +100,8 @@ fn deepest_accepted_filter_runs_on_a_small_stack() {
         format!("{}id > 5{}", "(NOT ".repeat(depth / 2), ")".repeat(depth / 2)),
         format!("id{} > 5", " + 1".repeat(depth)),
         format!("{}id{} > 5", "abs(".repeat(depth), ")".repeat(depth)),
-        format!("{}id > 5{}", "(id < 0 OR (".repeat(depth / 2), "))".repeat(depth / 2)),
+        // each repetition nests three levels: two parentheses and the OR
+        format!("{}id > 5{}", "(id < 0 OR (".repeat(depth / 3), "))".repeat(depth / 3)),
         format!("id IN ({}1{})", "(".repeat(depth - 1), ")".repeat(depth - 1)),
     ];
     for sql in cases {
