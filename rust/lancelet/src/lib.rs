@@ -13,5 +13,7 @@ pub mod fuzzing;
 pub mod io;
 pub mod proto;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod testdata;
 
 pub use error::{Error, Result};
