@@ -386,7 +386,7 @@ pub fn staged_fragments(data: &[u8]) {
         uri: b.uri.to_string(),
         mode: WriteMode::Append,
         read_version: 1,
-        data_storage_version: FileVersion::V2_1,
+        data_storage_version: Some(FileVersion::V2_1),
         schema: b.schema.clone(),
         storage_options: StorageOptions::new(),
     };

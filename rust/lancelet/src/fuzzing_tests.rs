@@ -209,3 +209,49 @@ fn seeds_pass_every_target() {
         manifest(s);
     }
 }
+
+/// Version 2 of the base dataset: its version 1 manifest edited by `edit`.
+fn write_version_2(b: &BaseDataset, edit: impl FnOnce(&mut pb::Manifest)) {
+    let mut m = decode_manifest(b.manifest.clone()).unwrap().manifest;
+    m.version = 2;
+    m.transaction_section = None;
+    edit(&mut m);
+    let (file, _) = crate::table::manifest::frame_sections(&[&m.encode_to_vec()]);
+    b.root.child(&format!("_versions/{}", ManifestNaming::V2.file_name(2))).unwrap().write_all(Bytes::from(file)).unwrap();
+}
+
+/// Fragment ids and row counts that do not fit a row address (32 bits
+/// each) are a corrupt manifest, not an overflow further on.
+#[test]
+fn fragment_ids_and_rows_beyond_32_bits_are_corrupt() {
+    let _g = store_lock();
+    let b = base();
+    for edit in [|f: &mut pb::DataFragment| f.physical_rows = 1 << 33, |f: &mut pb::DataFragment| f.id = 1 << 32] {
+        reset_base(b);
+        write_version_2(b, |m| edit(&mut m.fragments[0]));
+        match Dataset::open(b.uri, None) {
+            Err(Error::Corrupt { path, what }) => {
+                assert!(path.is_some_and(|p| p.contains("_versions/")), "{what}");
+                assert!(what.contains("32 bits"), "{what}");
+            }
+            other => panic!("expected a corrupt manifest, got {:?}", other.map(|d| d.version())),
+        }
+    }
+    reset_base(b);
+}
+
+/// A row id counter at the end of u64 (stable row ids): an append is a
+/// corrupt manifest, not an arithmetic overflow (a panic in debug builds).
+#[test]
+fn row_id_counter_at_the_end_is_corrupt() {
+    let _g = store_lock();
+    let b = base();
+    reset_base(b);
+    write_version_2(b, |m| m.next_row_id = u64::MAX - 2);
+    let files = decode_manifest(b.manifest.clone()).unwrap().manifest.fragments[0].files.clone();
+    let frag = pb::DataFragment { physical_rows: 5, files, ..Default::default() };
+    let txn = new_transaction(2, Operation::Append(pb::transaction::Append { fragments: vec![frag] }));
+    let r = commit(&b.root, &txn, &CommitOptions::default());
+    assert!(matches!(r, Err(Error::Corrupt { ref what, .. }) if what.contains("row ids exhausted")), "{r:?}");
+    reset_base(b);
+}

@@ -304,6 +304,10 @@ impl RowIdIndex {
         let mut runs = Vec::new();
         for (frag, seq, live) in fragments {
             for (id, pos, len) in seq.runs(live) {
+                // A row address keeps 32 bits for the position.
+                if pos + len > 1 << 32 {
+                    return Err(Error::corrupt(format!("fragment {frag} has row ids at positions beyond 2^32")));
+                }
                 runs.push((id, (frag << 32) | pos, len));
             }
         }
@@ -342,6 +346,34 @@ mod tests {
 
     fn seg(s: S) -> pb::U64Segment {
         pb::U64Segment { segment: Some(s) }
+    }
+
+    /// A corrupt `RangeWithHoles` may span 2^40 ids in a few bytes: reading
+    /// its ends and indexing it cost the holes, not the width (the ids used
+    /// to be walked one by one).
+    #[test]
+    fn wide_range_with_holes_is_cheap() {
+        let holes = pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: [7u64, 1 << 39].iter().flat_map(|x| x.to_le_bytes()).collect() })) };
+        let msg = pb::RowIdSequence { segments: vec![seg(S::RangeWithHoles(pb::u64_segment::RangeWithHoles { start: 0, end: 1 << 40, holes: Some(holes) }))] };
+        let seq = RowIdSequence::decode(&msg.encode_to_vec()).unwrap();
+        let n = seq.len();
+        assert_eq!(n, (1 << 40) - 2);
+        assert_eq!(seq.select(&[5..9, n - 2..n]), vec![5, 6, 8, 9, (1 << 40) - 2, (1 << 40) - 1]);
+        let index = RowIdIndex::build([(3u64, &seq, &[0..10][..])]).unwrap();
+        assert_eq!(index.get(8), Some(3 << 32 | 7));
+        assert_eq!(index.get(7), None);
+        assert_eq!(index.num_runs(), 2);
+        // Positions past 2^32 have no row address.
+        assert!(matches!(RowIdIndex::build([(3u64, &seq, &[0..n][..])]), Err(Error::Corrupt { .. })));
+    }
+
+    /// `base + offset` past 2^64 is corrupt (it overflowed: a panic in debug
+    /// builds, a wrapped id in release ones).
+    #[test]
+    fn offsets_past_the_end_of_u64_are_corrupt() {
+        let arr = pb::EncodedU64Array { array: Some(Array::U16Array(U16Array { base: u64::MAX - 1, offsets: vec![1, 0, 2, 0] })) };
+        let msg = pb::RowIdSequence { segments: vec![seg(S::SortedArray(arr))] };
+        assert!(matches!(RowIdSequence::decode(&msg.encode_to_vec()), Err(Error::Corrupt { .. })));
     }
 
     #[test]
