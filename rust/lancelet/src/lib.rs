@@ -8,9 +8,13 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod file;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod io;
 pub mod proto;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod testdata;
 pub mod tiledb;
 
 pub use error::{Error, Result};

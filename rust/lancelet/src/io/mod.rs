@@ -26,6 +26,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "s3")]
 pub mod s3;
 pub mod upload;
 
@@ -52,6 +53,14 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// Run a future to completion on the I/O runtime.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
+}
+
+#[cfg(any(test, feature = "fuzzing"))]
+thread_local! {
+    /// Set by the fuzz targets on their thread: URIs read from fuzzed bytes
+    /// (base paths of a manifest) must not reach the local disk or the
+    /// network. Per thread, so that other tests of the process are free.
+    pub static MEMORY_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
@@ -140,7 +149,18 @@ pub struct Storage {
     reads: Arc<AtomicU64>,
     bytes_read: Arc<AtomicU64>,
     options: Arc<StorageOptions>,
+    /// What one request costs, in bytes transferred (see `request_cost`).
+    request_cost: u64,
 }
+
+/// What a request to local storage costs, in bytes it would take to read
+/// in the same time: a `pread` and a buffer per range, a few microseconds
+/// against memory bandwidth of several GB/s.
+pub const LOCAL_REQUEST_COST: u64 = 16 << 10;
+/// What a request to an object store costs, in bytes: a round trip of
+/// milliseconds against tens to hundreds of MB/s per connection (also the
+/// gap below which object_store itself merges ranges into one request).
+pub const REMOTE_REQUEST_COST: u64 = 1 << 20;
 
 impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -174,9 +194,18 @@ impl Storage {
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
             return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
         }
+        #[cfg(any(test, feature = "fuzzing"))]
+        if MEMORY_ONLY.with(|m| m.get()) {
+            return Err(Error::invalid_input(format!("{uri:?}: fuzz targets reach memory:// stores only")));
+        }
         if uri.starts_with("s3://") || uri.starts_with("s3a://") {
-            let (store, path) = s3::open(uri, &options)?;
-            return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            #[cfg(feature = "s3")]
+            {
+                let (store, path) = s3::open(uri, &options)?;
+                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            }
+            #[cfg(not(feature = "s3"))]
+            return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
         }
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             std::path::PathBuf::from(rest)
@@ -196,7 +225,17 @@ impl Storage {
     }
 
     fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>) -> Self {
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options }
+        let remote = display.starts_with("s3://") || display.starts_with("s3a://");
+        let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
+        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, request_cost }
+    }
+
+    /// What one read request costs here, in bytes transferred in the same
+    /// time: readers fetch a few more bytes rather than make another
+    /// request when that is cheaper ([`LOCAL_REQUEST_COST`],
+    /// [`REMOTE_REQUEST_COST`]).
+    pub fn request_cost(&self) -> u64 {
+        self.request_cost
     }
 
     /// Open another URI with this handle's storage options (a dataset's
@@ -289,7 +328,7 @@ impl Storage {
             path = path.join(part);
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
-        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone() })
+        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone(), request_cost: self.request_cost })
     }
 
     /// The objects directly below this path (treated as a directory): names

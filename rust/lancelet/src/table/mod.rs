@@ -18,11 +18,13 @@
 pub mod commit;
 pub mod dataset;
 pub mod deletion;
+mod deletion_arrow;
 pub mod features;
 pub mod fragment;
 pub mod manifest;
 pub mod rowids;
 pub mod scan;
+mod select;
 pub mod staged;
 pub mod tags;
 pub mod transaction;

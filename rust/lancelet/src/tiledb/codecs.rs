@@ -115,7 +115,7 @@ pub fn double_delta_decode(data: &[u8], width: usize, signed: bool) -> Result<Ve
         let words = c.rest();
         let mut bit = 0usize;
         let total_bits = words.len() / 8 * 64;
-        let mut next_bit = |bit: &mut usize| -> Result<u64> {
+        let next_bit = |bit: &mut usize| -> Result<u64> {
             if *bit >= total_bits {
                 return Err(Error::corrupt("double delta bit stream ends early"));
             }

@@ -78,13 +78,13 @@ impl Filter {
             Filter::ChecksumSha256 => "ChecksumSHA256Filter",
             Filter::FloatScale { .. } => "FloatScaleFilter",
             Filter::Xor => "XORFilter",
-            Filter::Unknown { name, .. } => name,
+            Filter::Unknown { name, .. } => *name,
         }
     }
 
     fn parse(id: u8, opts: &[u8]) -> Result<Self> {
         let mut c = Cursor::new(opts);
-        let mut level = |c: &mut Cursor| -> Result<i32> {
+        let level = |c: &mut Cursor| -> Result<i32> {
             c.u8("compressor type")?;
             c.i32("compression level")
         };

@@ -277,14 +277,24 @@ struct CellBytes {
     len: usize,
 }
 
+fn tile_at<'a>(tiles: &'a [Option<TileData>], t: usize, name: &str) -> Result<&'a TileData> {
+    tiles.get(t).and_then(|x| x.as_ref()).ok_or_else(|| Error::Internal { what: format!("tile {t} of {name} not loaded") })
+}
+
+/// The stored bytes of dimension `d` of candidate cell `s`.
+fn coord<'a>(dim_tiles: &'a [Vec<Option<TileData>>], schema: &ArraySchema, s: u64, d: usize) -> &'a [u8] {
+    let (g, c) = unpack(s);
+    match dim_tiles[d][g].as_ref() {
+        Some(td) => td.value(c, schema.dims[d].datatype.size()),
+        None => &[],
+    }
+}
+
 /// Gather one column: each source is a (tile, cell) in `tiles` or FILL.
 fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &[u8], fill_valid: bool) -> Result<(CellBytes, Option<Vec<bool>>)> {
     let n = sources.len();
     let cs = col.cell_size();
     let mut validity = if col.nullable { Some(Vec::with_capacity(n)) } else { None };
-    let tile = |t: usize| -> Result<&TileData> {
-        tiles.get(t).and_then(|x| x.as_ref()).ok_or_else(|| Error::Internal { what: format!("tile {t} of {} not loaded", col.name) })
-    };
     if col.is_var() {
         let mut offsets = Vec::with_capacity(n + 1);
         let mut values = Vec::new();
@@ -294,7 +304,7 @@ fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &
                 (fill, fill_valid)
             } else {
                 let (t, c) = unpack(s);
-                let td = tile(t)?;
+                let td = tile_at(tiles, t, &col.name)?;
                 (td.value(c, cs), td.valid(c))
             };
             values.extend_from_slice(bytes);
@@ -317,7 +327,7 @@ fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &
                 }
             } else {
                 let (t, c) = unpack(s);
-                let td = tile(t)?;
+                let td = tile_at(tiles, t, &col.name)?;
                 values.extend_from_slice(td.value(c, cs));
                 if let Some(v) = validity.as_mut() {
                     v.push(td.valid(c));
@@ -641,14 +651,9 @@ impl TileDbArray {
         }
         let col_major = order == Order::ColMajor || (order == Order::Unordered && schema.cell_order == Layout::ColMajor);
         let dim_order: Vec<usize> = if col_major { (0..nd).rev().collect() } else { (0..nd).collect() };
-        let coord = |s: u64, d: usize| -> &[u8] {
-            let (g, c) = unpack(s);
-            let td = dim_tiles[d][g].as_ref().expect("candidate tiles are loaded");
-            td.value(c, schema.dims[d].datatype.size())
-        };
         let cmp_coords = |a: &u64, b: &u64| -> Ordering {
             for &d in &dim_order {
-                let o = cmp_values(schema.dims[d].datatype, coord(*a, d), coord(*b, d));
+                let o = cmp_values(schema.dims[d].datatype, coord(&dim_tiles, schema, *a, d), coord(&dim_tiles, schema, *b, d));
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -660,10 +665,9 @@ impl TileDbArray {
         if !schema.allows_duplicates {
             let mut kept: Vec<u64> = Vec::with_capacity(candidates.len());
             for s in candidates {
-                match kept.last() {
-                    Some(last) if cmp_coords(last, &s) == Ordering::Equal => {
-                        *kept.last_mut().expect("non-empty") = s;
-                    }
+                let same = kept.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
+                match kept.last_mut() {
+                    Some(last) if same => *last = s,
                     _ => kept.push(s),
                 }
             }
