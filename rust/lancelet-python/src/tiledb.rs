@@ -76,7 +76,7 @@ fn pipeline_to_py<'py>(py: Python<'py>, p: &FilterPipeline) -> PyResult<Bound<'p
 /// A subarray bound from a Python int, float, str or bytes.
 fn bound_from_py(v: &Bound<'_, PyAny>) -> PyResult<Bound2> {
     if let Ok(s) = v.cast::<PyString>() {
-        return Ok(Bound2(lancelet::tiledb::Bound::Bytes(s.to_str()?.as_bytes().to_vec())));
+        return Ok(Bound2(lancelet::tiledb::Bound::Bytes(s.to_cow()?.as_bytes().to_vec())));
     }
     if let Ok(b) = v.cast::<PyBytes>() {
         return Ok(Bound2(lancelet::tiledb::Bound::Bytes(b.as_bytes().to_vec())));

@@ -100,7 +100,20 @@ impl TileData {
 fn read_tiles(array: &TileDbArray, frag: &FragmentMeta, file: &str, locs: &[TileLoc]) -> Result<Vec<bytes::Bytes>> {
     let storage = array.fragment_file(frag, file)?;
     let ranges: Vec<_> = locs.iter().map(|l| l.offset..l.offset + l.size).collect();
-    storage.read_ranges(&ranges)
+    match storage.read_ranges(&ranges) {
+        Err(Error::Io { path, message }) => {
+            // A file shorter than its metadata says is corrupt, not an I/O failure.
+            let end = ranges.iter().map(|r| r.end).max().unwrap_or(0);
+            match storage.size() {
+                Ok(size) if size < end => Err(Error::Corrupt {
+                    path: Some(path),
+                    what: format!("file is {size} bytes, the fragment metadata places tiles up to byte {end}"),
+                }),
+                _ => Err(Error::Io { path, message }),
+            }
+        }
+        other => other,
+    }
 }
 
 /// Decode tiles `which` of column `col` of fragment `frag`, each holding
