@@ -7,6 +7,7 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod file;
+mod namespace;
 mod write;
 
 use pyo3::prelude::*;
@@ -39,6 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileReader>()?;
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
+    m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

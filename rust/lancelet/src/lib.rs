@@ -9,6 +9,7 @@ pub mod error;
 pub mod expr;
 pub mod file;
 pub mod io;
+pub mod namespace;
 pub mod proto;
 pub mod table;
 

@@ -27,8 +27,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::error::{Error, Result};
 
 pub mod s3;
+pub mod tree;
 pub mod upload;
 
+pub use tree::Listing;
 pub use upload::ObjectWriter;
 
 /// Storage options (pylance's `storage_options`): credentials, endpoint,
@@ -140,6 +142,9 @@ pub struct Storage {
     reads: Arc<AtomicU64>,
     bytes_read: Arc<AtomicU64>,
     options: Arc<StorageOptions>,
+    /// The directory this path is on a local file system (`None` for
+    /// object stores and memory), for cleaning up empty directories.
+    local_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -172,11 +177,11 @@ impl Storage {
         if let Some(rest) = uri.strip_prefix("memory://") {
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
-            return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
+            return Ok(Self::new(memory_store(name), path, uri.to_string(), options, None));
         }
         if uri.starts_with("s3://") || uri.starts_with("s3a://") {
             let (store, path) = s3::open(uri, &options)?;
-            return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options, None));
         }
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             std::path::PathBuf::from(rest)
@@ -192,11 +197,11 @@ impl Storage {
         );
         let path = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
-        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string(), options))
+        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string(), options, Some(abs)))
     }
 
-    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>) -> Self {
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options }
+    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
+        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, local_dir }
     }
 
     /// Open another URI with this handle's storage options (a dataset's
@@ -282,14 +287,26 @@ impl Storage {
     /// their manifests, data and deletion files from the root.
     pub fn child(&self, rel: &str) -> Result<Storage> {
         let mut path = self.path.clone();
+        let mut local_dir = self.local_dir.clone();
         for part in rel.split('/').filter(|p| !p.is_empty()) {
             if part == "." || part == ".." {
                 return Err(Error::invalid_input(format!("relative path {rel:?} may not contain . or ..")));
             }
             path = path.join(part);
+            if let Some(d) = local_dir.as_mut() {
+                d.push(part);
+            }
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
-        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone() })
+        Ok(Storage {
+            store: self.store.clone(),
+            path,
+            display,
+            reads: self.reads.clone(),
+            bytes_read: self.bytes_read.clone(),
+            options: self.options.clone(),
+            local_dir,
+        })
     }
 
     /// The objects directly below this path (treated as a directory): names

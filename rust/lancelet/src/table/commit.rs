@@ -56,6 +56,11 @@ pub struct CommitOptions {
     pub must_not_exist: bool,
     /// Failure injection for tests.
     pub hook: Option<FailHook>,
+    /// Commit exactly as version `read_version + 1`, or fail with
+    /// `Error::Conflict` when another writer got there first: no rebase,
+    /// no retry, so the caller can re-read and re-check (the namespace
+    /// catalog's `__manifest` changes are decided on what they read).
+    pub exact_version: bool,
 }
 
 /// The transaction of a committed version.
@@ -95,6 +100,9 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display()) });
         }
         let latest = versions.last();
+        if opts.exact_version && latest.map(|l| l.version).unwrap_or(0) != txn.read_version {
+            return Err(Error::Conflict { what: format!("{} moved past version {} since it was read", root.display(), txn.read_version) });
+        }
         // Check what was committed after our read version.
         for loc in versions.iter().filter(|l| l.version > txn.read_version) {
             if checked.contains_key(&loc.version) {
@@ -159,6 +167,9 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
                 let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
                 let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
                 return Ok(version);
+            }
+            Err(Error::AlreadyExists { .. }) if opts.exact_version => {
+                return Err(Error::Conflict { what: format!("version {version} of {} was committed concurrently", root.display()) });
             }
             Err(Error::AlreadyExists { .. }) => {
                 sleep_jitter(attempt);
