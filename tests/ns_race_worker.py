@@ -1,9 +1,10 @@
-"""One racer of test_namespace_races.py: waits until a shared start time,
-then creates namespaces/tables through lancelet's or pylance's
+"""One racer of test_namespace_races.py: sets up, prints ``READY``, waits
+until the file GO exists (the parent creates it once every racer is
+ready), then creates namespaces/tables through lancelet's or pylance's
 DirectoryNamespace and prints one JSON line per attempt:
 ``{"id": [...], "ok": true}`` or ``{"id": [...], "ok": false, "error": "ClassName", "lancelet": bool}``.
 
-    python ns_race_worker.py LIB ROOT START_TIME KIND ID [ID...]   (IDs: a.b.c)
+    python ns_race_worker.py LIB ROOT GO KIND:ID [KIND:ID...]   (IDs: a.b.c)
     LIB: lancelet | pylance;  KIND: table | namespace | declare
     storage options come as JSON in $NS_STORAGE_OPTIONS
 """
@@ -18,7 +19,7 @@ import time
 
 
 def main() -> None:
-    lib, root, start, kind, *ids = sys.argv[1:]
+    lib, root, go, *jobs = sys.argv[1:]
     import lance_namespace as ln
     import pyarrow as pa
 
@@ -38,9 +39,12 @@ def main() -> None:
     with pa.ipc.new_stream(sink, t.schema) as w:
         w.write_table(t)
     data = sink.getvalue()
-    while time.time() < float(start):
-        time.sleep(0.002)
-    for text in ids:
+    print("READY", flush=True)
+    deadline = time.time() + 300
+    while not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.001)
+    for job in jobs:
+        kind, _, text = job.partition(":")
         ident = text.split(".")
         try:
             if kind == "table":
@@ -49,9 +53,9 @@ def main() -> None:
                 ns.declare_table(ln.DeclareTableRequest(id=ident))
             else:
                 ns.create_namespace(ln.CreateNamespaceRequest(id=ident))
-            out = {"id": ident, "ok": True}
+            out = {"kind": kind, "id": ident, "ok": True}
         except Exception as e:  # noqa: BLE001 - the parent judges every outcome
-            out = {"id": ident, "ok": False, "error": type(e).__name__, "message": str(e)[:300],
+            out = {"kind": kind, "id": ident, "ok": False, "error": type(e).__name__, "message": str(e)[:300],
                    "lancelet": type(e).__module__.startswith("lancelet")}
         print(json.dumps(out), flush=True)
 
