@@ -12,5 +12,7 @@ pub mod io;
 pub mod namespace;
 pub mod proto;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod testdata;
 
 pub use error::{Error, Result};

@@ -44,7 +44,7 @@ use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::list_versions;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::transaction::{new_transaction, BuildOptions};
-use crate::table::write::{dataset_file_version, deletion_transaction, stage_fragments, StageTarget};
+use crate::table::write::{data_file_paths, dataset_file_version, deletion_transaction, stage_fragments, StageTarget};
 
 use pb::transaction::Operation;
 
@@ -288,6 +288,7 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
         }
         let schema = LanceSchema::from_arrow(&snap.schema())?;
         let fragments = stage(&root, &schema, FileVersion::V2_2, new_rows)?;
+        let owned_files = data_file_paths(&fragments);
         let op = Operation::Overwrite(pb::transaction::Overwrite {
             fragments,
             schema: schema.to_pb()?,
@@ -295,14 +296,20 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
             ..Default::default()
         });
         let build = BuildOptions { enable_stable_row_ids: false, data_storage_version: FileVersion::V2_2.as_str().to_string() };
-        return commit_txn(&root, &new_transaction(0, op), &CommitOptions { build, ..opts });
+        return commit_txn(&root, &new_transaction(0, op), &CommitOptions { build, owned_files, ..opts });
     };
     let ds = &stored.ds;
+    let file_version = dataset_file_version(ds.manifest())?;
+    // An overwrite names the version of the files it wrote: the catalog's.
+    let build = BuildOptions { enable_stable_row_ids: false, data_storage_version: file_version.as_str().to_string() };
+    // The files staged for this change: a commit that loses removes them.
+    let owned_files;
     let txn = if remove.is_empty() {
         if add.is_empty() {
             return Ok(snap.version);
         }
-        let fragments = stage(&root, ds.lance_schema(), dataset_file_version(ds.manifest())?, new_rows)?;
+        let fragments = stage(&root, ds.lance_schema(), file_version, new_rows)?;
+        owned_files = data_file_paths(&fragments);
         new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }))
     } else if add.is_empty() {
         let mut per_frag: BTreeMap<u64, RoaringBitmap> = BTreeMap::new();
@@ -311,13 +318,16 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
             per_frag.entry(a >> 32).or_default().insert(a as u32);
         }
         let ids: Vec<&str> = remove.iter().map(|&i| snap.entries[i].object_id.as_str()).collect();
-        deletion_transaction(ds, per_frag, &format!("namespace catalog: remove {ids:?}"), &None)?
+        let (txn, written) = deletion_transaction(ds, per_frag, &format!("namespace catalog: remove {ids:?}"), &None)?;
+        owned_files = written;
+        txn
     } else {
         let keep = BooleanArray::from((0..snap.entries.len()).map(|i| !remove.contains(&i)).collect::<Vec<_>>());
         let kept = arrow_select::filter::filter_record_batch(&stored.rows, &keep)?;
         let all = arrow_select::concat::concat_batches(&stored.rows.schema(), &[kept, new_rows])?;
         let schema = ds.lance_schema();
-        let fragments = stage(&root, schema, dataset_file_version(ds.manifest())?, all)?;
+        let fragments = stage(&root, schema, file_version, all)?;
+        owned_files = data_file_paths(&fragments);
         new_transaction(
             ds.version(),
             Operation::Overwrite(pb::transaction::Overwrite {
@@ -328,7 +338,7 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
             }),
         )
     };
-    commit_txn(&root, &txn, &opts)
+    commit_txn(&root, &txn, &CommitOptions { build, owned_files, ..opts })
 }
 
 fn stage(root: &Storage, schema: &LanceSchema, version: FileVersion, rows: RecordBatch) -> Result<Vec<pb::DataFragment>> {

@@ -25,7 +25,6 @@ use super::listing::{dir_state, has_versions, put_marker, remove_marker, DEREGIS
 use super::names::{below_root, check_id, check_location, check_table_id, object_id, v1_table_dir, v1_table_name, v2_table_dir};
 use super::{backoff, invalid, show, unsupported, DirectoryNamespace, NsError, NsResult, MAX_ATTEMPTS};
 use crate::error::{Error, Result};
-use crate::file::FileVersion;
 use crate::table::write::{write_dataset, WriteMode, WriteParams};
 
 /// What to do when the object being created already exists.
@@ -294,7 +293,7 @@ impl DirectoryNamespace {
         }
         let snap = self.snapshot()?;
         self.table_checks(&snap, id)?;
-        let params = |mode| WriteParams { mode, data_storage_version: FileVersion::V2_2, storage_options: storage_options.clone(), ..Default::default() };
+        let params = |mode| WriteParams { mode, storage_options: storage_options.clone(), ..Default::default() };
         if let Some(found) = self.find_table(&snap, id)? {
             let declared = !has_versions(&below_root(&self.root, &found.location)?)?;
             let write_mode = match (mode, declared) {

@@ -15,7 +15,12 @@
 //!    only a hint).
 //!
 //! Nothing is visible before step 3 succeeds, so a failure anywhere leaves
-//! the dataset as it was (files written before may be orphaned).
+//! the dataset as it was. When the commit surely did not happen (a
+//! conflict, a failure before the manifest put, the put refused), the
+//! transaction file and the files the caller wrote for it
+//! ([`CommitOptions::owned_files`]) are removed too, so not even orphans
+//! remain; when the manifest put itself failed with an I/O error the
+//! manifest may exist after all, and everything is left in place.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,6 +66,19 @@ pub struct CommitOptions {
     /// no retry, so the caller can re-read and re-check (the namespace
     /// catalog's `__manifest` changes are decided on what they read).
     pub exact_version: bool,
+    /// Files (relative to the dataset root) written for this commit only:
+    /// removed when the commit surely failed.
+    pub owned_files: Vec<String>,
+}
+
+/// Remove files (relative to `root`), best effort: used to take back what
+/// a failed write put down.
+pub fn remove_files(root: &Storage, paths: &[String]) {
+    for p in paths {
+        if let Ok(s) = root.child(p) {
+            let _ = s.delete();
+        }
+    }
 }
 
 /// The transaction of a committed version.
@@ -84,8 +102,21 @@ fn sleep_jitter(attempt: usize) {
 
 /// Commit `txn` to the dataset at `root`. Returns the new version.
 pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<u64> {
-    let txn_bytes = txn.encode_to_vec();
     let txn_name = transaction_file_name(txn);
+    let mut unsure = false;
+    let r = try_commit(root, txn, &txn_name, opts, &mut unsure);
+    if r.is_err() && !unsure {
+        let mut ours = opts.owned_files.clone();
+        ours.push(format!("{TRANSACTIONS_DIR}/{txn_name}"));
+        remove_files(root, &ours);
+    }
+    r
+}
+
+/// The commit loop; sets `unsure` when a manifest put failed in a way that
+/// does not tell whether the manifest was stored.
+fn try_commit(root: &Storage, txn: &pb::Transaction, txn_name: &str, opts: &CommitOptions, unsure: &mut bool) -> Result<u64> {
+    let txn_bytes = txn.encode_to_vec();
     step(&opts.hook, "transaction_file")?;
     root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_new(Bytes::from(txn_bytes.clone()))?;
 
@@ -139,7 +170,7 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             (_, None, Some(p)) => p.index_section()?,
             _ => None,
         };
-        m.transaction_file = txn_name.clone();
+        m.transaction_file = txn_name.to_string();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {
             Some(src) if m.fields.iter().any(|f| f.dictionary.is_some()) => src.leading_bytes(),
@@ -175,7 +206,10 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
                 sleep_jitter(attempt);
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                *unsure = !matches!(e, Error::Unsupported { .. });
+                return Err(e);
+            }
         }
     }
     Err(Error::Conflict { what: format!("gave up after {MAX_ATTEMPTS} attempts: other writers kept committing first") })

@@ -23,6 +23,7 @@ pub mod fragment;
 pub mod manifest;
 pub mod rowids;
 pub mod scan;
+mod select;
 pub mod staged;
 pub mod tags;
 pub mod transaction;
