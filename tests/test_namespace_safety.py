@@ -11,7 +11,7 @@ import os
 import lance_namespace as ln
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import lancelet.namespace as lns
@@ -133,6 +133,8 @@ _name_chars = st.characters(codec="utf-8")
 
 @settings(max_examples=150, deadline=None)
 @given(name=st.text(_name_chars, min_size=0, max_size=12))
+@example(name="A:")  # `A:.lance` would read as a URI: refused up front
+@example(name=":a")
 def test_any_name_stays_below_the_root(tmp_path_factory, name):
     """Random names either are refused up front or make a table strictly
     inside the root, readable by pylance at the returned location."""

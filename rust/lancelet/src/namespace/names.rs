@@ -4,13 +4,14 @@
 //! Everything here is checked before any I/O. A name (one level of an id)
 //! is refused when it is empty, `.` or `..`, holds `/`, `\`, `$` (the
 //! `__manifest` id delimiter) or a control character, or would make a
-//! table directory name over 255 bytes. A location (a table directory
-//! relative to the root, as stored in `__manifest`) is refused when it is
-//! empty, absolute, has a URI scheme, or has an empty, `.` or `..`
-//! segment, a `\` or a control character. [`below_root`] is the only way
-//! the namespace reaches a table directory: it takes such a location and
-//! nothing else, so no operation can read, write or delete outside the
-//! root.
+//! table directory name over 255 bytes; a root table's name may not start
+//! like a URI scheme (`a:`), as its location `<name>.lance` would. A
+//! location (a table directory relative to the root, as stored in
+//! `__manifest`) is refused when it is empty, absolute, has a URI scheme,
+//! or has an empty, `.` or `..` segment, a `\` or a control character.
+//! [`below_root`] is the only way the namespace reaches a table directory:
+//! it takes such a location and nothing else, so no operation can read,
+//! write or delete outside the root.
 
 use crate::error::{Error, Result};
 use crate::io::Storage;
@@ -65,6 +66,10 @@ pub fn check_table_id(id: &[String]) -> Result<()> {
     if id.len() == 1 && name.len() + TABLE_SUFFIX.len() > MAX_DIR_NAME {
         return Err(invalid(format!("table name {name:?} is too long for a directory name (at most {} bytes)", MAX_DIR_NAME - TABLE_SUFFIX.len())));
     }
+    // A root table lives at `<name>.lance`, which must not read as a URI.
+    if id.len() == 1 && has_scheme(name) {
+        return Err(invalid(format!("root table name {name:?} would make a location that reads as a URI scheme ({:?})", v1_table_dir(name))));
+    }
     Ok(())
 }
 
@@ -86,7 +91,7 @@ pub fn v1_table_dir(name: &str) -> String {
 /// The table name of a V1 table directory (`None` when `dir` is not one).
 pub fn v1_table_name(dir: &str) -> Option<&str> {
     let name = dir.strip_suffix(TABLE_SUFFIX)?;
-    check_name(name).ok().map(|_| name)
+    (check_name(name).is_ok() && !has_scheme(dir)).then_some(name)
 }
 
 /// A fresh V2 table directory, `<8 random hex digits>_<object id>`: the
@@ -166,6 +171,12 @@ mod tests {
         assert_eq!(v1_table_name("t.lance"), Some("t"));
         assert_eq!(v1_table_name("a$b.lance"), None);
         assert_eq!(v1_table_name("t"), None);
+        // `A:.lance` would read as a URI: refused at the root, fine nested
+        assert!(matches!(check_table_id(&id(&["A:"])), Err(Error::InvalidInput { .. })));
+        assert!(check_table_id(&id(&["http:x"])).is_err());
+        check_table_id(&id(&["ns", "A:"])).unwrap();
+        check_table_id(&id(&[":a"])).unwrap();
+        assert_eq!(v1_table_name("A:.lance"), None);
         let d = v2_table_dir(&id(&["ns", "t"]));
         assert_eq!(d.len(), 9 + 4);
         assert!(d.ends_with("_ns$t") && d[..8].bytes().all(|b| b.is_ascii_hexdigit()));
