@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod file;
+pub mod index;
 pub mod io;
 pub mod proto;
 pub mod table;

@@ -251,6 +251,10 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
             })?;
             Val::like(out, v.is_scalar())
         }
+        Kind::ArrayHas { func, list, values } => {
+            let v = eval(list, batch)?;
+            Val::like(Arc::new(super::array::eval(*func, v.array(), values)?), v.is_scalar())
+        }
     })
 }
 

@@ -12,6 +12,7 @@ use sqlparser::dialect::Dialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Span, Token};
 
+use super::array::{self, ArrayFunc};
 use super::coerce::{self, cast_literal};
 use super::eval;
 use crate::error::{Error, Result};
@@ -76,6 +77,9 @@ pub enum Kind {
     Test(BoolTest, Box<Expr>),
     Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
     Func(Func, Box<Expr>),
+    /// `array_has_any/all(list, [values])`, `array_has(list, value)`:
+    /// constant values of the list's element type (see [`super::array`]).
+    ArrayHas { func: ArrayFunc, list: Box<Expr>, values: ArrayRef },
 }
 
 /// A typed expression.
@@ -114,6 +118,7 @@ impl Expr {
                 expr.columns(out);
                 pattern.columns(out);
             }
+            Kind::ArrayHas { list, .. } => list.columns(out),
         }
     }
 
@@ -125,6 +130,7 @@ impl Expr {
             }
             Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => a.is_literal() && b.is_literal(),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
+            Kind::ArrayHas { list, .. } => list.is_literal(),
         }
     }
 }
@@ -417,12 +423,20 @@ impl Planner<'_> {
 
     fn function(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
         let name = f.name.to_string().to_ascii_lowercase();
+        if let Some(af) = ArrayFunc::from_name(&name) {
+            return self.array_function(af, f, whole);
+        }
         let func = match name.as_str() {
             "lower" => Func::Lower,
             "upper" => Func::Upper,
             "length" | "char_length" | "character_length" => Func::Length,
             "abs" => Func::Abs,
-            _ => return Err(invalid(format!("unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs)", f.name))),
+            _ => {
+                return Err(invalid(format!(
+                    "unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs, array_has_any, array_has_all, array_has/array_contains)",
+                    f.name
+                )))
+            }
         };
         let args = match &f.args {
             ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
@@ -458,6 +472,48 @@ impl Planner<'_> {
             }
         };
         Ok(Expr { kind: Kind::Func(func, Box::new(x)), data_type: dt })
+    }
+}
+
+impl Planner<'_> {
+    /// `array_has_any(list, [..])`, `array_has_all(list, [..])`,
+    /// `array_has(list, v)`: the values must be constants.
+    fn array_function(&self, func: ArrayFunc, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
+        let args = match &f.args {
+            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
+            _ => return Err(unsupported_expr(whole)),
+        };
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(list)), ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(vals))] = args.as_slice()
+        else {
+            return Err(invalid(format!("function `{}` takes two arguments: a list and {}", f.name, if func == ArrayFunc::Has { "a value" } else { "a list of values" })));
+        };
+        let list = self.plan(list)?;
+        let Some(element) = array::element_type(&list.data_type).cloned() else {
+            return Err(invalid(format!("the first argument of `{}` must be a list, not a value of type {}", f.name, list.data_type)));
+        };
+        let constant = |e: &ast::Expr| -> Result<ArrayRef> {
+            match self.plan(e)?.kind {
+                Kind::Literal(a) => Ok(a),
+                _ => Err(invalid(format!("the values of `{}` must be constants, not `{e}`", f.name))),
+            }
+        };
+        let values: ArrayRef = match (func, vals) {
+            (ArrayFunc::Has, v) => cast_literal(&Expr::literal(constant(v)?), &element).and_then(|e| match e.kind {
+                Kind::Literal(a) => Ok(a),
+                _ => Err(Error::Internal { what: "cast literal".into() }),
+            }).map_err(|e| invalid(format!("`{}`: {e}", f.name)))?,
+            (_, ast::Expr::Array(arr)) => {
+                let items = arr.elem.iter().map(|e| constant(e).and_then(|a| array::check_values(func, &element, a))).collect::<Result<Vec<_>>>()?;
+                if items.is_empty() {
+                    arrow_array::new_empty_array(&element)
+                } else {
+                    let refs: Vec<&dyn Array> = items.iter().map(|a| a.as_ref()).collect();
+                    arrow_select::concat::concat(&refs)?
+                }
+            }
+            _ => return Err(invalid(format!("the second argument of `{}` must be a list of constants like ['a', 'b']", f.name))),
+        };
+        Ok(Expr { kind: Kind::ArrayHas { func, list: Box::new(list), values }, data_type: DataType::Boolean })
     }
 }
 

@@ -79,6 +79,12 @@ fn sleep_jitter(attempt: usize) {
 
 /// Commit `txn` to the dataset at `root`. Returns the new version.
 pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<u64> {
+    commit_with_frag_reuse(root, txn, opts, None)
+}
+
+/// [`commit`] a Rewrite that defers index remapping, adding (or
+/// replacing) the `__lance_frag_reuse` index entry `frag_reuse`.
+pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<u64> {
     let txn_bytes = txn.encode_to_vec();
     let txn_name = transaction_file_name(txn);
     step(&opts.hook, "transaction_file")?;
@@ -124,20 +130,26 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             None => None,
         };
         let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest))?;
-        // Indices stay with the fragments they cover (an Overwrite drops them).
-        let index = match (&txn.operation, &restore_file, &prev) {
-            (Some(pb::transaction::Operation::Overwrite(_)), _, _) => None,
-            (_, Some(r), _) => r.index_section()?,
-            (_, None, Some(p)) => p.index_section()?,
-            _ => None,
-        };
+        // Indices follow the operation (see index_section.rs).
+        let prev_indices = prev.as_ref().map(|p| p.index_section()).transpose()?.flatten().map(|s| s.indices);
+        let restored_indices = restore_file.as_ref().map(|r| r.index_section()).transpose()?.flatten().map(|s| s.indices);
+        let old_ids: std::collections::HashSet<u64> = prev.iter().flat_map(|p| p.manifest.fragments.iter().map(|f| f.id)).collect();
+        let new_ids: Vec<u64> = m.fragments.iter().map(|f| f.id).filter(|id| !old_ids.contains(id)).collect();
+        let indices = crate::table::index_section::next_indices(
+            txn,
+            prev_indices.as_deref(),
+            restored_indices.as_deref(),
+            &m,
+            &new_ids,
+            frag_reuse,
+        )?;
         m.transaction_file = txn_name.clone();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {
             Some(src) if m.fields.iter().any(|f| f.dictionary.is_some()) => src.leading_bytes(),
             _ => Bytes::new(),
         };
-        let index_bytes = index.map(|i| i.encode_to_vec());
+        let index_bytes = crate::table::index_section::encode(indices);
         let mut pos = prefix.len() as u64;
         if let Some(b) = &index_bytes {
             m.index_section = Some(pos);

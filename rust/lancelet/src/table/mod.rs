@@ -18,9 +18,13 @@
 pub mod commit;
 pub mod dataset;
 pub mod deletion;
+pub mod explain;
 pub mod features;
 pub mod fragment;
+pub mod index_section;
+pub mod indexed;
 pub mod manifest;
+pub mod ops;
 pub mod rowids;
 pub mod scan;
 pub mod staged;
