@@ -25,6 +25,7 @@ pub mod btree;
 pub mod frag_reuse;
 pub mod label_list;
 pub mod meta;
+pub mod remap;
 pub mod rowset;
 
 use std::fmt;
