@@ -127,6 +127,7 @@ pub fn check_values(func: ArrayFunc, element: &DataType, values: ArrayRef) -> Re
 mod tests {
     use super::*;
     use arrow_array::builder::{ListBuilder, StringBuilder};
+    use std::sync::Arc;
     use arrow_array::StringArray;
 
     fn lists() -> ArrayRef {
