@@ -12,5 +12,7 @@ pub mod index;
 pub mod io;
 pub mod proto;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod testdata;
 
 pub use error::{Error, Result};

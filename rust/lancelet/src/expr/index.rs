@@ -26,6 +26,7 @@ use arrow_array::{Array, ArrayRef};
 use roaring::RoaringBitmap;
 
 use super::array::ArrayFunc;
+use super::inlist::InSet;
 use super::plan::{CmpOp, Expr, Kind};
 use crate::error::Result;
 use crate::file::stats::Pruned;
@@ -173,19 +174,41 @@ fn column_cmp(op: CmpOp, a: &Expr, b: &Expr) -> Option<(String, CmpOp, ArrayRef)
     (v.len() == 1 && v.is_valid(0)).then(|| (name.clone(), op, v.clone()))
 }
 
-/// `col = v1 OR col = v2 OR ...` (how IN lists are planned): the column
-/// and values.
+/// `col = v1 OR col = v2 OR ...` (also as IN lists): the column and
+/// values.
 fn eq_chain(e: &Expr, out: &mut Vec<ArrayRef>) -> Option<String> {
     match &e.kind {
-        Kind::Or(a, b) => {
-            let x = eq_chain(a, out)?;
-            let y = eq_chain(b, out)?;
-            (x == y).then_some(x)
+        Kind::Or(terms) => {
+            let mut col: Option<String> = None;
+            for t in terms {
+                let c = eq_chain(t, out)?;
+                if col.as_ref().is_some_and(|x| *x != c) {
+                    return None;
+                }
+                col = Some(c);
+            }
+            col
         }
         Kind::Cmp(CmpOp::Eq, a, b) => {
             let (name, _, v) = column_cmp(CmpOp::Eq, a, b)?;
             out.push(v);
             Some(name)
+        }
+        Kind::InList { expr, set } => {
+            let (name, listed) = in_list(expr, set)?;
+            out.extend((0..listed.len()).map(|i| listed.slice(i, 1)));
+            Some(name)
+        }
+        _ => None,
+    }
+}
+
+/// `col IN (values)` without a null among the values (a null makes
+/// non-matches null, which no index answers): the column and values.
+fn in_list<'s>(expr: &Expr, set: &'s InSet) -> Option<(String, &'s ArrayRef)> {
+    match &expr.kind {
+        Kind::Column { name, path } if path.is_empty() && &expr.data_type == set.listed().data_type() && !set.has_null() => {
+            Some((name.clone(), set.listed()))
         }
         _ => None,
     }
@@ -201,34 +224,66 @@ impl Builder<'_> {
         Some(Node::Leaf(self.leaves.len() - 1))
     }
 
+    /// One `IN` leaf for more than [`INLINE_IN_LIST`] values.
+    fn in_leaf(&mut self, col: String, values: &[ArrayRef]) -> Option<Node> {
+        if values.len() <= INLINE_IN_LIST {
+            return None;
+        }
+        let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
+        let all = arrow_select::concat::concat(&refs).ok()?;
+        self.leaf(col, IndexQuery::In(all))
+    }
+
     /// The indexable node for `e`; `partial` allows dropping unindexable
     /// AND branches (they are applied on top).
     fn node(&mut self, e: &Expr, partial: bool) -> Option<Node> {
         match &e.kind {
-            Kind::And(a, b) => {
-                let (x, y) = (self.node(a, partial), self.node(b, partial));
-                match (x, y) {
-                    (Some(x), Some(y)) => Some(self.merge_ranges(x, y)),
-                    (Some(x), None) | (None, Some(x)) if partial => {
-                        self.dropped = true;
-                        Some(x)
+            Kind::And(terms) => {
+                let mut acc: Option<Node> = None;
+                for t in terms {
+                    match self.node(t, partial) {
+                        Some(x) => acc = Some(match acc {
+                            None => x,
+                            Some(a) => self.merge_ranges(a, x),
+                        }),
+                        None if partial => self.dropped = true,
+                        None => return None,
                     }
-                    _ => None,
                 }
+                acc
             }
-            Kind::Or(a, b) => {
+            Kind::Or(terms) => {
                 let mut values = Vec::new();
-                if let Some(col) = eq_chain(e, &mut values) {
-                    if values.len() > INLINE_IN_LIST {
-                        let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
-                        if let Ok(all) = arrow_select::concat::concat(&refs) {
-                            if let Some(n) = self.leaf(col, IndexQuery::In(all)) {
-                                return Some(n);
-                            }
-                        }
-                    }
+                if let Some(n) = eq_chain(e, &mut values).and_then(|col| self.in_leaf(col, &values)) {
+                    return Some(n);
                 }
-                Some(Node::Or(Box::new(self.node(a, false)?), Box::new(self.node(b, false)?)))
+                let mut acc: Option<Node> = None;
+                for t in terms {
+                    let x = self.node(t, false)?;
+                    acc = Some(match acc {
+                        None => x,
+                        Some(a) => Node::Or(Box::new(a), Box::new(x)),
+                    });
+                }
+                acc
+            }
+            Kind::InList { expr, set } => {
+                let (col, listed) = in_list(expr, set)?;
+                let values: Vec<ArrayRef> = (0..listed.len()).map(|i| listed.slice(i, 1)).collect();
+                if let Some(n) = self.in_leaf(col.clone(), &values) {
+                    return Some(n);
+                }
+                // A short list shows as `col = a OR col = b` (as DataFusion
+                // rewrites it).
+                let mut acc: Option<Node> = None;
+                for v in values {
+                    let x = self.leaf(col.clone(), IndexQuery::Equals(v))?;
+                    acc = Some(match acc {
+                        None => x,
+                        Some(a) => Node::Or(Box::new(a), Box::new(x)),
+                    });
+                }
+                acc
             }
             Kind::Not(a) => Some(Node::Not(Box::new(self.node(a, false)?))),
             Kind::IsNull(x) => match &x.kind {

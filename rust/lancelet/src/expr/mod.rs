@@ -1,7 +1,8 @@
 //! SQL filter expressions: `filter="x > 3 AND name LIKE 'a%'"`.
 //!
-//! A filter is parsed with `sqlparser` (one expression, nothing after it),
-//! planned against the dataset's Arrow schema ([`plan`]: names resolved,
+//! A filter is parsed ([`parse`]: `sqlparser`'s tokenizer, our own
+//! precedence-climbing parser with a bounded depth; one expression, nothing
+//! after it), planned against the dataset's Arrow schema ([`plan`]: names resolved,
 //! types coerced, literals converted and constant subtrees folded, so every
 //! error shows up before any I/O), and evaluated batch by batch with the
 //! Arrow compute kernels ([`eval`]). The result plugs into the scan as a
@@ -34,6 +35,8 @@ pub mod array;
 mod coerce;
 mod eval;
 pub mod index;
+mod inlist;
+mod parse;
 mod plan;
 mod prune;
 
@@ -46,6 +49,7 @@ use crate::error::Result;
 use crate::file::stats::{GroupStats, Pruned};
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
+pub use parse::MAX_DEPTH;
 pub use plan::{CmpOp, Expr, Kind};
 
 /// A parsed, type-checked SQL filter.
@@ -96,7 +100,7 @@ impl RowFilter for SqlFilter {
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         let mask = eval::evaluate_predicate(&self.expr, batch)
-            .map_err(|e| e.context(format_args!("evaluating filter `{}`", self.sql)))?;
+            .map_err(|e| e.context(format_args!("evaluating filter `{}`", plan::shorten(&self.sql))))?;
         Ok(if mask.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(&mask) } else { mask })
     }
 }
@@ -117,4 +121,8 @@ pub fn parse_filter(sql: &str, schema: &Schema) -> Result<Arc<dyn RowFilter>> {
 }
 
 #[cfg(test)]
+mod parse_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wide_tests;

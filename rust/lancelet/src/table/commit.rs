@@ -15,7 +15,12 @@
 //!    only a hint).
 //!
 //! Nothing is visible before step 3 succeeds, so a failure anywhere leaves
-//! the dataset as it was (files written before may be orphaned).
+//! the dataset as it was. When the commit surely did not happen (a
+//! conflict, a failure before the manifest put, the put refused), the
+//! transaction file and the files the caller wrote for it
+//! ([`CommitOptions::owned_files`]) are removed too, so not even orphans
+//! remain; when the manifest put itself failed with an I/O error the
+//! manifest may exist after all, and everything is left in place.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,6 +61,19 @@ pub struct CommitOptions {
     pub must_not_exist: bool,
     /// Failure injection for tests.
     pub hook: Option<FailHook>,
+    /// Files (relative to the dataset root) written for this commit only:
+    /// removed when the commit surely failed.
+    pub owned_files: Vec<String>,
+}
+
+/// Remove files (relative to `root`), best effort: used to take back what
+/// a failed write put down.
+pub fn remove_files(root: &Storage, paths: &[String]) {
+    for p in paths {
+        if let Ok(s) = root.child(p) {
+            let _ = s.delete();
+        }
+    }
 }
 
 /// The transaction of a committed version.
@@ -85,8 +103,28 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
 /// [`commit`] a Rewrite that defers index remapping, adding (or
 /// replacing) the `__lance_frag_reuse` index entry `frag_reuse`.
 pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<u64> {
-    let txn_bytes = txn.encode_to_vec();
     let txn_name = transaction_file_name(txn);
+    let mut unsure = false;
+    let r = try_commit(root, txn, &txn_name, opts, frag_reuse, &mut unsure);
+    if r.is_err() && !unsure {
+        let mut ours = opts.owned_files.clone();
+        ours.push(format!("{TRANSACTIONS_DIR}/{txn_name}"));
+        remove_files(root, &ours);
+    }
+    r
+}
+
+/// The commit loop; sets `unsure` when a manifest put failed in a way that
+/// does not tell whether the manifest was stored.
+fn try_commit(
+    root: &Storage,
+    txn: &pb::Transaction,
+    txn_name: &str,
+    opts: &CommitOptions,
+    frag_reuse: Option<&pb::IndexMetadata>,
+    unsure: &mut bool,
+) -> Result<u64> {
+    let txn_bytes = txn.encode_to_vec();
     step(&opts.hook, "transaction_file")?;
     root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_new(Bytes::from(txn_bytes.clone()))?;
 
@@ -143,7 +181,7 @@ pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &Comm
             &new_ids,
             frag_reuse,
         )?;
-        m.transaction_file = txn_name.clone();
+        m.transaction_file = txn_name.to_string();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {
             Some(src) if m.fields.iter().any(|f| f.dictionary.is_some()) => src.leading_bytes(),
@@ -176,7 +214,10 @@ pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &Comm
                 sleep_jitter(attempt);
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                *unsure = !matches!(e, Error::Unsupported { .. });
+                return Err(e);
+            }
         }
     }
     Err(Error::Conflict { what: format!("gave up after {MAX_ATTEMPTS} attempts: other writers kept committing first") })
