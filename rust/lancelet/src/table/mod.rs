@@ -27,6 +27,7 @@ pub mod manifest;
 pub mod ops;
 pub mod rowids;
 pub mod scan;
+mod select;
 pub mod staged;
 pub mod tags;
 pub mod transaction;
