@@ -19,6 +19,7 @@ pub mod commit;
 pub mod dataset;
 pub mod deletion;
 pub mod features;
+pub mod file_cache;
 pub mod fragment;
 pub mod manifest;
 pub mod rowids;
