@@ -18,6 +18,7 @@
 pub mod commit;
 pub mod dataset;
 pub mod deletion;
+mod deletion_arrow;
 pub mod features;
 pub mod file_cache;
 pub mod fragment;
