@@ -21,6 +21,7 @@ pub mod deletion;
 mod deletion_arrow;
 pub mod explain;
 pub mod features;
+pub mod file_cache;
 pub mod fragment;
 pub mod index_section;
 pub mod indexed;
