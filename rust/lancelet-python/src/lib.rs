@@ -7,6 +7,7 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod file;
+mod index;
 mod namespace;
 mod write;
 
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::NativeDataset>()?;
     m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
+    index::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
