@@ -30,21 +30,28 @@ def race(root, racers, storage_options=None):
     """Run ``racers`` = [(lib, ["kind:a.b", ...]), ...] at once (each sets
     up, then all start together); returns [(lib, outcome dict), ...]."""
     env = dict(os.environ, NS_STORAGE_OPTIONS=json.dumps(storage_options or {}))
-    go = Path(tempfile.mkdtemp()) / "go"
-    procs = [subprocess.Popen([sys.executable, WORKER, lib, str(root), str(go), *jobs],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for lib, jobs in racers]
-    for p in procs:
-        line = p.stdout.readline()
-        assert line.strip() == "READY", (line, p.stderr.read() if p.poll() is not None else "")
-    go.touch()
     out = []
-    for p, (lib, jobs) in zip(procs, racers):
-        stdout, stderr = p.communicate(timeout=300)
-        assert p.returncode == 0, stderr
-        lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-        assert len(lines) == len(jobs), (stdout, stderr)
-        out += [(lib, o) for o in lines]
+    with tempfile.TemporaryDirectory() as signals:
+        go = Path(signals) / "go"
+        procs = [subprocess.Popen([sys.executable, WORKER, lib, str(root), str(go), *jobs],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for lib, jobs in racers]
+        try:
+            for p in procs:
+                line = p.stdout.readline()
+                assert line.strip() == "READY", (line, p.stderr.read() if p.poll() is not None else "")
+            go.touch()
+            for p, (lib, jobs) in zip(procs, racers):
+                stdout, stderr = p.communicate(timeout=300)
+                assert p.returncode == 0, stderr
+                lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+                assert len(lines) == len(jobs), (stdout, stderr)
+                out += [(lib, o) for o in lines]
+        finally:  # a failed set-up leaves no racer waiting
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
     return out
 
 
