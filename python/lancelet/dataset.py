@@ -265,7 +265,21 @@ class Scanner:
 
     def count_rows(self) -> int:
         kw = self._kw
-        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"])
+        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"],
+                                           kw["use_scalar_index"])
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """The scan's plan; when scalar indices answer (part of) the filter
+        it has pylance's ``ScalarIndexQuery: query=[...]@<index>(<type>)``
+        line. Nothing is read but index metadata."""
+        from lancelet.indices import scan_plan
+        return scan_plan(self._ds, self._kw, verbose=verbose)
+
+    def analyze_plan(self) -> str:
+        """Run the scan and return its plan with what happened (rows out,
+        rows the indices selected, fragments scanned without them, times)."""
+        from lancelet.indices import scan_plan
+        return scan_plan(self._ds, self._kw, analyze=True)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self._native_reader().__arrow_c_stream__(requested_schema)
@@ -350,7 +364,7 @@ class Dataset:
                 offset: Optional[int] = None, batch_size: Optional[int] = None,
                 fragments: Optional[Iterable[LanceFragment]] = None, *, with_row_id: bool = False,
                 with_row_address: bool = False, row_range: Optional[Tuple[int, int]] = None,
-                **unsupported: Any) -> Scanner:
+                use_scalar_index: Optional[bool] = None, **unsupported: Any) -> Scanner:
         """Plan a scan. ``row_range=(start, end)`` keeps only the physical
         rows ``start <= offset < end`` of each fragment scanned (how a
         distributed task reads one slice of a large fragment)."""
@@ -368,7 +382,8 @@ class Dataset:
         return Scanner(self, dict(
             columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
             with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
-            filter=filter, row_range=_row_range(row_range)))
+            filter=filter, row_range=_row_range(row_range),
+            use_scalar_index=True if use_scalar_index is None else bool(use_scalar_index)))
 
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                  offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,
@@ -425,6 +440,32 @@ class Dataset:
         native_ds, n = _native.dataset_delete(self._native, predicate)
         self._become(native_ds)
         return n
+
+    # -- scalar indices (lancelet.indices) ---------------------------------
+    def create_scalar_index(self, column: str, index_type: str, name: Optional[str] = None, *, replace: bool = True,
+                            **kwargs: Any) -> "Dataset":
+        """Build a BTREE, BITMAP or LABEL_LIST index (see :mod:`lancelet.indices`)."""
+        from lancelet.indices import create_scalar_index
+        return create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
+
+    def list_indices(self) -> List[Dict[str, Any]]:
+        from lancelet.indices import list_indices
+        return list_indices(self)
+
+    def describe_indices(self) -> List[Any]:
+        from lancelet.indices import describe_indices
+        return describe_indices(self)
+
+    @property
+    def optimize(self) -> "Any":
+        """Maintenance: ``ds.optimize.optimize_indices(...)``."""
+        from lancelet.optimize import DatasetOptimizer
+        return DatasetOptimizer(self)
+
+    def drop_index(self, name: str) -> "Dataset":
+        from lancelet.indices import drop_index
+        drop_index(self, name)
+        return self
 
     def restore(self) -> "Dataset":
         """Make this (old) version the latest one by committing a new version
@@ -504,9 +545,10 @@ def _check_names(have: pa.Schema, want: pa.Schema) -> None:
                             f"fields only in the schema: {only_schema}")
 
 
-def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, mode: str = "create",
+def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa.Schema] = None, mode: str = "create",
                   max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None,
                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
+                  namespace_client: Any = None, table_id: Optional[List[str]] = None,
                   **kwargs: Any) -> Dataset:
     """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
     ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
@@ -515,7 +557,29 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
     ``data_storage_version`` (``"2.0"``, ``"2.1"``, ``"2.2"``/``"stable"``):
     a new dataset's file version (2.2 when None); as in pylance 14, an
     overwrite keeps the dataset's version unless another is given, and an
-    append writes files of the version given (the dataset's when None)."""
+    append writes files of the version given (the dataset's when None).
+
+    Instead of ``uri``, ``namespace_client`` (any ``LanceNamespace``) and
+    ``table_id`` name a table of a catalog: ``create`` declares it and writes
+    at the location the namespace gives (a failed first write takes the
+    declaration back), ``append``/``overwrite`` write where
+    ``describe_table`` says it is."""
+    if namespace_client is not None or table_id is not None:
+        from lancelet.namespace.resolve import table_location, undo_declare
+
+        _namespace_args(uri, namespace_client, table_id)
+        uri, storage_options = table_location(namespace_client, table_id, mode, storage_options)
+        try:
+            return write_dataset(data, uri, schema=schema, mode=mode, max_rows_per_file=max_rows_per_file,
+                                 data_storage_version=data_storage_version,
+                                 enable_stable_row_ids=enable_stable_row_ids, storage_options=storage_options,
+                                 **kwargs)
+        except BaseException:
+            if mode == "create":
+                undo_declare(namespace_client, table_id)
+            raise
+    if uri is None:
+        raise InvalidInputError("write_dataset needs a uri, or namespace_client and table_id")
     uri = _args.uri(uri)
     options = _storage_options(storage_options)
     for k, v in kwargs.items():
@@ -531,14 +595,30 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
     return Dataset(uri, _native_ds=native_ds)
 
 
-def dataset(uri: PathLike, version: Union[int, str, None] = None,
-            storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> Dataset:
+def _namespace_args(uri: Any, namespace_client: Any, table_id: Any) -> None:
+    if uri is not None:
+        raise InvalidInputError("pass either uri or namespace_client and table_id, not both")
+    if namespace_client is None or table_id is None:
+        raise InvalidInputError("namespace_client and table_id must be given together")
+
+
+def dataset(uri: Optional[PathLike] = None, version: Union[int, str, None] = None,
+            storage_options: Optional[Dict[str, str]] = None, *, namespace_client: Any = None,
+            table_id: Optional[List[str]] = None, **kwargs: Any) -> Dataset:
     """Open the dataset at ``uri`` (local path, ``file://``, ``s3://`` or
     ``memory://``) at ``version`` (a number or a tag name; the latest when
     None). ``storage_options`` configure the object store as in pylance
     (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_endpoint``,
     ``aws_region``, ``allow_http``, ...; ``AWS_*`` environment variables
-    fill in the rest)."""
+    fill in the rest). Instead of ``uri``, ``namespace_client`` (any
+    ``LanceNamespace``) and ``table_id`` open a table of a catalog."""
+    if namespace_client is not None or table_id is not None:
+        from lancelet.namespace.resolve import table_location
+
+        _namespace_args(uri, namespace_client, table_id)
+        uri, storage_options = table_location(namespace_client, table_id, "read", storage_options)
+    if uri is None:
+        raise InvalidInputError("dataset() needs a uri, or namespace_client and table_id")
     for k, v in kwargs.items():
         if v is not None:
             raise UnsupportedError(f"dataset option {k!r} is not implemented yet")

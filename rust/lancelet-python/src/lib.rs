@@ -7,6 +7,8 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod file;
+mod index;
+mod namespace;
 mod tiledb;
 mod write;
 
@@ -40,7 +42,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileReader>()?;
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
+    m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
+    index::register(m)?;
     tiledb::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;

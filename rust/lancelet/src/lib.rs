@@ -10,7 +10,9 @@ pub mod expr;
 pub mod file;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod index;
 pub mod io;
+pub mod namespace;
 pub mod proto;
 pub mod table;
 #[cfg(test)]

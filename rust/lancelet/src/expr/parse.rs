@@ -119,6 +119,8 @@ pub enum Syn {
     /// `IS [NOT] DISTINCT FROM`.
     Distinct { left: Box<Node>, right: Box<Node>, negated: bool },
     Func { name: String, args: Vec<Node> },
+    /// `[a, b, ...]`: the values of `array_has_any`/`array_has_all`.
+    Array(Vec<Node>),
 }
 
 /// A syntax node with where it starts and the height of its subtree.
@@ -423,6 +425,22 @@ impl FilterParser {
                 }
                 self.expect(&Token::RParen)?;
                 Ok(x)
+            }
+            Token::LBracket => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                if !self.eat(&Token::RBracket) {
+                    loop {
+                        items.push(self.parse_sub(0)?);
+                        if self.eat(&Token::Comma) {
+                            continue;
+                        }
+                        self.expect(&Token::RBracket)?;
+                        break;
+                    }
+                }
+                let d = items.iter().map(|a| a.depth).max().unwrap_or(0);
+                wrap(Syn::Array(items), loc, d)
             }
             Token::EOF => Err(syntax("expected an expression, found EOF")),
             other => Err(syntax(format!("expected an expression, found `{other}`{}", at(loc)))),

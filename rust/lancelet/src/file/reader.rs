@@ -52,6 +52,8 @@ pub struct FileReader {
     field_columns: Vec<Range<usize>>,
     /// Set for v0.1 files, which have their own layout and reader.
     legacy: Option<crate::file::legacy::LegacyFileReader>,
+    /// Byte ranges of the global buffers (0 is the schema).
+    global_buffers: Vec<Range<u64>>,
 }
 
 impl std::fmt::Debug for FileReader {
@@ -92,11 +94,27 @@ impl FileReader {
     /// Open a file through an existing storage handle.
     pub fn open_storage(storage: Storage) -> Result<Self> {
         let path = storage.display().to_string();
-        Self::open_inner(storage).map_err(|e| e.in_file(&path))
+        Self::open_inner(storage, None).map_err(|e| e.in_file(&path))
     }
 
-    fn open_inner(storage: Storage) -> Result<Self> {
-        let size = storage.size()?;
+    /// Like [`FileReader::open_storage`], given the file's size when it is
+    /// known (a manifest records it), which saves a request to the store.
+    /// If the file does not read as that size says, it is opened as if the
+    /// size were not known (errors then say what the file really holds).
+    pub fn open_storage_sized(storage: Storage, size: Option<u64>) -> Result<Self> {
+        let path = storage.display().to_string();
+        match size {
+            Some(n) => Self::open_inner(storage.clone(), Some(n)).or_else(|_| Self::open_inner(storage, None)),
+            None => Self::open_inner(storage, None),
+        }
+        .map_err(|e| e.in_file(&path))
+    }
+
+    fn open_inner(storage: Storage, known_size: Option<u64>) -> Result<Self> {
+        let size = match known_size {
+            Some(n) => n,
+            None => storage.size()?,
+        };
         if size < 8 {
             return Err(Error::corrupt(format!("file is {size} bytes, too short to be a Lance file")));
         }
@@ -116,6 +134,7 @@ impl FileReader {
                 columns: Vec::new(),
                 field_columns: Vec::new(),
                 legacy: Some(legacy),
+                global_buffers: Vec::new(),
             });
         }
         let footer = Footer::parse(&tail, size)?;
@@ -189,7 +208,34 @@ impl FileReader {
                 return Err(Error::corrupt(format!("column {i} pages hold {rows} rows, file says {}", desc.length)));
             }
         }
-        Ok(FileReader { storage, size, version, schema, arrow_schema, num_rows: desc.length, columns, field_columns, legacy: None })
+        Ok(FileReader {
+            storage,
+            size,
+            version,
+            schema,
+            arrow_schema,
+            num_rows: desc.length,
+            columns,
+            field_columns,
+            legacy: None,
+            global_buffers: gb_ranges,
+        })
+    }
+
+    /// Number of global buffers (2.x files; buffer 0 holds the schema).
+    pub fn num_global_buffers(&self) -> usize {
+        self.global_buffers.len()
+    }
+
+    /// The bytes of global buffer `i`.
+    pub fn read_global_buffer(&self, i: usize) -> Result<Bytes> {
+        let r = self.global_buffers.get(i).ok_or_else(|| {
+            Error::Corrupt {
+                path: Some(self.storage.display().to_string()),
+                what: format!("no global buffer {i} (the file has {})", self.global_buffers.len()),
+            }
+        })?;
+        self.storage.read_range(r.clone())
     }
 
     /// The file's version.

@@ -61,6 +61,11 @@ pub struct CommitOptions {
     pub must_not_exist: bool,
     /// Failure injection for tests.
     pub hook: Option<FailHook>,
+    /// Commit exactly as version `read_version + 1`, or fail with
+    /// `Error::Conflict` when another writer got there first: no rebase,
+    /// no retry, so the caller can re-read and re-check (the namespace
+    /// catalog's `__manifest` changes are decided on what they read).
+    pub exact_version: bool,
     /// Files (relative to the dataset root) written for this commit only:
     /// removed when the commit surely failed.
     pub owned_files: Vec<String>,
@@ -97,9 +102,15 @@ fn sleep_jitter(attempt: usize) {
 
 /// Commit `txn` to the dataset at `root`. Returns the new version.
 pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<u64> {
+    commit_with_frag_reuse(root, txn, opts, None)
+}
+
+/// [`commit`] a Rewrite that defers index remapping, adding (or
+/// replacing) the `__lance_frag_reuse` index entry `frag_reuse`.
+pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<u64> {
     let txn_name = transaction_file_name(txn);
     let mut unsure = false;
-    let r = try_commit(root, txn, &txn_name, opts, &mut unsure);
+    let r = try_commit(root, txn, &txn_name, opts, frag_reuse, &mut unsure);
     if r.is_err() && !unsure {
         let mut ours = opts.owned_files.clone();
         ours.push(format!("{TRANSACTIONS_DIR}/{txn_name}"));
@@ -110,7 +121,14 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
 
 /// The commit loop; sets `unsure` when a manifest put failed in a way that
 /// does not tell whether the manifest was stored.
-fn try_commit(root: &Storage, txn: &pb::Transaction, txn_name: &str, opts: &CommitOptions, unsure: &mut bool) -> Result<u64> {
+fn try_commit(
+    root: &Storage,
+    txn: &pb::Transaction,
+    txn_name: &str,
+    opts: &CommitOptions,
+    frag_reuse: Option<&pb::IndexMetadata>,
+    unsure: &mut bool,
+) -> Result<u64> {
     let txn_bytes = txn.encode_to_vec();
     step(&opts.hook, "transaction_file")?;
     root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_new(Bytes::from(txn_bytes.clone()))?;
@@ -126,6 +144,9 @@ fn try_commit(root: &Storage, txn: &pb::Transaction, txn_name: &str, opts: &Comm
             return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display()) });
         }
         let latest = versions.last();
+        if opts.exact_version && latest.map(|l| l.version).unwrap_or(0) != txn.read_version {
+            return Err(Error::Conflict { what: format!("{} moved past version {} since it was read", root.display(), txn.read_version) });
+        }
         // Check what was committed after our read version.
         for loc in versions.iter().filter(|l| l.version > txn.read_version) {
             if checked.contains_key(&loc.version) {
@@ -158,20 +179,26 @@ fn try_commit(root: &Storage, txn: &pb::Transaction, txn_name: &str, opts: &Comm
             None => None,
         };
         let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest))?;
-        // Indices stay with the fragments they cover (an Overwrite drops them).
-        let index = match (&txn.operation, &restore_file, &prev) {
-            (Some(pb::transaction::Operation::Overwrite(_)), _, _) => None,
-            (_, Some(r), _) => r.index_section()?,
-            (_, None, Some(p)) => p.index_section()?,
-            _ => None,
-        };
+        // Indices follow the operation (see index_section.rs).
+        let prev_indices = prev.as_ref().map(|p| p.index_section()).transpose()?.flatten().map(|s| s.indices);
+        let restored_indices = restore_file.as_ref().map(|r| r.index_section()).transpose()?.flatten().map(|s| s.indices);
+        let old_ids: std::collections::HashSet<u64> = prev.iter().flat_map(|p| p.manifest.fragments.iter().map(|f| f.id)).collect();
+        let new_ids: Vec<u64> = m.fragments.iter().map(|f| f.id).filter(|id| !old_ids.contains(id)).collect();
+        let indices = crate::table::index_section::next_indices(
+            txn,
+            prev_indices.as_deref(),
+            restored_indices.as_deref(),
+            &m,
+            &new_ids,
+            frag_reuse,
+        )?;
         m.transaction_file = txn_name.to_string();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {
             Some(src) if m.fields.iter().any(|f| f.dictionary.is_some()) => src.leading_bytes(),
             _ => Bytes::new(),
         };
-        let index_bytes = index.map(|i| i.encode_to_vec());
+        let index_bytes = crate::table::index_section::encode(indices);
         let mut pos = prefix.len() as u64;
         if let Some(b) = &index_bytes {
             m.index_section = Some(pos);
@@ -193,6 +220,9 @@ fn try_commit(root: &Storage, txn: &pb::Transaction, txn_name: &str, opts: &Comm
                 let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
                 let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
                 return Ok(version);
+            }
+            Err(Error::AlreadyExists { .. }) if opts.exact_version => {
+                return Err(Error::Conflict { what: format!("version {version} of {} was committed concurrently", root.display()) });
             }
             Err(Error::AlreadyExists { .. }) => {
                 sleep_jitter(attempt);

@@ -4,7 +4,7 @@
 //!
 //! A commit is described by a `lance.table.Transaction` (protos/transaction.proto):
 //! `read_version` (the version the writer started from), a random UUID and
-//! one operation. lancelet writes four operations:
+//! one operation. lancelet writes these operations:
 //!
 //! | operation | made by | manifest built from |
 //! |---|---|---|
@@ -12,6 +12,7 @@
 //! | `Append{fragments}` | append / insert | latest fragments + new ones (ids from `max_fragment_id + 1`) |
 //! | `Delete{updated_fragments, deleted_fragment_ids, predicate}` | delete | latest fragments, updated ones replaced by id, deleted ones dropped |
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
+//! | `CreateIndex{new_indices, removed_indices}` | index create / replace / optimize / drop | latest manifest; only the index section changes |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
 //! ids: both are assigned when the manifest is built, so that a rebased
@@ -174,6 +175,22 @@ pub fn check_compatible(mine: &pb::Transaction, other: &pb::Transaction, other_v
             ) => Ok(()),
             _ => Err(conflict()),
         },
+        // Creating, replacing, optimizing or dropping an index rebases over
+        // data changes (the new entries cover the fragments they were built
+        // from; rows moved or added since are scanned) but not over another
+        // index change or a compaction (which remaps the indices it covers).
+        Some(Operation::CreateIndex(_)) => match theirs {
+            Some(
+                Operation::Append(_)
+                | Operation::Delete(_)
+                | Operation::Update(_)
+                | Operation::Merge(_)
+                | Operation::Project(_)
+                | Operation::ReserveFragments(_)
+                | Operation::UpdateConfig(_),
+            ) => Ok(()),
+            _ => Err(conflict()),
+        },
         Some(Operation::Delete(_)) => {
             let (Some(a), Some(b)) = (touched(mine.operation.as_ref()), touched(theirs)) else { return Err(conflict()) };
             if a.is_disjoint(&b) {
@@ -329,6 +346,10 @@ pub fn build_manifest(
             }
             let gone: HashSet<u64> = d.deleted_fragment_ids.iter().copied().collect();
             m.fragments.retain(|f| !gone.contains(&f.id));
+        }
+        Some(Operation::CreateIndex(_)) => {
+            // Only the index section changes (see index_section.rs).
+            need_prev()?;
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;

@@ -425,6 +425,7 @@ pub fn write_dataset(
         must_not_exist: params.mode == WriteMode::Create,
         hook: params.hook.clone(),
         owned_files,
+        ..Default::default()
     };
     let v = commit(&root, &txn, &opts)?;
     Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(v)))
@@ -472,6 +473,22 @@ pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &st
     if total == 0 {
         return Ok((ds.checkout(VersionRef::Number(ds.version()))?, 0));
     }
+    let (txn, written) = deletion_transaction(ds, per_frag, predicate, &hook)?;
+    let v = commit(ds.root(), &txn, &CommitOptions { hook, owned_files: written, ..Default::default() })?;
+    Ok((ds.checkout(VersionRef::Number(v))?, total))
+}
+
+/// Write the deletion files that remove `per_frag` (physical row offsets
+/// per fragment id, added to the fragments' existing deletions) and return
+/// the Delete transaction committing them (read at `ds`'s version) with the
+/// files written (to remove if the commit fails); a fragment left with no
+/// rows is removed instead. On error the files written so far are removed.
+pub fn deletion_transaction(
+    ds: &Dataset,
+    per_frag: std::collections::BTreeMap<u64, RoaringBitmap>,
+    predicate: &str,
+    hook: &Option<FailHook>,
+) -> Result<(pb::Transaction, Vec<String>)> {
     let mut updated = Vec::new();
     let mut removed = Vec::new();
     let mut written = Vec::new();
@@ -487,7 +504,7 @@ pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &st
             }
             let (kind, bytes) = encode_deletions(&all)?;
             let d = pb::DeletionFile { file_type: kind as i32, read_version: ds.version(), id: random_u64(), num_deleted_rows: all.len(), base_id: None };
-            step(&hook, "deletion_file")?;
+            step(hook, "deletion_file")?;
             let rel = crate::table::deletion::deletion_file_path(fid, &d);
             ds.root().child(&rel)?.write_new(Bytes::from(bytes))?;
             debug_assert!(rel.starts_with(DELETIONS_DIR));
@@ -506,8 +523,7 @@ pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &st
         ds.version(),
         Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
     );
-    let v = commit(ds.root(), &txn, &CommitOptions { hook, owned_files: written, ..Default::default() })?;
-    Ok((ds.checkout(VersionRef::Number(v))?, total))
+    Ok((txn, written))
 }
 
 /// Delete the rows matching a SQL predicate.
