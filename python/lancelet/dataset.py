@@ -14,13 +14,16 @@ import dataclasses
 import datetime
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
 from lancelet import _native
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 from lancelet.file import _storage_options
+
+if TYPE_CHECKING:
+    from lancelet.merge_insert import MergeInsertBuilder
 
 __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
 
@@ -453,14 +456,56 @@ class Dataset:
         self._become(_native.dataset_insert(self._native, _stream(data, self._schema)))
         return self
 
-    def delete(self, predicate: Any) -> int:
+    def delete(self, predicate: Any, *, conflict_retries: int = 10,
+               retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30)) -> int:
         """Delete the rows matching a SQL predicate; returns how many were
-        deleted. This object moves to the new version."""
+        deleted. This object moves to the new version (a delete matching
+        nothing still commits one, as pylance's does).
+
+        If a concurrent commit removed rows this delete read, it runs again
+        on the latest version, at most ``conflict_retries`` more times and
+        not after ``retry_timeout``; then :class:`CommitConflictError`."""
         if not isinstance(predicate, str):
             raise UnsupportedError("delete predicates must be SQL strings")
-        native_ds, n = _native.dataset_delete(self._native, predicate)
+        native_ds, n = _native.dataset_delete(self._native, predicate, *_retry_args(conflict_retries, retry_timeout))
         self._become(native_ds)
         return n
+
+    def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
+               retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30),
+               progress: Any = None) -> Dict[str, int]:
+        """Set columns to SQL expressions in the rows where ``where`` holds
+        (all rows when ``None``); returns ``{"num_rows_updated": n}``.
+
+        ``updates`` maps column names to SQL expressions evaluated on each
+        row as it was (``{"a": "b", "b": "a"}`` swaps), cast to the column's
+        type: ``{"price": "price * 1.1", "name": "upper(name)"}``. Updated
+        rows are rewritten into new fragments (pylance's ``Update``
+        transaction); an update matching nothing still commits a version.
+        ``conflict_retries``/``retry_timeout`` bound re-runs after a
+        concurrent commit changed the rows read (see :meth:`delete`);
+        ``progress`` is a callable receiving ``{"stage", "done", "total"}``
+        per fragment scanned, or ``True`` for a line on stderr."""
+        if not isinstance(updates, dict):
+            raise InvalidInputError(f"updates must be a dict of column name -> SQL expression, got {type(updates).__name__}")
+        pairs = []
+        for k, v in updates.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidInputError(f"updates must map column names to SQL expression strings, got {k!r}: {v!r}")
+            pairs.append((k, v))
+        if where is not None and not isinstance(where, str):
+            raise UnsupportedError("update predicates must be SQL strings")
+        native_ds, n = _native.dataset_update(self._native, pairs, where, *_retry_args(conflict_retries, retry_timeout),
+                                              _progress(progress))
+        self._become(native_ds)
+        return {"num_rows_updated": n}
+
+    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
+        """Start a merge_insert (upsert) keyed on ``on``: see
+        :class:`lancelet.merge_insert.MergeInsertBuilder`."""
+        from lancelet.merge_insert import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
 
     def restore(self) -> "Dataset":
         """Make this (old) version the latest one by committing a new version
@@ -479,6 +524,40 @@ class Dataset:
 
 
 LanceDataset = Dataset
+
+
+def _retry_args(conflict_retries: Any, retry_timeout: Any) -> Tuple[int, float]:
+    """``(conflict_retries, retry_timeout in seconds)`` checked."""
+    if isinstance(conflict_retries, bool) or not isinstance(conflict_retries, int) or conflict_retries < 0:
+        raise InvalidInputError(f"conflict_retries must be a non-negative integer, got {conflict_retries!r}")
+    if isinstance(retry_timeout, datetime.timedelta):
+        seconds = retry_timeout.total_seconds()
+    elif isinstance(retry_timeout, (int, float)) and not isinstance(retry_timeout, bool):
+        seconds = float(retry_timeout)
+    else:
+        raise InvalidInputError(f"retry_timeout must be a datetime.timedelta, got {type(retry_timeout).__name__}")
+    if not seconds >= 0:
+        raise InvalidInputError(f"retry_timeout must not be negative, got {retry_timeout!r}")
+    return min(conflict_retries, 2**32 - 1), seconds
+
+
+def _progress(progress: Any) -> Any:
+    """The native progress callback ``(stage, done, total)`` for a user's
+    ``progress`` argument: a callable getting ``{"stage", "done", "total"}``,
+    ``True`` for a progress line on stderr, or ``None``/``False``."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        import sys
+
+        def show(stage: str, done: int, total: int) -> None:
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\rlancelet {stage}: {done}/{total}{end}")
+            sys.stderr.flush()
+        return show
+    if not callable(progress):
+        raise InvalidInputError(f"progress must be a callable or True, got {type(progress).__name__}")
+    return lambda stage, done, total: progress({"stage": stage, "done": done, "total": total})
 
 
 def _stream(data: Any, schema: Optional[pa.Schema] = None) -> Any:

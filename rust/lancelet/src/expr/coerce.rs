@@ -191,7 +191,7 @@ fn unit_rank(u: &TimeUnit) -> u8 {
 }
 
 /// A type both sides of a comparison convert to.
-fn common_type(l: &DataType, r: &DataType) -> Option<DataType> {
+pub(crate) fn common_type(l: &DataType, r: &DataType) -> Option<DataType> {
     use DataType as D;
     if l == r {
         return Some(l.clone());

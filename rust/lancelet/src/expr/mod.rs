@@ -17,8 +17,11 @@
 //! `IS [NOT] NULL|TRUE|FALSE|DISTINCT FROM`, `[NOT] IN (list)`,
 //! `[NOT] BETWEEN`, `[NOT] LIKE|ILIKE`, `+ - * / %` and unary minus,
 //! `CAST(x AS type)` / `x::type`, literals (integers, floats, strings,
-//! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), and the
-//! functions `lower`, `upper`, `length`/`char_length`, `abs`. `_rowid` and
+//! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), the
+//! functions `lower`, `upper`, `length`/`char_length`, `abs`, `coalesce`,
+//! `nullif`, `concat`, and `a || b`, `CASE [x] WHEN … THEN … [ELSE …] END`
+//! (a branch's value is computed only for its rows). [`SqlValue`] plans an
+//! expression of any type (an `update` value) cast to a column's type. `_rowid` and
 //! `_rowaddr` can be filtered on like UInt64 columns ([`parse_filter`]).
 //!
 //! Coercion (DataFusion-like, a little more lenient than pylance): a literal
@@ -35,7 +38,7 @@ mod prune;
 
 use std::sync::Arc;
 
-use arrow_array::{Array, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::Result;
@@ -70,6 +73,13 @@ impl SqlFilter {
     pub fn expr(&self) -> &Expr {
         &self.expr
     }
+
+    /// Every column reference as (top-level column, struct path below it).
+    pub fn column_paths(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        self.expr.column_paths(&mut out);
+        out
+    }
 }
 
 impl RowFilter for SqlFilter {
@@ -85,6 +95,47 @@ impl RowFilter for SqlFilter {
         let mask = eval::evaluate_predicate(&self.expr, batch)
             .map_err(|e| e.context(format_args!("evaluating filter `{}`", self.sql)))?;
         Ok(if mask.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(&mask) } else { mask })
+    }
+}
+
+/// A parsed, type-checked SQL expression producing values (the new value
+/// of a column in `update`), evaluated one batch at a time.
+#[derive(Debug, Clone)]
+pub struct SqlValue {
+    sql: String,
+    expr: Expr,
+    columns: Vec<String>,
+}
+
+impl SqlValue {
+    /// Parse `sql` and type-check it against `schema`; the value is then
+    /// cast to `to` (as SQL's `CAST`: a literal that does not convert is an
+    /// error now, a value that does not fit is an error when evaluated).
+    /// `what` names the expression in errors (e.g. "value of column `x`").
+    pub fn new(sql: &str, schema: &Schema, to: &DataType, what: &str) -> Result<Self> {
+        let planned = plan::plan_expr(sql, schema, what)?;
+        let expr = coerce::cast_to(planned, to, true)
+            .map_err(|e| e.context(format_args!("{what} `{sql}`")))?;
+        let mut columns = Vec::new();
+        expr.columns(&mut columns);
+        Ok(SqlValue { sql: sql.to_string(), expr, columns })
+    }
+
+    /// The expression's text.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// Top-level columns the expression reads.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// The value for every row of `batch`.
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef> {
+        eval::eval(&self.expr, batch)
+            .and_then(|v| v.into_array(batch.num_rows()))
+            .map_err(|e| e.context(format_args!("evaluating `{}`", self.sql)))
     }
 }
 
@@ -105,3 +156,5 @@ pub fn parse_filter(sql: &str, schema: &Schema) -> Result<Arc<dyn RowFilter>> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod value_tests;

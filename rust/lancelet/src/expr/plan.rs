@@ -76,6 +76,14 @@ pub enum Kind {
     Test(BoolTest, Box<Expr>),
     Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
     Func(Func, Box<Expr>),
+    /// `CASE WHEN c THEN v ... ELSE e END`: the first branch whose condition
+    /// is true; branches are evaluated only for their rows.
+    Case { branches: Vec<(Expr, Expr)>, otherwise: Box<Expr> },
+    /// `COALESCE(a, b, ...)`: the first non-null argument.
+    Coalesce(Vec<Expr>),
+    /// String concatenation: `a || b` (null if any part is) or
+    /// `concat(a, b, ...)` (null parts are skipped).
+    Concat { parts: Vec<Expr>, null_if_any: bool },
 }
 
 /// A typed expression.
@@ -94,9 +102,19 @@ impl Expr {
         matches!(self.kind, Kind::Literal(_))
     }
 
+    /// The sub-expressions of a node with a variable number of them.
+    fn list_children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            Kind::Case { branches, otherwise } => branches.iter().flat_map(|(c, v)| [c, v]).chain(std::iter::once(otherwise.as_ref())).collect(),
+            Kind::Coalesce(args) | Kind::Concat { parts: args, .. } => args.iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Top-level columns read, in first-use order.
     pub fn columns(&self, out: &mut Vec<String>) {
         match &self.kind {
+            Kind::Case { .. } | Kind::Coalesce(_) | Kind::Concat { .. } => self.list_children().into_iter().for_each(|c| c.columns(out)),
             Kind::Column { name, .. } => {
                 if !out.contains(name) {
                     out.push(name.clone())
@@ -117,8 +135,34 @@ impl Expr {
         }
     }
 
+    /// Every column reference as (top-level column, struct path below it).
+    pub fn column_paths(&self, out: &mut Vec<(String, Vec<String>)>) {
+        match &self.kind {
+            Kind::Case { .. } | Kind::Coalesce(_) | Kind::Concat { .. } => self.list_children().into_iter().for_each(|c| c.column_paths(out)),
+            Kind::Column { name, path } => {
+                let c = (name.clone(), path.clone());
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            Kind::Literal(_) => {}
+            Kind::Cast(e) | Kind::Neg(e) | Kind::Not(e) | Kind::IsNull(e) | Kind::IsNotNull(e) | Kind::Test(_, e) | Kind::Func(_, e) => {
+                e.column_paths(out)
+            }
+            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => {
+                a.column_paths(out);
+                b.column_paths(out);
+            }
+            Kind::Like { expr, pattern, .. } => {
+                expr.column_paths(out);
+                pattern.column_paths(out);
+            }
+        }
+    }
+
     fn children_literal(&self) -> bool {
         match &self.kind {
+            Kind::Case { .. } | Kind::Coalesce(_) | Kind::Concat { .. } => self.list_children().iter().all(|c| c.is_literal()),
             Kind::Column { .. } | Kind::Literal(_) => false,
             Kind::Cast(e) | Kind::Neg(e) | Kind::Not(e) | Kind::IsNull(e) | Kind::IsNotNull(e) | Kind::Test(_, e) | Kind::Func(_, e) => {
                 e.is_literal()
@@ -155,9 +199,19 @@ fn at(span: Span) -> String {
 
 /// Parse and plan a filter against a schema.
 pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
-    let bad = |what: String| Error::invalid_input(format!("filter `{sql}`: {what}"));
+    let expr = plan_expr(sql, schema, "filter")?;
+    match expr.data_type {
+        DataType::Boolean => Ok(expr),
+        ref t => Err(Error::invalid_input(format!("filter `{sql}`: the filter must be a boolean expression, but it is of type {t}"))),
+    }
+}
+
+/// Parse and plan an expression of any type against a schema; errors
+/// start with "`{what} `{sql}`:`".
+pub fn plan_expr(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
+    let bad = |msg: String| Error::invalid_input(format!("{what} `{sql}`: {msg}"));
     if sql.trim().is_empty() {
-        return Err(bad("empty filter".into()));
+        return Err(bad(format!("empty {what}")));
     }
     let dialect = FilterDialect;
     let mut parser = Parser::new(&dialect)
@@ -170,14 +224,10 @@ pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
         return Err(bad(format!("syntax error: unexpected `{}`{} after the expression", next.token, at(next.span))));
     }
     let planner = Planner { schema };
-    let expr = planner.plan(&ast).map_err(|e| match e {
+    planner.plan(&ast).map_err(|e| match e {
         Error::InvalidInput { what } => bad(what),
         other => other,
-    })?;
-    match expr.data_type {
-        DataType::Boolean => Ok(expr),
-        ref t => Err(bad(format!("the filter must be a boolean expression, but it is of type {t}"))),
-    }
+    })
 }
 
 struct Planner<'a> {
@@ -349,6 +399,7 @@ impl Planner<'_> {
                 self.like(self.plan(expr)?, self.plan(pattern)?, *negated, ci)
             }
             E::Function(f) => self.function(f, e),
+            E::Case { operand, conditions, else_result, .. } => self.case(operand.as_deref(), conditions, else_result.as_deref()),
             _ => Err(unsupported_expr(e)),
         }
     }
@@ -403,6 +454,9 @@ impl Planner<'_> {
             let dt = eval::arith_type(a, &l.data_type, &r.data_type)?;
             return Ok(Expr { kind: Kind::Arith(a, Box::new(l), Box::new(r)), data_type: dt });
         }
+        if *op == BinaryOperator::StringConcat {
+            return concat(vec![self.plan(left)?, self.plan(right)?], true);
+        }
         match op {
             BinaryOperator::And | BinaryOperator::Or => {
                 let name = if *op == BinaryOperator::And { "AND" } else { "OR" };
@@ -415,14 +469,80 @@ impl Planner<'_> {
         }
     }
 
+    fn case(&self, operand: Option<&ast::Expr>, whens: &[ast::CaseWhen], otherwise: Option<&ast::Expr>) -> Result<Expr> {
+        let operand = operand.map(|o| self.plan(o)).transpose()?;
+        let mut conds = Vec::with_capacity(whens.len());
+        let mut values = Vec::with_capacity(whens.len() + 1);
+        for w in whens {
+            let c = self.plan(&w.condition)?;
+            conds.push(match &operand {
+                Some(x) => self.compare(CmpOp::Eq, x.clone(), c)?,
+                None => boolean(c, "CASE WHEN")?,
+            });
+            values.push(self.plan(&w.result)?);
+        }
+        values.push(match otherwise {
+            Some(e) => self.plan(e)?,
+            None => Expr::literal(new_null_array(&DataType::Null, 1)),
+        });
+        let values = unify(values, "CASE")?;
+        let dt = values[0].data_type.clone();
+        let mut values = values.into_iter();
+        let branches = conds.into_iter().zip(values.by_ref()).collect();
+        let otherwise = Box::new(values.next().expect("the ELSE value"));
+        Ok(Expr { kind: Kind::Case { branches, otherwise }, data_type: dt })
+    }
+
+    fn args(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Vec<Expr>> {
+        let args = match &f.args {
+            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
+            _ => return Err(unsupported_expr(whole)),
+        };
+        args.iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => self.plan(x),
+                _ => Err(unsupported_expr(whole)),
+            })
+            .collect()
+    }
+
     fn function(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
         let name = f.name.to_string().to_ascii_lowercase();
+        match name.as_str() {
+            "coalesce" | "nullif" | "concat" if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() => {
+                return Err(unsupported_expr(whole))
+            }
+            "coalesce" => {
+                let args = self.args(f, whole)?;
+                if args.is_empty() {
+                    return Err(invalid("coalesce() needs at least one argument"));
+                }
+                let args = unify(args, "coalesce()")?;
+                let dt = args[0].data_type.clone();
+                return Ok(Expr { kind: Kind::Coalesce(args), data_type: dt });
+            }
+            "nullif" => {
+                let [a, b]: [Expr; 2] = self.args(f, whole)?.try_into().map_err(|_| invalid("nullif() takes two arguments"))?;
+                // NULLIF(a, b) = CASE WHEN a = b THEN NULL ELSE a END
+                let dt = a.data_type.clone();
+                let cond = self.compare(CmpOp::Eq, a.clone(), b)?;
+                let null = Expr::literal(new_null_array(&dt, 1));
+                return Ok(Expr { kind: Kind::Case { branches: vec![(cond, null)], otherwise: Box::new(a) }, data_type: dt });
+            }
+            "concat" => return concat(self.args(f, whole)?, false),
+            _ => {}
+        }
         let func = match name.as_str() {
             "lower" => Func::Lower,
             "upper" => Func::Upper,
             "length" | "char_length" | "character_length" => Func::Length,
             "abs" => Func::Abs,
-            _ => return Err(invalid(format!("unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs)", f.name))),
+            _ => {
+                return Err(invalid(format!(
+                    "unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs, coalesce, nullif, concat)",
+                    f.name
+                )))
+            }
         };
         let args = match &f.args {
             ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
@@ -459,6 +579,31 @@ impl Planner<'_> {
         };
         Ok(Expr { kind: Kind::Func(func, Box::new(x)), data_type: dt })
     }
+}
+
+/// Bring values (of CASE branches, COALESCE arguments) to one type.
+fn unify(values: Vec<Expr>, what: &str) -> Result<Vec<Expr>> {
+    let mut t = DataType::Null;
+    for v in &values {
+        t = coerce::common_type(&t, &v.data_type).ok_or_else(|| {
+            invalid(format!("the values of {what} have incompatible types {t} and {}", v.data_type))
+        })?;
+    }
+    if matches!(t, DataType::Utf8View) {
+        t = DataType::Utf8;
+    }
+    values.into_iter().map(|v| coerce::cast_to(v, &t, false)).collect()
+}
+
+/// String concatenation of `parts` (each converted to a string).
+fn concat(parts: Vec<Expr>, null_if_any: bool) -> Result<Expr> {
+    if parts.is_empty() {
+        return Err(invalid("concat() needs at least one argument"));
+    }
+    let large = parts.iter().any(|p| matches!(p.data_type, DataType::LargeUtf8));
+    let t = if large { DataType::LargeUtf8 } else { DataType::Utf8 };
+    let parts = parts.into_iter().map(|p| coerce::cast_to(p, &t, false)).collect::<Result<Vec<_>>>()?;
+    Ok(Expr { kind: Kind::Concat { parts, null_if_any }, data_type: t })
 }
 
 fn unsupported_expr(e: &ast::Expr) -> Error {

@@ -1,16 +1,18 @@
 //! Committing a transaction: writing the next manifest atomically.
 //!
-//! 1. The transaction is written once to `_transactions/{read_version}-{uuid}.txn`.
-//! 2. The latest version is listed. Every version committed after
-//!    `read_version` has its transaction read (embedded in the manifest, or
-//!    its `.txn` file) and checked against ours
-//!    ([`check_compatible`]): compatible ones are rebased over (the new
-//!    manifest is built from the latest one), incompatible ones end the
-//!    commit with `Error::Conflict`.
+//! 1. The latest version is listed. Every version committed after the
+//!    transaction's `read_version` has its transaction read (embedded in
+//!    the manifest, or its `.txn` file) and judged by the conflict table
+//!    ([`crate::table::conflict`]): rebase over it, re-run the operation
+//!    ([`Outcome::Rerun`]; [`commit`] reports it as `Error::Conflict`), or
+//!    refuse (`Error::Conflict`). A Delete/Update whose fragments only had
+//!    their deletion files changed meanwhile gets merged deletion files.
+//! 2. The (possibly rebased) transaction is written to
+//!    `_transactions/{read_version}-{uuid}.txn`.
 //! 3. The manifest `[IndexSection]? [Transaction] [Manifest] footer` of
-//!    version `latest + 1` is written with put-if-not-exists
-//!    (`PutMode::Create`). If another writer took that version first, go
-//!    back to 2 (at most [`MAX_ATTEMPTS`] times).
+//!    version `latest + 1`, built from the latest manifest, is written with
+//!    put-if-not-exists (`PutMode::Create`). If another writer took that
+//!    version first, go back to 1 (at most [`MAX_ATTEMPTS`] times).
 //! 4. `_versions/latest_version_hint.json` is updated (best effort: it is
 //!    only a hint).
 //!
@@ -26,8 +28,9 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::proto::table as pb;
+use crate::table::conflict::{AffectedRows, Conflict, Kind, Rebase};
 use crate::table::manifest::{frame_sections_after, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
-use crate::table::transaction::{build_manifest, check_compatible, transaction_file_name, BuildOptions};
+use crate::table::transaction::{build_manifest, transaction_file_name, BuildOptions};
 
 /// Directory of transaction files.
 pub const TRANSACTIONS_DIR: &str = "_transactions";
@@ -56,6 +59,20 @@ pub struct CommitOptions {
     pub must_not_exist: bool,
     /// Failure injection for tests.
     pub hook: Option<FailHook>,
+    /// Rows a Delete/Update removes from existing fragments, so that it can
+    /// be rebased over a concurrent delete of other rows of the same
+    /// fragments (without them such overlaps re-run).
+    pub affected_rows: Option<Arc<AffectedRows>>,
+}
+
+/// How a commit ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Committed as this version.
+    Committed(u64),
+    /// A concurrent commit changed what the operation read: run it again
+    /// on the latest version (the message says why).
+    Rerun(String),
 }
 
 /// The transaction of a committed version.
@@ -77,43 +94,71 @@ fn sleep_jitter(attempt: usize) {
     std::thread::sleep(std::time::Duration::from_millis(ms));
 }
 
-/// Commit `txn` to the dataset at `root`. Returns the new version.
+/// Commit `txn` to the dataset at `root`. Returns the new version; a
+/// conflict that would need the operation to re-run is `Error::Conflict`.
 pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<u64> {
-    let txn_bytes = txn.encode_to_vec();
-    let txn_name = transaction_file_name(txn);
-    step(&opts.hook, "transaction_file")?;
-    root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_new(Bytes::from(txn_bytes.clone()))?;
+    match commit_or_rerun(root, txn, opts)? {
+        Outcome::Committed(v) => Ok(v),
+        Outcome::Rerun(what) => Err(Error::Conflict { what }),
+    }
+}
 
+/// Commit `txn`, or say that the operation must run again.
+pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<Outcome> {
     let restore_version = match &txn.operation {
         Some(pb::transaction::Operation::Restore(r)) => Some(r.version),
         _ => None,
     };
-    let mut checked: HashMap<u64, ()> = HashMap::new();
+    let replaces_all = matches!(Kind::of(txn.operation.as_ref()), Kind::Overwrite | Kind::Restore);
+    // Transactions of concurrent versions, read once.
+    let mut others: HashMap<u64, Option<pb::Transaction>> = HashMap::new();
+    let mut read_manifest_cache: Option<pb::Manifest> = None;
+    let mut written: Option<String> = None;
     for attempt in 0..MAX_ATTEMPTS {
         let versions = list_versions(root)?;
         if opts.must_not_exist && !versions.is_empty() {
             return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display()) });
         }
         let latest = versions.last();
-        // Check what was committed after our read version.
-        for loc in versions.iter().filter(|l| l.version > txn.read_version) {
-            if checked.contains_key(&loc.version) {
-                continue;
+        let concurrent: Vec<_> = versions.iter().filter(|l| l.version > txn.read_version).collect();
+        if !concurrent.is_empty() && read_manifest_cache.is_none() && !replaces_all {
+            if let Some(loc) = versions.iter().find(|l| l.version == txn.read_version) {
+                read_manifest_cache = Some(read_manifest(root, &loc.name)?.manifest);
             }
-            let f = read_manifest(root, &loc.name)?;
-            match transaction_of(root, &f)? {
-                Some(other) => check_compatible(txn, &other, loc.version)?,
-                None => {
-                    if !matches!(txn.operation, Some(pb::transaction::Operation::Overwrite(_) | pb::transaction::Operation::Restore(_))) {
-                        return Err(Error::Conflict {
-                            what: format!("version {} was committed concurrently without a transaction record", loc.version),
-                        });
-                    }
-                }
+        }
+        let mut rebase = Rebase::new(txn, read_manifest_cache.as_ref(), opts.affected_rows.as_deref());
+        for loc in &concurrent {
+            if !others.contains_key(&loc.version) {
+                let f = read_manifest(root, &loc.name)?;
+                others.insert(loc.version, transaction_of(root, &f)?);
             }
-            checked.insert(loc.version, ());
+            let verdict = match &others[&loc.version] {
+                Some(other) => rebase.check(other, loc.version),
+                None if replaces_all => Ok(()),
+                None => Err(Conflict::Refuse(format!("version {} was committed concurrently without a transaction record", loc.version))),
+            };
+            match verdict {
+                Ok(()) => {}
+                Err(Conflict::Retry(what)) => return Ok(Outcome::Rerun(what)),
+                Err(refused) => return Err(refused.into_error()),
+            }
         }
         let prev = latest.map(|l| read_manifest(root, &l.name)).transpose()?;
+        let txn = match &prev {
+            Some(p) => match rebase.finish(root, &p.manifest, &opts.hook)? {
+                Ok(t) => t,
+                Err(Conflict::Retry(what)) => return Ok(Outcome::Rerun(what)),
+                Err(refused) => return Err(refused.into_error()),
+            },
+            None => txn.clone(),
+        };
+        let txn_bytes = txn.encode_to_vec();
+        let txn_name = transaction_file_name(&txn);
+        if written.as_deref() != Some(txn_name.as_str()) {
+            step(&opts.hook, "transaction_file")?;
+            root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_all(Bytes::from(txn_bytes.clone()))?;
+            written = Some(txn_name.clone());
+        }
         let naming = latest.map(|l| l.naming).unwrap_or(ManifestNaming::V2);
         let version = latest.map(|l| l.version + 1).unwrap_or(1);
         let restore_file = match restore_version {
@@ -123,7 +168,7 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             }
             None => None,
         };
-        let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest))?;
+        let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), &txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest), Some(root))?;
         // Indices stay with the fragments they cover (an Overwrite drops them).
         let index = match (&txn.operation, &restore_file, &prev) {
             (Some(pb::transaction::Operation::Overwrite(_)), _, _) => None,
@@ -158,7 +203,7 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             Ok(()) => {
                 let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
                 let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
-                return Ok(version);
+                return Ok(Outcome::Committed(version));
             }
             Err(Error::AlreadyExists { .. }) => {
                 sleep_jitter(attempt);

@@ -174,6 +174,7 @@ pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_
         build: BuildOptions { enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
         must_not_exist: plan.mode == WriteMode::Create,
         hook: None,
+        ..Default::default()
     };
     let v = commit(&root, &txn, &opts)?;
     Dataset::open_with(&plan.uri, Some(VersionRef::Number(v)), &plan.storage_options)

@@ -1,5 +1,5 @@
 //! Writing datasets: create / append / overwrite from a stream of record
-//! batches, delete rows by predicate, restore an old version.
+//! batches, restore an old version (deleting rows: [`crate::table::ops::delete`]).
 //!
 //! Data is streamed: batches go straight into a [`FileWriter`]; a new data
 //! file (`data/{name}.lance`, name as in [`new_data_file_name`]) and a new
@@ -21,9 +21,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch, UInt64Array};
+use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
-use bytes::Bytes;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
@@ -36,10 +35,9 @@ use crate::table::write_schema::write_schema;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, step, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::deletion::{encode_arrow, DELETIONS_DIR};
+use crate::table::deletion::encode_arrow;
 use crate::table::manifest::list_versions;
-use crate::table::scan::{RowFilter, ScanOptions, Scanner};
-use crate::table::transaction::{new_data_file_name, new_transaction, random_u64, BuildOptions};
+use crate::table::transaction::{new_data_file_name, new_transaction, BuildOptions};
 
 use pb::transaction::Operation;
 
@@ -385,6 +383,7 @@ pub fn write_dataset(
         build: BuildOptions { enable_stable_row_ids: params.enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
         must_not_exist: params.mode == WriteMode::Create,
         hook: params.hook.clone(),
+        ..Default::default()
     };
     let v = commit(&root, &txn, &opts)?;
     Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(v)))
@@ -412,60 +411,6 @@ pub fn encode_deletions(set: &RoaringBitmap) -> Result<(pb::deletion_file::Delet
     }
 }
 
-/// Delete the rows matching `filter` (`predicate` is its text, recorded in
-/// the transaction). Returns the new dataset version (or `ds` reopened when
-/// nothing matched) and the number of rows deleted.
-pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
-    let opts = ScanOptions { columns: Some(Vec::new()), filter: Some(filter), with_row_address: true, ..Default::default() };
-    let batches = Scanner::new(ds.clone(), opts)?.collect()?;
-    let mut per_frag: std::collections::BTreeMap<u64, RoaringBitmap> = Default::default();
-    let mut total = 0u64;
-    for b in &batches {
-        let col = b.column_by_name("_rowaddr").ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?;
-        let addrs = col.as_any().downcast_ref::<UInt64Array>().ok_or_else(|| Error::Internal { what: "_rowaddr is not u64".into() })?;
-        for a in addrs.values().iter() {
-            per_frag.entry(a >> 32).or_default().insert(*a as u32);
-            total += 1;
-        }
-    }
-    if total == 0 {
-        return Ok((ds.checkout(VersionRef::Number(ds.version()))?, 0));
-    }
-    let mut updated = Vec::new();
-    let mut removed = Vec::new();
-    for (fid, new) in per_frag {
-        let i = ds.fragment_index(fid).ok_or_else(|| Error::Internal { what: format!("row address in unknown fragment {fid}") })?;
-        let mut all = ds.deletions(i)?.unwrap_or_default();
-        all |= new;
-        let rows = ds.physical_rows(i)?;
-        if all.len() >= rows {
-            removed.push(fid);
-            continue;
-        }
-        let (kind, bytes) = encode_deletions(&all)?;
-        let d = pb::DeletionFile { file_type: kind as i32, read_version: ds.version(), id: random_u64(), num_deleted_rows: all.len(), base_id: None };
-        step(&hook, "deletion_file")?;
-        let rel = crate::table::deletion::deletion_file_path(fid, &d);
-        ds.root().child(&rel)?.write_new(Bytes::from(bytes))?;
-        debug_assert!(rel.starts_with(DELETIONS_DIR));
-        let mut f = ds.fragments()[i].clone();
-        f.deletion_file = Some(d);
-        updated.push(f);
-    }
-    let txn = new_transaction(
-        ds.version(),
-        Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
-    );
-    let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
-    Ok((ds.checkout(VersionRef::Number(v))?, total))
-}
-
-/// Delete the rows matching a SQL predicate.
-pub fn delete(ds: &Arc<Dataset>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
-    let filter = crate::expr::parse_filter(predicate, ds.schema())?;
-    delete_rows(ds, filter, predicate, hook)
-}
-
 /// Make `ds`'s version the latest again (a new version with its content).
 pub fn restore(ds: &Dataset) -> Result<Dataset> {
     let latest = ds.latest_version()?;
@@ -477,6 +422,8 @@ pub fn restore(ds: &Dataset) -> Result<Dataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::scan::{ScanOptions, Scanner};
+    use crate::table::transaction::random_u64;
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
 
@@ -514,7 +461,7 @@ mod tests {
         assert_eq!(ds.version(), 2);
         assert_eq!(xs(&ds), (0..30).collect::<Vec<_>>());
         let ds = Arc::new(ds);
-        let (ds3, n) = delete(&ds, "x < 3 or x >= 20 and x < 25", None).unwrap();
+        let (ds3, n) = crate::table::ops::delete::delete(&ds, "x < 3 or x >= 20 and x < 25", &Default::default(), None).unwrap();
         assert_eq!(n, 8);
         assert_eq!(ds3.version(), 3);
         let want: Vec<i64> = (3..20).chain(25..30).collect();
@@ -563,7 +510,7 @@ mod tests {
                 let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) });
                 let r = match op {
                     "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), Some(hook)).map(|_| ()),
-                    "delete" => delete(&Arc::new(ds), "x < 10", Some(hook)).map(|_| ()),
+                    "delete" => crate::table::ops::delete::delete(&Arc::new(ds), "x < 10", &Default::default(), Some(hook)).map(|_| ()),
                     _ => {
                         let p = WriteParams { mode: WriteMode::Overwrite, hook: Some(hook), ..Default::default() };
                         let b = batch(100, 3);
