@@ -6,6 +6,7 @@
 mod arrow_ffi;
 mod dataset;
 mod errors;
+mod evolve;
 mod file;
 mod write;
 
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
     write::register(m)?;
+    evolve::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -243,6 +243,17 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
             let out = f(&*x.datum(), &*p.datum()).map_err(ae)?;
             Val::like(Arc::new(out), x.is_scalar() && p.is_scalar())
         }
+        Kind::Call(c) => {
+            let vals = c.args.iter().map(|a| eval(a, batch)).collect::<Result<Vec<_>>>()?;
+            let scalar = vals.iter().all(Val::is_scalar);
+            let m = if scalar { 1 } else { n };
+            let arrays = vals.into_iter().map(|v| v.into_array(m)).collect::<Result<Vec<_>>>()?;
+            let out = super::functions::eval(c, &e.data_type, &arrays, m).map_err(|err| match err {
+                Error::Corrupt { what, .. } => Error::invalid_input(what),
+                other => other,
+            })?;
+            Val::like(out, scalar)
+        }
         Kind::Func(f, x) => {
             let v = eval(x, batch)?;
             let out = func(*f, v.array()).map_err(|e| match e {

@@ -30,8 +30,10 @@
 
 mod coerce;
 mod eval;
+mod functions;
 mod plan;
 mod prune;
+mod value;
 
 use std::sync::Arc;
 
@@ -43,6 +45,7 @@ use crate::file::stats::{GroupStats, Pruned};
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
 pub use plan::Expr;
+pub use value::SqlValue;
 
 /// A parsed, type-checked SQL filter.
 #[derive(Debug, Clone)]

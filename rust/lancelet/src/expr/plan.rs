@@ -14,6 +14,7 @@ use sqlparser::tokenizer::{Span, Token};
 
 use super::coerce::{self, cast_literal};
 use super::eval;
+use super::functions;
 use crate::error::{Error, Result};
 
 /// Comparison operators.
@@ -76,6 +77,8 @@ pub enum Kind {
     Test(BoolTest, Box<Expr>),
     Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
     Func(Func, Box<Expr>),
+    /// A function of [`super::functions`] (or `CASE`).
+    Call(Box<super::functions::Call>),
 }
 
 /// A typed expression.
@@ -114,6 +117,7 @@ impl Expr {
                 expr.columns(out);
                 pattern.columns(out);
             }
+            Kind::Call(c) => c.args.iter().for_each(|a| a.columns(out)),
         }
     }
 
@@ -125,6 +129,7 @@ impl Expr {
             }
             Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => a.is_literal() && b.is_literal(),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
+            Kind::Call(c) => c.args.iter().all(Expr::is_literal),
         }
     }
 }
@@ -159,6 +164,20 @@ pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
     if sql.trim().is_empty() {
         return Err(bad("empty filter".into()));
     }
+    let expr = plan_expr(sql, schema, "filter")?;
+    match expr.data_type {
+        DataType::Boolean => Ok(expr),
+        ref t => Err(bad(format!("the filter must be a boolean expression, but it is of type {t}"))),
+    }
+}
+
+/// Parse and plan any expression against a schema (`what` names it in
+/// errors: "filter", "expression").
+pub(crate) fn plan_expr(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
+    let bad = |msg: String| Error::invalid_input(format!("{what} `{sql}`: {msg}"));
+    if sql.trim().is_empty() {
+        return Err(bad(format!("empty {what}")));
+    }
     let dialect = FilterDialect;
     let mut parser = Parser::new(&dialect)
         .with_recursion_limit(200)
@@ -170,14 +189,10 @@ pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
         return Err(bad(format!("syntax error: unexpected `{}`{} after the expression", next.token, at(next.span))));
     }
     let planner = Planner { schema };
-    let expr = planner.plan(&ast).map_err(|e| match e {
+    planner.plan(&ast).map_err(|e| match e {
         Error::InvalidInput { what } => bad(what),
         other => other,
-    })?;
-    match expr.data_type {
-        DataType::Boolean => Ok(expr),
-        ref t => Err(bad(format!("the filter must be a boolean expression, but it is of type {t}"))),
-    }
+    })
 }
 
 struct Planner<'a> {
@@ -349,6 +364,57 @@ impl Planner<'_> {
                 self.like(self.plan(expr)?, self.plan(pattern)?, *negated, ci)
             }
             E::Function(f) => self.function(f, e),
+            E::Case { operand, conditions, else_result, .. } => {
+                let mut args = Vec::with_capacity(conditions.len() * 2 + 1);
+                let operand = operand.as_ref().map(|o| self.plan(o)).transpose()?;
+                for w in conditions {
+                    args.push(match &operand {
+                        Some(o) => self.compare(CmpOp::Eq, o.clone(), self.plan(&w.condition)?)?,
+                        None => self.plan(&w.condition)?,
+                    });
+                    args.push(self.plan(&w.result)?);
+                }
+                if let Some(x) = else_result {
+                    args.push(self.plan(x)?);
+                }
+                functions::plan(functions::Builtin::Case { has_else: else_result.is_some() }, "CASE", args)
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.plan(expr)?];
+                args.push(match substring_from {
+                    Some(f) => self.plan(f)?,
+                    None => Expr::literal(Arc::new(Int64Array::from(vec![1]))),
+                });
+                if let Some(f) = substring_for {
+                    args.push(self.plan(f)?);
+                }
+                functions::plan(functions::Builtin::Substr, "substring", args)
+            }
+            E::Trim { trim_where, trim_what, expr, trim_characters } => {
+                let func = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => functions::Builtin::Ltrim,
+                    Some(ast::TrimWhereField::Trailing) => functions::Builtin::Rtrim,
+                    _ => functions::Builtin::Trim,
+                };
+                let mut args = vec![self.plan(expr)?];
+                match (trim_what, trim_characters.as_deref()) {
+                    (Some(w), _) => args.push(self.plan(w)?),
+                    (None, Some([c])) => args.push(self.plan(c)?),
+                    (None, None) => {}
+                    _ => return Err(unsupported_expr(e)),
+                }
+                functions::plan(func, "trim", args)
+            }
+            E::Position { expr, r#in } => functions::plan(functions::Builtin::Strpos, "position", vec![self.plan(r#in)?, self.plan(expr)?]),
+            E::Extract { field, expr, .. } => {
+                let part = functions::date_part_named(&field.to_string())?;
+                functions::plan(functions::Builtin::DatePart(part), "extract", vec![self.plan(expr)?])
+            }
+            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }
+            | E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let func = if matches!(e, E::Ceil { .. }) { functions::Builtin::Ceil } else { functions::Builtin::Floor };
+                functions::plan(func, "floor/ceil", vec![self.plan(expr)?])
+            }
             _ => Err(unsupported_expr(e)),
         }
     }
@@ -403,6 +469,9 @@ impl Planner<'_> {
             let dt = eval::arith_type(a, &l.data_type, &r.data_type)?;
             return Ok(Expr { kind: Kind::Arith(a, Box::new(l), Box::new(r)), data_type: dt });
         }
+        if *op == BinaryOperator::StringConcat {
+            return functions::plan(functions::Builtin::ConcatOp, "||", vec![self.plan(left)?, self.plan(right)?]);
+        }
         match op {
             BinaryOperator::And | BinaryOperator::Or => {
                 let name = if *op == BinaryOperator::And { "AND" } else { "OR" };
@@ -417,16 +486,16 @@ impl Planner<'_> {
 
     fn function(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
         let name = f.name.to_string().to_ascii_lowercase();
+        let args = match &f.args {
+            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
+            _ => return Err(unsupported_expr(whole)),
+        };
         let func = match name.as_str() {
             "lower" => Func::Lower,
             "upper" => Func::Upper,
             "length" | "char_length" | "character_length" => Func::Length,
             "abs" => Func::Abs,
-            _ => return Err(invalid(format!("unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs)", f.name))),
-        };
-        let args = match &f.args {
-            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
-            _ => return Err(unsupported_expr(whole)),
+            _ => return self.call(&name, f, args, whole),
         };
         let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args.as_slice() else {
             return Err(invalid(format!("function `{}` takes one argument", f.name)));
@@ -458,6 +527,42 @@ impl Planner<'_> {
             }
         };
         Ok(Expr { kind: Kind::Func(func, Box::new(x)), data_type: dt })
+    }
+}
+
+impl Planner<'_> {
+    /// A function of [`functions`] (`date_part('f', x)` takes its part by name).
+    fn call(&self, name: &str, f: &ast::Function, args: &[ast::FunctionArg], whole: &ast::Expr) -> Result<Expr> {
+        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+            return Err(unsupported_expr(whole));
+        }
+        let exprs = args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
+                _ => Err(unsupported_expr(whole)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if name == "date_part" || name == "datepart" {
+            let [part, x] = exprs.as_slice() else { return Err(invalid(format!("{name}() takes 2 arguments"))) };
+            let part = match part {
+                ast::Expr::Value(v) => match &v.value {
+                    Value::SingleQuotedString(p) | Value::DoubleQuotedString(p) => functions::date_part_named(p)?,
+                    _ => return Err(invalid(format!("{name}() needs the part as a string, like 'year'"))),
+                },
+                _ => return Err(invalid(format!("{name}() needs the part as a string, like 'year'"))),
+            };
+            return functions::plan(functions::Builtin::DatePart(part), name, vec![self.plan(x)?]);
+        }
+        let Some(func) = functions::lookup(name) else {
+            return Err(invalid(format!(
+                "unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs, {})",
+                f.name,
+                functions::NAMES
+            )));
+        };
+        let planned = exprs.into_iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
+        functions::plan(func, name, planned)
     }
 }
 

@@ -13,11 +13,13 @@
 //!   builds manifests and checks conflicts, [`commit`] writes them
 //!   atomically, [`tags`] creates/deletes tags; delete predicates are SQL
 //!   filters ([`crate::expr`]);
-//! * [`staged`]: distributed writes — workers stage fragments, one commit.
+//! * [`staged`]: distributed writes — workers stage fragments, one commit;
+//! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits).
 
 pub mod commit;
 pub mod dataset;
 pub mod deletion;
+pub mod evolve;
 pub mod features;
 pub mod fragment;
 pub mod manifest;

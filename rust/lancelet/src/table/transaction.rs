@@ -4,7 +4,7 @@
 //!
 //! A commit is described by a `lance.table.Transaction` (protos/transaction.proto):
 //! `read_version` (the version the writer started from), a random UUID and
-//! one operation. lancelet writes four operations:
+//! one operation. lancelet writes these operations:
 //!
 //! | operation | made by | manifest built from |
 //! |---|---|---|
@@ -12,6 +12,8 @@
 //! | `Append{fragments}` | append / insert | latest fragments + new ones (ids from `max_fragment_id + 1`) |
 //! | `Delete{updated_fragments, deleted_fragment_ids, predicate}` | delete | latest fragments, updated ones replaced by id, deleted ones dropped |
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
+//! | `Merge{fragments, schema, …}` | add_columns, merge, casts | its schema and complete fragment list (see [`crate::table::evolve`]) |
+//! | `Project{schema}` | drop / rename / nullability | the latest fragments under its schema |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
 //! ids: both are assigned when the manifest is built, so that a rebased
@@ -157,6 +159,9 @@ pub fn check_compatible(mine: &pb::Transaction, other: &pb::Transaction, other_v
         ),
     };
     let theirs = other.operation.as_ref();
+    if let Some(ok) = crate::table::evolve::schema_op_compatible(mine, other) {
+        return if ok { Ok(()) } else { Err(Error::Conflict { what: crate::table::evolve::conflict_message(mine, other, other_version) }) };
+    }
     match mine.operation.as_ref() {
         // Replacing the whole table (or going back to an old version) wins
         // over anything that happened meanwhile, as in Lance.
@@ -319,6 +324,15 @@ pub fn build_manifest(
             }
             let gone: HashSet<u64> = d.deleted_fragment_ids.iter().copied().collect();
             m.fragments.retain(|f| !gone.contains(&f.id));
+        }
+        Some(Operation::Merge(op)) => {
+            need_prev()?;
+            crate::table::evolve::apply_merge(&mut m, op)?;
+            max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
+        }
+        Some(Operation::Project(op)) => {
+            need_prev()?;
+            crate::table::evolve::apply_project(&mut m, op)?;
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;
