@@ -368,8 +368,9 @@ pub fn plan(func: Builtin, name: &str, args: Vec<Expr>) -> Result<Expr> {
 pub fn nullable(call: &Call, arg_nullable: &[bool]) -> bool {
     use Builtin as B;
     match call.func {
-        B::Coalesce | B::Greatest | B::Least => arg_nullable.iter().all(|n| *n),
-        B::ConcatOp | B::StartsWith | B::EndsWith | B::Strpos => arg_nullable.iter().any(|n| *n),
+        B::Coalesce => arg_nullable.iter().all(|n| *n),
+        // DataFusion rewrites starts_with into LIKE and types strpos by its arguments
+        B::ConcatOp | B::StartsWith | B::Strpos => arg_nullable.iter().any(|n| *n),
         B::Case { has_else } => {
             let pairs = (arg_nullable.len() - usize::from(has_else)) / 2;
             !has_else || (0..pairs).any(|i| arg_nullable[2 * i + 1]) || arg_nullable[arg_nullable.len() - 1]
@@ -456,6 +457,11 @@ fn round_to(x: f64, d: i64, trunc: bool) -> f64 {
     let m = 10f64.powi(d.clamp(-300, 300) as i32);
     let y = x * m;
     (if trunc { y.trunc() } else { y.round() }) / m
+}
+
+/// True where `b` is true (nulls count as false).
+fn is_true(b: &BooleanArray) -> BooleanArray {
+    if b.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(b) } else { b.clone() }
 }
 
 /// Keep `a` where it is not null, else `b` (same type).
@@ -595,8 +601,7 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
             let pairs = (args.len() - usize::from(has_else)) / 2;
             let mut acc = if has_else { args[args.len() - 1].clone() } else { new_null_array(t, n) };
             for p in (0..pairs).rev() {
-                let cond = args[2 * p].as_boolean();
-                let cond = arrow_select::filter::prep_null_mask_filter(cond);
+                let cond = is_true(args[2 * p].as_boolean());
                 acc = arrow_select::zip::zip(&cond, &args[2 * p + 1], &acc)?;
             }
             acc
@@ -605,7 +610,7 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
             let mut acc = args[0].clone();
             for a in &args[1..] {
                 let better = if call.func == B::Greatest { arrow_ord::cmp::gt(a, &acc)? } else { arrow_ord::cmp::lt(a, &acc)? };
-                let better = arrow_select::filter::prep_null_mask_filter(&better);
+                let better = is_true(&better);
                 let take_new = arrow_arith::boolean::or(&better, &arrow_arith::boolean::is_null(&acc)?)?;
                 acc = arrow_select::zip::zip(&take_new, a, &acc)?;
             }

@@ -17,9 +17,13 @@
 //! `IS [NOT] NULL|TRUE|FALSE|DISTINCT FROM`, `[NOT] IN (list)`,
 //! `[NOT] BETWEEN`, `[NOT] LIKE|ILIKE`, `+ - * / %` and unary minus,
 //! `CAST(x AS type)` / `x::type`, literals (integers, floats, strings,
-//! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), and the
-//! functions `lower`, `upper`, `length`/`char_length`, `abs`. `_rowid` and
+//! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), the
+//! functions `lower`, `upper`, `length`/`char_length`, `abs`, and those of
+//! [`functions`] (strings, `||`, `coalesce`/`nullif`, `CASE`, rounding and
+//! math, `greatest`/`least`, `extract`/`date_part`). `_rowid` and
 //! `_rowaddr` can be filtered on like UInt64 columns ([`parse_filter`]).
+//! The same expressions produce column values ([`SqlValue`], used by
+//! `add_columns`).
 //!
 //! Coercion (DataFusion-like, a little more lenient than pylance): a literal
 //! compared with a column takes the column's type when that is exact (`u8 >
@@ -30,7 +34,7 @@
 
 mod coerce;
 mod eval;
-mod functions;
+pub mod functions;
 mod plan;
 mod prune;
 mod value;

@@ -7,7 +7,13 @@
 //! step is), a literal only when it is NULL, operators when an operand
 //! is, `IS [NOT] NULL|TRUE|FALSE|DISTINCT FROM` never, and scalar
 //! functions always, except `coalesce` (not nullable when an argument is
-//! not).
+//! not), `||`, `starts_with` and `strpos` (nullable when an argument is)
+//! and `CASE` (when a branch is, or there is no `ELSE`).
+//!
+//! Arithmetic with a number literal keeps the other side's type when the
+//! literal fits it exactly (`int32_col + 1` is int32, `uint8_col * 200`
+//! wraps in uint8), as DataFusion does; otherwise both sides widen to a
+//! common type (`int32_col + 1.5` is float64, where pylance refuses).
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
