@@ -507,6 +507,42 @@ class Dataset:
 
         return MergeInsertBuilder(self, on)
 
+    # -- schema evolution (lancelet/_evolve.py) -----------------------------
+    def add_columns(self, transforms: Any, read_columns: Optional[List[str]] = None,
+                    reader_schema: Optional[pa.Schema] = None, batch_size: Optional[int] = None, *,
+                    progress: Any = None) -> None:
+        """Add columns (one new version, a ``Merge``): ``transforms`` is a
+        dict of name -> SQL expression; a function ``fn(pa.RecordBatch) ->
+        pa.RecordBatch | pandas.DataFrame`` called with ``read_columns``
+        (all when None; ``_rowid``/``_rowaddr`` allowed) of the live rows,
+        ``batch_size`` rows at a time; a Table/RecordBatchReader/DataFrame
+        with one row per live row in scan order (``reader_schema`` for an
+        iterator of batches); or a ``pa.Field``/list of them/``pa.Schema``
+        of all-null columns (metadata only). ``progress``: True or a
+        callable getting ``{"stage", "done", "total"}`` per fragment."""
+        from lancelet import _evolve
+        self._become(_evolve.add_columns(self, transforms, read_columns, reader_schema, batch_size, progress))
+
+    def drop_columns(self, columns: List[str]) -> None:
+        """Drop columns (names, or dotted paths of struct fields): a
+        ``Project``; data files are not rewritten."""
+        from lancelet import _evolve
+        self._become(_evolve.drop_columns(self, columns))
+
+    def alter_columns(self, *alterations: Dict[str, Any]) -> None:
+        """Rename (``name``), change nullability (``nullable``) or cast
+        (``data_type``) columns given by ``path`` ("a" or "a.b"). Casts
+        write the cast columns anew (a ``Merge``); the rest is a ``Project``."""
+        from lancelet import _evolve
+        self._become(_evolve.alter_columns(self, alterations))
+
+    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
+        """Left-join ``data_obj`` on ``left_on == right_on``, adding its
+        other columns (nulls where no row matches; the last of repeated
+        keys wins)."""
+        from lancelet import _evolve
+        self._become(_evolve.merge(self, data_obj, left_on, right_on, schema))
+
     def restore(self) -> "Dataset":
         """Make this (old) version the latest one by committing a new version
         with its content."""

@@ -12,6 +12,8 @@
       fw = lancelet.spark.write_fragments(uri, df.schema, mode="append")
       staged = df.mapInArrow(fw, fw.output_schema)
       lancelet.spark.commit(fw, staged)                       # one new version
+* ``add_columns(uri, func, schema)``: new columns computed by a task per
+  fragment, one ``Merge`` commit (:mod:`lancelet.spark.evolve`).
 """
 
 # No `from __future__ import annotations` here: pandas_udf reads the type
@@ -39,6 +41,7 @@ from lancelet.spark.source import (
     read_slice,
     stage_batches,
 )
+from lancelet.spark.evolve import add_columns
 from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema, spark_type
 
 __all__ = [
@@ -52,6 +55,7 @@ __all__ = [
     "commit",
     "FragmentWriter",
     "FRAGMENT_TASK_SCHEMA",
+    "add_columns",
 ]
 
 #: Columns of the DataFrame :func:`fragments` returns.

@@ -6,6 +6,7 @@
 mod arrow_ffi;
 mod dataset;
 mod errors;
+mod evolve;
 mod file;
 mod ops;
 mod write;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::NativeDataset>()?;
     write::register(m)?;
     ops::register(m)?;
+    evolve::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

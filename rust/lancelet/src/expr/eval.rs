@@ -13,6 +13,7 @@ use arrow_buffer::NullBuffer;
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{ArrowError, DataType};
 
+use super::functions::Builtin;
 use super::plan::{ArithOp, BoolTest, CmpOp, Expr, Func, Kind};
 use crate::error::{Error, Result};
 
@@ -243,9 +244,18 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
             let out = f(&*x.datum(), &*p.datum()).map_err(ae)?;
             Val::like(Arc::new(out), x.is_scalar() && p.is_scalar())
         }
-        Kind::Case { branches, otherwise } => Val::Array(case(branches, otherwise, batch)?),
-        Kind::Coalesce(args) => Val::Array(coalesce(args, batch)?),
-        Kind::Concat { parts, null_if_any } => Val::Array(concat(parts, *null_if_any, &e.data_type, batch)?),
+        Kind::Call(c) if matches!(c.func, Builtin::Case { .. }) => Val::Array(case(&c.args, &e.data_type, batch)?),
+        Kind::Call(c) => {
+            let vals = c.args.iter().map(|a| eval(a, batch)).collect::<Result<Vec<_>>>()?;
+            let scalar = vals.iter().all(Val::is_scalar);
+            let m = if scalar { 1 } else { n };
+            let arrays = vals.into_iter().map(|v| v.into_array(m)).collect::<Result<Vec<_>>>()?;
+            let out = super::functions::eval(c, &e.data_type, &arrays, m).map_err(|err| match err {
+                Error::Corrupt { what, .. } => Error::invalid_input(what),
+                other => other,
+            })?;
+            Val::like(out, scalar)
+        }
         Kind::Func(f, x) => {
             let v = eval(x, batch)?;
             let out = func(*f, v.array()).map_err(|e| match e {
@@ -264,33 +274,39 @@ fn take_rows(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &opts)?)
 }
 
-/// `CASE`: each branch's value is computed only for the rows it takes (so
-/// `CASE WHEN x = 0 THEN 0 ELSE 1 / x END` never divides by zero).
-fn case(branches: &[(Expr, Expr)], otherwise: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
+/// `CASE` (arguments `[condition, value]*` then an optional `ELSE` value,
+/// as planned by [`super::functions`]): each branch's value is computed
+/// only for the rows it takes, so `CASE WHEN x = 0 THEN 0 ELSE 1 / x END`
+/// never divides by zero (as in DataFusion and PostgreSQL).
+fn case(args: &[Expr], out_type: &DataType, batch: &RecordBatch) -> Result<ArrayRef> {
     let n = batch.num_rows();
+    let has_else = args.len() % 2 == 1;
+    let pairs = args.len() / 2;
     let mut remaining: Vec<u32> = (0..n as u32).collect();
     let mut values: Vec<ArrayRef> = Vec::new();
     let mut pick: Vec<(usize, usize)> = vec![(0, 0); n];
-    let mut take_value = |rows: Vec<u32>, value: &Expr, values: &mut Vec<ArrayRef>| -> Result<()> {
+    let mut take_value = |rows: Vec<u32>, value: Option<&Expr>, values: &mut Vec<ArrayRef>| -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         let idx = UInt32Array::from(rows);
-        let sub = take_rows(batch, &idx)?;
-        let v = eval(value, &sub)?.into_array(idx.len())?;
+        let v = match value {
+            Some(value) => eval(value, &take_rows(batch, &idx)?)?.into_array(idx.len())?,
+            None => new_null_array(out_type, idx.len()),
+        };
         for (k, &row) in idx.values().iter().enumerate() {
             pick[row as usize] = (values.len(), k);
         }
         values.push(v);
         Ok(())
     };
-    for (cond, value) in branches {
+    for p in 0..pairs {
         if remaining.is_empty() {
             break;
         }
         let idx = UInt32Array::from(remaining.clone());
         let sub = take_rows(batch, &idx)?;
-        let c = bools(&eval(cond, &sub)?, idx.len())?;
+        let c = bools(&eval(&args[2 * p], &sub)?, idx.len())?;
         let (mut hit, mut miss) = (Vec::new(), Vec::new());
         for (k, &row) in remaining.iter().enumerate() {
             if c.is_valid(k) && c.value(k) {
@@ -299,55 +315,15 @@ fn case(branches: &[(Expr, Expr)], otherwise: &Expr, batch: &RecordBatch) -> Res
                 miss.push(row);
             }
         }
-        take_value(hit, value, &mut values)?;
+        take_value(hit, Some(&args[2 * p + 1]), &mut values)?;
         remaining = miss;
     }
-    take_value(remaining, otherwise, &mut values)?;
+    take_value(remaining, if has_else { args.last() } else { None }, &mut values)?;
     if values.is_empty() {
-        return Ok(new_empty_array(&otherwise.data_type));
+        return Ok(new_empty_array(out_type));
     }
     let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
     Ok(arrow_select::interleave::interleave(&refs, &pick)?)
-}
-
-fn coalesce(args: &[Expr], batch: &RecordBatch) -> Result<ArrayRef> {
-    let n = batch.num_rows();
-    let mut out = eval(&args[0], batch)?.into_array(n)?;
-    for a in &args[1..] {
-        if out.null_count() == 0 {
-            break;
-        }
-        let next = eval(a, batch)?.into_array(n)?;
-        let missing = is_null(&out)?;
-        out = arrow_select::zip::zip(&missing, &next, &out)?;
-    }
-    Ok(out)
-}
-
-fn concat(parts: &[Expr], null_if_any: bool, out_type: &DataType, batch: &RecordBatch) -> Result<ArrayRef> {
-    let n = batch.num_rows();
-    let arrays = parts
-        .iter()
-        .map(|p| Ok(cast_with_options(&eval(p, batch)?.into_array(n)?, &DataType::LargeUtf8, &STRICT)?))
-        .collect::<Result<Vec<_>>>()?;
-    let strings: Vec<&LargeStringArray> = arrays.iter().map(|a| a.as_string::<i64>()).collect();
-    let mut b = arrow_array::builder::LargeStringBuilder::with_capacity(n, strings.iter().map(|s| s.value_data().len()).sum());
-    let mut buf = String::new();
-    for i in 0..n {
-        if null_if_any && strings.iter().any(|s| s.is_null(i)) {
-            b.append_null();
-            continue;
-        }
-        buf.clear();
-        for s in &strings {
-            if s.is_valid(i) {
-                buf.push_str(s.value(i));
-            }
-        }
-        b.append_value(&buf);
-    }
-    let out: ArrayRef = Arc::new(b.finish());
-    Ok(cast_with_options(&out, out_type, &STRICT)?)
 }
 
 /// Evaluate a boolean expression to one value per row.

@@ -18,11 +18,13 @@
 //! `[NOT] BETWEEN`, `[NOT] LIKE|ILIKE`, `+ - * / %` and unary minus,
 //! `CAST(x AS type)` / `x::type`, literals (integers, floats, strings,
 //! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), the
-//! functions `lower`, `upper`, `length`/`char_length`, `abs`, `coalesce`,
-//! `nullif`, `concat`, and `a || b`, `CASE [x] WHEN … THEN … [ELSE …] END`
-//! (a branch's value is computed only for its rows). [`SqlValue`] plans an
-//! expression of any type (an `update` value) cast to a column's type. `_rowid` and
+//! functions `lower`, `upper`, `length`/`char_length`, `abs`, and those of
+//! [`functions`] (strings, `||`, `coalesce`/`nullif`, `CASE`, rounding and
+//! math, `greatest`/`least`, `extract`/`date_part`). `_rowid` and
 //! `_rowaddr` can be filtered on like UInt64 columns ([`parse_filter`]).
+//! The same expressions produce column values ([`SqlValue`]: new columns
+//! of `add_columns`, and `update` values cast to the column's type); a
+//! `CASE` branch's value is computed only for the rows it takes.
 //!
 //! Coercion (DataFusion-like, a little more lenient than pylance): a literal
 //! compared with a column takes the column's type when that is exact (`u8 >
@@ -33,8 +35,10 @@
 
 mod coerce;
 mod eval;
+pub mod functions;
 mod plan;
 mod prune;
+mod value;
 
 use std::sync::Arc;
 
@@ -46,6 +50,7 @@ use crate::file::stats::{GroupStats, Pruned};
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
 pub use plan::Expr;
+pub use value::SqlValue;
 
 /// A parsed, type-checked SQL filter.
 #[derive(Debug, Clone)]
@@ -95,47 +100,6 @@ impl RowFilter for SqlFilter {
         let mask = eval::evaluate_predicate(&self.expr, batch)
             .map_err(|e| e.context(format_args!("evaluating filter `{}`", self.sql)))?;
         Ok(if mask.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(&mask) } else { mask })
-    }
-}
-
-/// A parsed, type-checked SQL expression producing values (the new value
-/// of a column in `update`), evaluated one batch at a time.
-#[derive(Debug, Clone)]
-pub struct SqlValue {
-    sql: String,
-    expr: Expr,
-    columns: Vec<String>,
-}
-
-impl SqlValue {
-    /// Parse `sql` and type-check it against `schema`; the value is then
-    /// cast to `to` (as SQL's `CAST`: a literal that does not convert is an
-    /// error now, a value that does not fit is an error when evaluated).
-    /// `what` names the expression in errors (e.g. "value of column `x`").
-    pub fn new(sql: &str, schema: &Schema, to: &DataType, what: &str) -> Result<Self> {
-        let planned = plan::plan_expr(sql, schema, what)?;
-        let expr = coerce::cast_to(planned, to, true)
-            .map_err(|e| e.context(format_args!("{what} `{sql}`")))?;
-        let mut columns = Vec::new();
-        expr.columns(&mut columns);
-        Ok(SqlValue { sql: sql.to_string(), expr, columns })
-    }
-
-    /// The expression's text.
-    pub fn sql(&self) -> &str {
-        &self.sql
-    }
-
-    /// Top-level columns the expression reads.
-    pub fn columns(&self) -> &[String] {
-        &self.columns
-    }
-
-    /// The value for every row of `batch`.
-    pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef> {
-        eval::eval(&self.expr, batch)
-            .and_then(|v| v.into_array(batch.num_rows()))
-            .map_err(|e| e.context(format_args!("evaluating `{}`", self.sql)))
     }
 }
 

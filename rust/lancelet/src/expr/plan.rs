@@ -14,6 +14,7 @@ use sqlparser::tokenizer::{Span, Token};
 
 use super::coerce::{self, cast_literal};
 use super::eval;
+use super::functions;
 use crate::error::{Error, Result};
 
 /// Comparison operators.
@@ -76,14 +77,8 @@ pub enum Kind {
     Test(BoolTest, Box<Expr>),
     Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
     Func(Func, Box<Expr>),
-    /// `CASE WHEN c THEN v ... ELSE e END`: the first branch whose condition
-    /// is true; branches are evaluated only for their rows.
-    Case { branches: Vec<(Expr, Expr)>, otherwise: Box<Expr> },
-    /// `COALESCE(a, b, ...)`: the first non-null argument.
-    Coalesce(Vec<Expr>),
-    /// String concatenation: `a || b` (null if any part is) or
-    /// `concat(a, b, ...)` (null parts are skipped).
-    Concat { parts: Vec<Expr>, null_if_any: bool },
+    /// A function of [`super::functions`] (or `CASE`).
+    Call(Box<super::functions::Call>),
 }
 
 /// A typed expression.
@@ -102,19 +97,9 @@ impl Expr {
         matches!(self.kind, Kind::Literal(_))
     }
 
-    /// The sub-expressions of a node with a variable number of them.
-    fn list_children(&self) -> Vec<&Expr> {
-        match &self.kind {
-            Kind::Case { branches, otherwise } => branches.iter().flat_map(|(c, v)| [c, v]).chain(std::iter::once(otherwise.as_ref())).collect(),
-            Kind::Coalesce(args) | Kind::Concat { parts: args, .. } => args.iter().collect(),
-            _ => Vec::new(),
-        }
-    }
-
     /// Top-level columns read, in first-use order.
     pub fn columns(&self, out: &mut Vec<String>) {
         match &self.kind {
-            Kind::Case { .. } | Kind::Coalesce(_) | Kind::Concat { .. } => self.list_children().into_iter().for_each(|c| c.columns(out)),
             Kind::Column { name, .. } => {
                 if !out.contains(name) {
                     out.push(name.clone())
@@ -132,13 +117,14 @@ impl Expr {
                 expr.columns(out);
                 pattern.columns(out);
             }
+            Kind::Call(c) => c.args.iter().for_each(|a| a.columns(out)),
         }
     }
 
     /// Every column reference as (top-level column, struct path below it).
     pub fn column_paths(&self, out: &mut Vec<(String, Vec<String>)>) {
         match &self.kind {
-            Kind::Case { .. } | Kind::Coalesce(_) | Kind::Concat { .. } => self.list_children().into_iter().for_each(|c| c.column_paths(out)),
+            Kind::Call(c) => c.args.iter().for_each(|a| a.column_paths(out)),
             Kind::Column { name, path } => {
                 let c = (name.clone(), path.clone());
                 if !out.contains(&c) {
@@ -162,13 +148,13 @@ impl Expr {
 
     fn children_literal(&self) -> bool {
         match &self.kind {
-            Kind::Case { .. } | Kind::Coalesce(_) | Kind::Concat { .. } => self.list_children().iter().all(|c| c.is_literal()),
             Kind::Column { .. } | Kind::Literal(_) => false,
             Kind::Cast(e) | Kind::Neg(e) | Kind::Not(e) | Kind::IsNull(e) | Kind::IsNotNull(e) | Kind::Test(_, e) | Kind::Func(_, e) => {
                 e.is_literal()
             }
             Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => a.is_literal() && b.is_literal(),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
+            Kind::Call(c) => c.args.iter().all(Expr::is_literal),
         }
     }
 }
@@ -206,9 +192,9 @@ pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
     }
 }
 
-/// Parse and plan an expression of any type against a schema; errors
-/// start with "`{what} `{sql}`:`".
-pub fn plan_expr(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
+/// Parse and plan any expression against a schema (`what` names it in
+/// errors: "filter", "expression").
+pub(crate) fn plan_expr(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
     let bad = |msg: String| Error::invalid_input(format!("{what} `{sql}`: {msg}"));
     if sql.trim().is_empty() {
         return Err(bad(format!("empty {what}")));
@@ -399,7 +385,57 @@ impl Planner<'_> {
                 self.like(self.plan(expr)?, self.plan(pattern)?, *negated, ci)
             }
             E::Function(f) => self.function(f, e),
-            E::Case { operand, conditions, else_result, .. } => self.case(operand.as_deref(), conditions, else_result.as_deref()),
+            E::Case { operand, conditions, else_result, .. } => {
+                let mut args = Vec::with_capacity(conditions.len() * 2 + 1);
+                let operand = operand.as_ref().map(|o| self.plan(o)).transpose()?;
+                for w in conditions {
+                    args.push(match &operand {
+                        Some(o) => self.compare(CmpOp::Eq, o.clone(), self.plan(&w.condition)?)?,
+                        None => self.plan(&w.condition)?,
+                    });
+                    args.push(self.plan(&w.result)?);
+                }
+                if let Some(x) = else_result {
+                    args.push(self.plan(x)?);
+                }
+                functions::plan(functions::Builtin::Case { has_else: else_result.is_some() }, "CASE", args)
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.plan(expr)?];
+                args.push(match substring_from {
+                    Some(f) => self.plan(f)?,
+                    None => Expr::literal(Arc::new(Int64Array::from(vec![1]))),
+                });
+                if let Some(f) = substring_for {
+                    args.push(self.plan(f)?);
+                }
+                functions::plan(functions::Builtin::Substr, "substring", args)
+            }
+            E::Trim { trim_where, trim_what, expr, trim_characters } => {
+                let func = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => functions::Builtin::Ltrim,
+                    Some(ast::TrimWhereField::Trailing) => functions::Builtin::Rtrim,
+                    _ => functions::Builtin::Trim,
+                };
+                let mut args = vec![self.plan(expr)?];
+                match (trim_what, trim_characters.as_deref()) {
+                    (Some(w), _) => args.push(self.plan(w)?),
+                    (None, Some([c])) => args.push(self.plan(c)?),
+                    (None, None) => {}
+                    _ => return Err(unsupported_expr(e)),
+                }
+                functions::plan(func, "trim", args)
+            }
+            E::Position { expr, r#in } => functions::plan(functions::Builtin::Strpos, "position", vec![self.plan(r#in)?, self.plan(expr)?]),
+            E::Extract { field, expr, .. } => {
+                let part = functions::date_part_named(&field.to_string())?;
+                functions::plan(functions::Builtin::DatePart(part), "extract", vec![self.plan(expr)?])
+            }
+            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }
+            | E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let func = if matches!(e, E::Ceil { .. }) { functions::Builtin::Ceil } else { functions::Builtin::Floor };
+                functions::plan(func, "floor/ceil", vec![self.plan(expr)?])
+            }
             _ => Err(unsupported_expr(e)),
         }
     }
@@ -455,7 +491,7 @@ impl Planner<'_> {
             return Ok(Expr { kind: Kind::Arith(a, Box::new(l), Box::new(r)), data_type: dt });
         }
         if *op == BinaryOperator::StringConcat {
-            return concat(vec![self.plan(left)?, self.plan(right)?], true);
+            return functions::plan(functions::Builtin::ConcatOp, "||", vec![self.plan(left)?, self.plan(right)?]);
         }
         match op {
             BinaryOperator::And | BinaryOperator::Or => {
@@ -469,84 +505,18 @@ impl Planner<'_> {
         }
     }
 
-    fn case(&self, operand: Option<&ast::Expr>, whens: &[ast::CaseWhen], otherwise: Option<&ast::Expr>) -> Result<Expr> {
-        let operand = operand.map(|o| self.plan(o)).transpose()?;
-        let mut conds = Vec::with_capacity(whens.len());
-        let mut values = Vec::with_capacity(whens.len() + 1);
-        for w in whens {
-            let c = self.plan(&w.condition)?;
-            conds.push(match &operand {
-                Some(x) => self.compare(CmpOp::Eq, x.clone(), c)?,
-                None => boolean(c, "CASE WHEN")?,
-            });
-            values.push(self.plan(&w.result)?);
-        }
-        values.push(match otherwise {
-            Some(e) => self.plan(e)?,
-            None => Expr::literal(new_null_array(&DataType::Null, 1)),
-        });
-        let values = unify(values, "CASE")?;
-        let dt = values[0].data_type.clone();
-        let mut values = values.into_iter();
-        let branches = conds.into_iter().zip(values.by_ref()).collect();
-        let otherwise = Box::new(values.next().expect("the ELSE value"));
-        Ok(Expr { kind: Kind::Case { branches, otherwise }, data_type: dt })
-    }
-
-    fn args(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Vec<Expr>> {
+    fn function(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
+        let name = f.name.to_string().to_ascii_lowercase();
         let args = match &f.args {
             ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
             _ => return Err(unsupported_expr(whole)),
         };
-        args.iter()
-            .map(|a| match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => self.plan(x),
-                _ => Err(unsupported_expr(whole)),
-            })
-            .collect()
-    }
-
-    fn function(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
-        let name = f.name.to_string().to_ascii_lowercase();
-        match name.as_str() {
-            "coalesce" | "nullif" | "concat" if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() => {
-                return Err(unsupported_expr(whole))
-            }
-            "coalesce" => {
-                let args = self.args(f, whole)?;
-                if args.is_empty() {
-                    return Err(invalid("coalesce() needs at least one argument"));
-                }
-                let args = unify(args, "coalesce()")?;
-                let dt = args[0].data_type.clone();
-                return Ok(Expr { kind: Kind::Coalesce(args), data_type: dt });
-            }
-            "nullif" => {
-                let [a, b]: [Expr; 2] = self.args(f, whole)?.try_into().map_err(|_| invalid("nullif() takes two arguments"))?;
-                // NULLIF(a, b) = CASE WHEN a = b THEN NULL ELSE a END
-                let dt = a.data_type.clone();
-                let cond = self.compare(CmpOp::Eq, a.clone(), b)?;
-                let null = Expr::literal(new_null_array(&dt, 1));
-                return Ok(Expr { kind: Kind::Case { branches: vec![(cond, null)], otherwise: Box::new(a) }, data_type: dt });
-            }
-            "concat" => return concat(self.args(f, whole)?, false),
-            _ => {}
-        }
         let func = match name.as_str() {
             "lower" => Func::Lower,
             "upper" => Func::Upper,
             "length" | "char_length" | "character_length" => Func::Length,
             "abs" => Func::Abs,
-            _ => {
-                return Err(invalid(format!(
-                    "unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs, coalesce, nullif, concat)",
-                    f.name
-                )))
-            }
-        };
-        let args = match &f.args {
-            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
-            _ => return Err(unsupported_expr(whole)),
+            _ => return self.call(&name, f, args, whole),
         };
         let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args.as_slice() else {
             return Err(invalid(format!("function `{}` takes one argument", f.name)));
@@ -581,29 +551,40 @@ impl Planner<'_> {
     }
 }
 
-/// Bring values (of CASE branches, COALESCE arguments) to one type.
-fn unify(values: Vec<Expr>, what: &str) -> Result<Vec<Expr>> {
-    let mut t = DataType::Null;
-    for v in &values {
-        t = coerce::common_type(&t, &v.data_type).ok_or_else(|| {
-            invalid(format!("the values of {what} have incompatible types {t} and {}", v.data_type))
-        })?;
+impl Planner<'_> {
+    /// A function of [`functions`] (`date_part('f', x)` takes its part by name).
+    fn call(&self, name: &str, f: &ast::Function, args: &[ast::FunctionArg], whole: &ast::Expr) -> Result<Expr> {
+        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+            return Err(unsupported_expr(whole));
+        }
+        let exprs = args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
+                _ => Err(unsupported_expr(whole)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if name == "date_part" || name == "datepart" {
+            let [part, x] = exprs.as_slice() else { return Err(invalid(format!("{name}() takes 2 arguments"))) };
+            let part = match part {
+                ast::Expr::Value(v) => match &v.value {
+                    Value::SingleQuotedString(p) | Value::DoubleQuotedString(p) => functions::date_part_named(p)?,
+                    _ => return Err(invalid(format!("{name}() needs the part as a string, like 'year'"))),
+                },
+                _ => return Err(invalid(format!("{name}() needs the part as a string, like 'year'"))),
+            };
+            return functions::plan(functions::Builtin::DatePart(part), name, vec![self.plan(x)?]);
+        }
+        let Some(func) = functions::lookup(name) else {
+            return Err(invalid(format!(
+                "unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs, {})",
+                f.name,
+                functions::NAMES
+            )));
+        };
+        let planned = exprs.into_iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
+        functions::plan(func, name, planned)
     }
-    if matches!(t, DataType::Utf8View) {
-        t = DataType::Utf8;
-    }
-    values.into_iter().map(|v| coerce::cast_to(v, &t, false)).collect()
-}
-
-/// String concatenation of `parts` (each converted to a string).
-fn concat(parts: Vec<Expr>, null_if_any: bool) -> Result<Expr> {
-    if parts.is_empty() {
-        return Err(invalid("concat() needs at least one argument"));
-    }
-    let large = parts.iter().any(|p| matches!(p.data_type, DataType::LargeUtf8));
-    let t = if large { DataType::LargeUtf8 } else { DataType::Utf8 };
-    let parts = parts.into_iter().map(|p| coerce::cast_to(p, &t, false)).collect::<Result<Vec<_>>>()?;
-    Ok(Expr { kind: Kind::Concat { parts, null_if_any }, data_type: t })
 }
 
 fn unsupported_expr(e: &ast::Expr) -> Error {

@@ -22,7 +22,7 @@ fn batch() -> RecordBatch {
 
 fn value(sql: &str, to: DataType) -> ArrayRef {
     let b = batch();
-    let v = SqlValue::new(sql, &b.schema(), &to, "value").unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let v = SqlValue::with_type(sql, &b.schema(), &to, "value").unwrap_or_else(|e| panic!("{sql}: {e}"));
     v.evaluate(&b).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
@@ -65,7 +65,7 @@ fn case_coalesce_nullif_concat() {
 #[test]
 fn value_errors() {
     let schema = batch().schema();
-    let bad = |sql: &str, to: DataType| match SqlValue::new(sql, &schema, &to, "value") {
+    let bad = |sql: &str, to: DataType| match SqlValue::with_type(sql, &schema, &to, "value") {
         Err(Error::InvalidInput { what }) => what,
         other => panic!("{sql}: {other:?}"),
     };
@@ -76,7 +76,7 @@ fn value_errors() {
     assert!(bad("coalesce(i, 'x')", DataType::Int64).contains("incompatible"));
     assert!(bad("nosuch(i)", DataType::Int64).contains("unsupported function"));
     let schema = Schema::new(vec![Field::new("t", DataType::Int8, true)]);
-    let v = SqlValue::new("t * 100", &schema, &DataType::Int8, "value").unwrap();
+    let v = SqlValue::with_type("t * 100", &schema, &DataType::Int8, "value").unwrap();
     let b = RecordBatch::try_new(Arc::new(schema), vec![Arc::new(Int8Array::from(vec![1, 2]))]).unwrap();
     // wrapping integer arithmetic, as DataFusion
     assert_eq!(v.evaluate(&b).unwrap().as_primitive::<arrow_array::types::Int8Type>().values().to_vec(), vec![100, -56]);

@@ -176,6 +176,8 @@ pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptio
             (_, None, Some(p)) => p.index_section()?,
             _ => None,
         };
+        // A dropped or cast column takes its indices with it.
+        let index = index.map(|i| crate::table::evolve::retain_indices(i, &m.fields));
         m.transaction_file = txn_name.clone();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {

@@ -17,12 +17,14 @@
 //!   one file each, re-run on conflicts by [`ops::retry`]; predicates and
 //!   values are SQL ([`crate::expr`]);
 //! * [`row_meta`]: writing row id and version sequences (stable row ids);
-//! * [`staged`]: distributed writes — workers stage fragments, one commit.
+//! * [`staged`]: distributed writes — workers stage fragments, one commit;
+//! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits).
 
 pub mod commit;
 pub mod conflict;
 pub mod dataset;
 pub mod deletion;
+pub mod evolve;
 pub mod features;
 pub mod fragment;
 pub mod manifest;

@@ -4,7 +4,7 @@
 //!
 //! A commit is described by a `lance.table.Transaction` (protos/transaction.proto):
 //! `read_version` (the version the writer started from), a random UUID and
-//! one operation. lancelet writes four operations:
+//! one operation. lancelet writes these operations:
 //!
 //! | operation | made by | manifest built from |
 //! |---|---|---|
@@ -12,6 +12,8 @@
 //! | `Append{fragments}` | append / insert | latest fragments + new ones (ids from `max_fragment_id + 1`) |
 //! | `Delete{updated_fragments, deleted_fragment_ids, predicate}` | delete | latest fragments, updated ones replaced by id, deleted ones dropped |
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
+//! | `Merge{fragments, schema, …}` | add_columns, merge, casts | its schema and complete fragment list (see [`crate::table::evolve`]) |
+//! | `Project{schema}` | drop / rename / nullability | the latest fragments under its schema |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
 //! ids: both are assigned when the manifest is built, so that a rebased
@@ -272,6 +274,15 @@ pub fn build_manifest(
             }
             m.fragments.extend(new);
             max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
+        }
+        Some(Operation::Merge(op)) => {
+            need_prev()?;
+            crate::table::evolve::apply_merge(&mut m, op)?;
+            max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
+        }
+        Some(Operation::Project(op)) => {
+            need_prev()?;
+            crate::table::evolve::apply_project(&mut m, op)?;
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;

@@ -92,7 +92,7 @@ fn plan(ds: &Dataset, p: &UpdateParams) -> Result<Plan> {
         if values.iter().any(|(j, _)| *j == i) {
             return Err(Error::invalid_input(format!("update sets column {column:?} twice")));
         }
-        let value = SqlValue::new(sql, schema, schema.field(i).data_type(), &format!("update value of column {column:?}"))?;
+        let value = SqlValue::with_type(sql, schema, schema.field(i).data_type(), &format!("update value of column {column:?}"))?;
         values.push((i, value));
         // The column's field id and those of its children, as pylance lists them.
         fn walk(f: &crate::file::schema::LanceField, out: &mut Vec<u32>) {
