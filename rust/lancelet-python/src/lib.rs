@@ -7,6 +7,7 @@ mod arrow_ffi;
 mod dataset;
 mod errors;
 mod file;
+mod optimize;
 mod write;
 
 use pyo3::prelude::*;
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
     write::register(m)?;
+    optimize::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -131,6 +131,10 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
             (_, None, Some(p)) => p.index_section()?,
             _ => None,
         };
+        let index = match &txn.operation {
+            Some(pb::transaction::Operation::Rewrite(r)) => crate::table::optimize::apply::rewrite_indices(index, r)?,
+            _ => index,
+        };
         m.transaction_file = txn_name.clone();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {

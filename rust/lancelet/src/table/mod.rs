@@ -13,14 +13,18 @@
 //!   builds manifests and checks conflicts, [`commit`] writes them
 //!   atomically, [`tags`] creates/deletes tags; delete predicates are SQL
 //!   filters ([`crate::expr`]);
-//! * [`staged`]: distributed writes — workers stage fragments, one commit.
+//! * [`staged`]: distributed writes — workers stage fragments, one commit;
+//! * [`optimize`]: compaction (plan, tasks, ReserveFragments + Rewrite);
+//!   [`cleanup`]: removing old versions and the files only they use.
 
+pub mod cleanup;
 pub mod commit;
 pub mod dataset;
 pub mod deletion;
 pub mod features;
 pub mod fragment;
 pub mod manifest;
+pub mod optimize;
 pub mod rowids;
 pub mod scan;
 pub mod staged;

@@ -12,6 +12,7 @@
 //! | `Append{fragments}` | append / insert | latest fragments + new ones (ids from `max_fragment_id + 1`) |
 //! | `Delete{updated_fragments, deleted_fragment_ids, predicate}` | delete | latest fragments, updated ones replaced by id, deleted ones dropped |
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
+//! | `ReserveFragments{n}`, `Rewrite{groups, ...}` | compaction | see [`crate::table::optimize::apply`] |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
 //! ids: both are assigned when the manifest is built, so that a rebased
@@ -174,6 +175,10 @@ pub fn check_compatible(mine: &pb::Transaction, other: &pb::Transaction, other_v
             ) => Ok(()),
             _ => Err(conflict()),
         },
+        // Compaction's rules live with compaction.
+        Some(Operation::Rewrite(_)) | Some(Operation::ReserveFragments(_)) => {
+            crate::table::optimize::apply::check_compaction(mine, other, other_version)
+        }
         Some(Operation::Delete(_)) => {
             let (Some(a), Some(b)) = (touched(mine.operation.as_ref()), touched(theirs)) else { return Err(conflict()) };
             if a.is_disjoint(&b) {
@@ -319,6 +324,15 @@ pub fn build_manifest(
             }
             let gone: HashSet<u64> = d.deleted_fragment_ids.iter().copied().collect();
             m.fragments.retain(|f| !gone.contains(&f.id));
+        }
+        Some(Operation::ReserveFragments(r)) => {
+            need_prev()?;
+            max_id = crate::table::optimize::apply::reserve(prev_max, r.num_fragments);
+        }
+        Some(Operation::Rewrite(r)) => {
+            need_prev()?;
+            crate::table::optimize::apply::apply_rewrite(&mut m.fragments, r)?;
+            max_id = prev_max.max(m.fragments.iter().map(|f| f.id).max());
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;
