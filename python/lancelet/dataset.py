@@ -24,6 +24,7 @@ from lancelet.file import _storage_options
 
 if TYPE_CHECKING:
     from lancelet.merge_insert import MergeInsertBuilder
+    from lancelet.optimize import CleanupStats, DatasetOptimizer
 
 __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
 
@@ -548,6 +549,30 @@ class Dataset:
         with its content."""
         self._become(_native.dataset_restore(self._native))
         return self
+
+    # -- maintenance (lancelet.optimize) ------------------------------------
+    @property
+    def optimize(self) -> "DatasetOptimizer":
+        """Maintenance: ``ds.optimize.compact_files(...)``."""
+        from lancelet.optimize import DatasetOptimizer
+
+        return DatasetOptimizer(self)
+
+    def cleanup_old_versions(self, older_than: Optional[datetime.timedelta] = None,
+                             retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
+                             error_if_tagged_old_versions: bool = True, progress: Any = None) -> "CleanupStats":
+        """Remove versions older than ``older_than`` (default 14 days, when
+        ``retain_versions`` is not given either) and beyond the newest
+        ``retain_versions``, and the files only they use. The latest version,
+        versions after this object's and tagged versions stay; unreferenced
+        files younger than 7 days stay unless ``delete_unverified``. With a
+        tagged version in range and ``error_if_tagged_old_versions``, nothing
+        is removed and :class:`~lancelet.exceptions.InvalidInputError` names
+        the tags."""
+        from lancelet.optimize import cleanup_old_versions
+
+        return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions, progress=progress)
 
     def __len__(self) -> int:
         return self.count_rows()

@@ -12,8 +12,11 @@
       fw = lancelet.spark.write_fragments(uri, df.schema, mode="append")
       staged = df.mapInArrow(fw, fw.output_schema)
       lancelet.spark.commit(fw, staged)                       # one new version
+
 * ``add_columns(uri, func, schema)``: new columns computed by a task per
   fragment, one ``Merge`` commit (:mod:`lancelet.spark.evolve`).
+* ``compact_files(uri, **options)``: compaction with one Spark task per
+  compaction task and one commit (:mod:`lancelet.spark.compact`).
 """
 
 # No `from __future__ import annotations` here: pandas_udf reads the type
@@ -32,6 +35,7 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 import lancelet
 from lancelet.distributed import WritePlan, plan_write
 from lancelet.exceptions import InvalidInputError, NotFoundError
+from lancelet.spark.compact import compact_files
 from lancelet.spark.source import (
     DEFAULT_ROWS_PER_PARTITION,
     FragmentSlice,
@@ -53,6 +57,7 @@ __all__ = [
     "take_udf",
     "write_fragments",
     "commit",
+    "compact_files",
     "FragmentWriter",
     "FRAGMENT_TASK_SCHEMA",
     "add_columns",

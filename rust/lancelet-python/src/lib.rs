@@ -9,6 +9,7 @@ mod errors;
 mod evolve;
 mod file;
 mod ops;
+mod optimize;
 mod write;
 
 use pyo3::prelude::*;
@@ -44,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     write::register(m)?;
     ops::register(m)?;
     evolve::register(m)?;
+    optimize::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -176,6 +176,10 @@ pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptio
             (_, None, Some(p)) => p.index_section()?,
             _ => None,
         };
+        let index = match &txn.operation {
+            Some(pb::transaction::Operation::Rewrite(r)) => crate::table::optimize::apply::rewrite_indices(index, r)?,
+            _ => index,
+        };
         // A dropped or cast column takes its indices with it.
         let index = index.map(|i| crate::table::evolve::retain_indices(i, &m.fields));
         m.transaction_file = txn_name.clone();

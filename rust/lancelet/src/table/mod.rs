@@ -18,8 +18,11 @@
 //!   values are SQL ([`crate::expr`]);
 //! * [`row_meta`]: writing row id and version sequences (stable row ids);
 //! * [`staged`]: distributed writes — workers stage fragments, one commit;
-//! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits).
+//! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits);
+//! * [`optimize`]: compaction (plan, tasks, ReserveFragments + Rewrite);
+//!   [`cleanup`]: removing old versions and the files only they use.
 
+pub mod cleanup;
 pub mod commit;
 pub mod conflict;
 pub mod dataset;
@@ -29,6 +32,7 @@ pub mod features;
 pub mod fragment;
 pub mod manifest;
 pub mod ops;
+pub mod optimize;
 pub mod row_meta;
 pub mod rowids;
 pub mod scan;

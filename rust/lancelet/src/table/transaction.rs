@@ -14,6 +14,7 @@
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
 //! | `Merge{fragments, schema, …}` | add_columns, merge, casts | its schema and complete fragment list (see [`crate::table::evolve`]) |
 //! | `Project{schema}` | drop / rename / nullability | the latest fragments under its schema |
+//! | `ReserveFragments{n}`, `Rewrite{groups, ...}` | compaction | see [`crate::table::optimize::apply`] |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
 //! ids: both are assigned when the manifest is built, so that a rebased
@@ -283,6 +284,15 @@ pub fn build_manifest(
         Some(Operation::Project(op)) => {
             need_prev()?;
             crate::table::evolve::apply_project(&mut m, op)?;
+        }
+        Some(Operation::ReserveFragments(r)) => {
+            need_prev()?;
+            max_id = crate::table::optimize::apply::reserve(prev_max, r.num_fragments);
+        }
+        Some(Operation::Rewrite(r)) => {
+            need_prev()?;
+            crate::table::optimize::apply::apply_rewrite(&mut m.fragments, r)?;
+            max_id = prev_max.max(m.fragments.iter().map(|f| f.id).max());
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;

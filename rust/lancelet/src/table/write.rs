@@ -19,6 +19,7 @@
 //! `.bin` from 5000 on, as pylance 14. A fragment whose rows are all deleted
 //! is dropped from the manifest instead.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{Array, RecordBatch};
@@ -134,6 +135,12 @@ struct FragmentSink<'a> {
     /// Put in front of every data file name (distributed writes tag their
     /// files with a job id so an aborted job's files can be found).
     name_prefix: &'a str,
+    /// Row counts planned for the next fragments (compaction writes
+    /// near-equal fragments); once used up, files hold `max_rows`.
+    planned: VecDeque<u64>,
+    /// Close a file once it holds this many bytes; the rest of its planned
+    /// rows go on in the next file.
+    max_bytes: Option<u64>,
     current: Option<(FileWriter, String)>,
     /// The previous file, finishing (last pages, metadata, upload) on
     /// another thread while the next one is encoded.
@@ -170,12 +177,20 @@ impl FragmentSink<'_> {
                 let storage = self.root.child(&format!("data/{name}"))?;
                 self.current = Some((FileWriter::create_with_lance_schema(storage, self.schema.clone(), self.version)?, name));
             }
+            let limit = self.planned.front().copied().unwrap_or(self.max_rows);
             let (w, _) = self.current.as_mut().expect("open writer");
-            let room = (self.max_rows - w.num_rows()) as usize;
+            let room = (limit - w.num_rows()) as usize;
             let n = room.min(batch.num_rows() - off);
             w.write(&batch.slice(off, n))?;
             off += n;
-            if w.num_rows() >= self.max_rows {
+            let rows = w.num_rows();
+            if rows >= limit {
+                self.planned.pop_front();
+                self.close()?;
+            } else if self.max_bytes.is_some_and(|m| w.bytes_written() >= m) {
+                if let Some(p) = self.planned.front_mut() {
+                    *p -= rows;
+                }
                 self.close()?;
             }
         }
@@ -239,7 +254,19 @@ pub(crate) struct StageTarget<'a> {
 /// Write batches (conformed to the target schema) into new data files and
 /// return their fragments, not yet committed (ids are given at commit).
 pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item = Result<RecordBatch>>) -> Result<Vec<pb::DataFragment>> {
-    if t.max_rows_per_file == 0 {
+    stage_fragments_sized(t, &[], None, batches)
+}
+
+/// [`stage_fragments`] into fragments of the planned row counts `sizes`
+/// (then `max_rows_per_file`), each also cut once its file holds
+/// `max_bytes` bytes. On error the files already written are removed.
+pub(crate) fn stage_fragments_sized(
+    t: &StageTarget<'_>,
+    sizes: &[u64],
+    max_bytes: Option<u64>,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<Vec<pb::DataFragment>> {
+    if t.max_rows_per_file == 0 || sizes.contains(&0) {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
     // Data files hold the dataset fields the input has, in its order (see
@@ -252,29 +279,44 @@ pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item =
         max_rows: t.max_rows_per_file,
         hook: t.hook.clone(),
         name_prefix: t.name_prefix,
+        planned: sizes.iter().copied().collect(),
+        max_bytes,
         current: None,
         finishing: None,
         done: Vec::new(),
     };
-    for b in batches {
-        let b = b?;
-        if b.num_rows() == 0 {
-            continue;
-        }
-        let target = match &arrow {
-            Some(a) => a.clone(),
-            None => {
-                sink.schema = write_schema(t.schema, &b.schema())?;
-                let a: SchemaRef = Arc::new(sink.schema.to_arrow());
-                arrow = Some(a.clone());
-                a
+    let run = || -> Result<()> {
+        for b in batches {
+            let b = b?;
+            if b.num_rows() == 0 {
+                continue;
             }
-        };
-        sink.push(&conform(&b, &target)?)?;
+            let target = match &arrow {
+                Some(a) => a.clone(),
+                None => {
+                    sink.schema = write_schema(t.schema, &b.schema())?;
+                    let a: SchemaRef = Arc::new(sink.schema.to_arrow());
+                    arrow = Some(a.clone());
+                    a
+                }
+            };
+            sink.push(&conform(&b, &target)?)?;
+        }
+        sink.close()?;
+        sink.join_finishing()
+    };
+    match run() {
+        Ok(()) => Ok(std::mem::take(&mut sink.done)),
+        Err(e) => {
+            // The file still finishing is removed when the sink drops.
+            for f in std::mem::take(&mut sink.done) {
+                if let Ok(s) = t.root.child(&format!("data/{}", f.files[0].path)) {
+                    let _ = s.delete();
+                }
+            }
+            Err(e)
+        }
     }
-    sink.close()?;
-    sink.join_finishing()?;
-    Ok(std::mem::take(&mut sink.done))
 }
 
 /// Conform an input batch to `target` (the data files' schema, see
