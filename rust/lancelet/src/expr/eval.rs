@@ -6,7 +6,7 @@ use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_arith::numeric;
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    make_array, new_empty_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch,
+    make_array, new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch,
     Scalar, StringArray, UInt32Array,
 };
 use arrow_buffer::NullBuffer;

@@ -73,7 +73,7 @@ fn value_errors() {
     assert!(bad("zz + 1", DataType::Int64).contains("zz"));
     assert!(bad("i +", DataType::Int64).contains("syntax"));
     assert!(bad("CASE WHEN i THEN 1 END", DataType::Int64).contains("boolean"));
-    assert!(bad("coalesce(i, 'x')", DataType::Int64).contains("incompatible"));
+    assert!(bad("coalesce(i, true)", DataType::Int64).contains("do not mix"));
     assert!(bad("nosuch(i)", DataType::Int64).contains("unsupported function"));
     let schema = Schema::new(vec![Field::new("t", DataType::Int8, true)]);
     let v = SqlValue::with_type("t * 100", &schema, &DataType::Int8, "value").unwrap();

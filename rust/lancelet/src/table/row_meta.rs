@@ -259,7 +259,10 @@ mod tests {
         let seg = encode_segment(&[1, 5, 9, 13, 17]);
         assert_eq!(seg, pb::U64Segment { segment: Some(S::RangeWithBitmap(pb::u64_segment::RangeWithBitmap { start: 1, end: 18, bitmap: vec![0x11, 0x11, 0x01] })) });
         assert_eq!(encode_segment(&[3, 4, 5]), range_segment(3, 6));
-        assert!(matches!(encode_segment(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12]).segment, Some(S::RangeWithHoles(_))));
+        // one hole in 13 slots: a 2-byte bitmap (26) beats a hole list (28); in 100 slots the hole list wins
+        assert!(matches!(encode_segment(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12]).segment, Some(S::RangeWithBitmap(_))));
+        let one_hole: Vec<u64> = (0..100).filter(|&i| i != 50).collect();
+        assert!(matches!(encode_segment(&one_hole).segment, Some(S::RangeWithHoles(_))));
         assert!(matches!(encode_segment(&[0, 100_000, 200_000]).segment, Some(S::SortedArray(_))));
         assert!(matches!(encode_segment(&[5, 1]).segment, Some(S::Array(_))));
         assert_eq!(roundtrip(&[]), Vec::<u64>::new());

@@ -49,9 +49,7 @@ use crate::error::{Error, Result};
 use crate::file::schema::{LanceField, LanceSchema};
 use crate::file::FileVersion;
 use crate::proto::table as pb;
-use crate::table::transaction::op_name;
 
-use pb::transaction::Operation;
 
 /// The largest field id a manifest uses, in its schema or in any data
 /// file's field list (`-1` when none).

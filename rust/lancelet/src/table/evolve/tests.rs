@@ -14,11 +14,13 @@ use super::alter::{alter_columns, cast_allowed, drop_columns, Alteration};
 use super::join::merge;
 use super::*;
 use crate::error::Error;
+use pb::transaction::Operation;
 use crate::table::commit::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::transaction::random_u64;
-use crate::table::write::{delete, write_dataset, WriteParams};
+use crate::table::ops::{delete::delete, retry::RetryPolicy};
+use crate::table::write::{write_dataset, WriteParams};
 
 const VERSIONS: [FileVersion; 3] = [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2];
 
@@ -56,7 +58,7 @@ fn dataset(version: FileVersion, stable: bool) -> (String, Arc<Dataset>) {
     let b = base(25);
     let p = WriteParams { max_rows_per_file: 10, data_storage_version: version, enable_stable_row_ids: stable, ..Default::default() };
     let ds = Arc::new(write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap());
-    let (ds, n) = delete(&ds, "x = 3 or x = 4 or x = 12", None).unwrap();
+    let (ds, n) = delete(&ds, "x = 3 or x = 4 or x = 12", &RetryPolicy::default(), None).unwrap();
     assert_eq!(n, 3);
     (uri, Arc::new(ds))
 }

@@ -101,7 +101,7 @@ fn update_bad_input() {
         ("id", "id +", None, "syntax"),
         ("id", "'abc'", None, "abc"),
         ("id", "1", Some("zz > 1"), "zz"),
-        ("id", "NULL", None, "not nullable"),
+        ("id", "NULL", None, "non-nullable"),
     ] {
         let e = update(&ds, &set(col, sql, pred)).unwrap_err();
         assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains(want), "{col} {sql}: {e}");

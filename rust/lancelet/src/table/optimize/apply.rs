@@ -33,7 +33,6 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 
-use pb::transaction::Operation;
 
 /// The old fragment ids of a Rewrite.
 pub fn rewritten_ids(r: &pb::transaction::Rewrite) -> HashSet<u64> {
@@ -149,6 +148,7 @@ pub fn rewrite_indices(section: Option<pb::IndexSection>, r: &pb::transaction::R
 mod tests {
     use super::*;
     use crate::table::transaction::new_transaction;
+    use pb::transaction::Operation;
 
     fn frag(id: u64) -> pb::DataFragment {
         pb::DataFragment { id, physical_rows: 10, ..Default::default() }

@@ -12,7 +12,8 @@ use crate::table::commit::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::transaction::random_u64;
-use crate::table::write::{delete, insert, write_dataset, WriteParams};
+use crate::table::ops::{delete::delete, retry::RetryPolicy};
+use crate::table::write::{insert, write_dataset, WriteParams};
 
 fn batch(start: i64, n: i64) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
@@ -69,7 +70,7 @@ fn compacts_small_fragments_with_deletions() {
     for stable in [false, true] {
         let uri = tmp("basic");
         let ds = Arc::new(dataset(&uri, 10, 100, stable));
-        let (ds, _) = delete(&ds, "x % 7 = 3 or x >= 940", None).unwrap();
+        let (ds, _) = delete(&ds, "x % 7 = 3 or x >= 940", &RetryPolicy::default(), None).unwrap();
         let before = rows(&ds);
         let opts = CompactionOptions { target_rows_per_fragment: 250, ..Default::default() };
         let plan = plan_compaction(&ds, &opts).unwrap();
@@ -102,7 +103,7 @@ fn failure_at_every_step_leaves_the_dataset_as_it_was() {
             }
             let uri = tmp("fail");
             let ds = Arc::new(dataset(&uri, 6, 50, true));
-            let (ds, _) = delete(&ds, "x % 4 = 0", None).unwrap();
+            let (ds, _) = delete(&ds, "x % 4 = 0", &RetryPolicy::default(), None).unwrap();
             let before = rows(&ds);
             let files_before = data_files(&uri);
             let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -151,7 +152,7 @@ fn conflicts_and_rebases() {
     assert_eq!(plan.tasks.len(), 1);
     let results = run_tasks(&stale, &plan, "", None, NO_PROGRESS).unwrap();
     let files_before_commit = data_files(&uri);
-    let (deleted, _) = delete(&stale, "x = 5", None).unwrap();
+    let (deleted, _) = delete(&stale, "x = 5", &RetryPolicy::default(), None).unwrap();
     let e = commit_compaction(&stale, results, &plan.options, None).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     let latest = Dataset::open(&uri, None).unwrap();
@@ -159,7 +160,7 @@ fn conflicts_and_rebases() {
     assert!(data_files(&uri).len() < files_before_commit.len(), "the refused compaction's files are removed");
     // a stale dataset's compact_files conflicts the same way
     let stale2 = Arc::new(latest.checkout(VersionRef::Number(latest.version())).unwrap());
-    let (_, _) = delete(&Arc::new(latest), "x = 6", None).unwrap();
+    let (_, _) = delete(&Arc::new(latest), "x = 6", &RetryPolicy::default(), None).unwrap();
     let e = compact_files(&stale2, &CompactionOptions { target_rows_per_fragment: 10_000, ..Default::default() }, None, NO_PROGRESS).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     let _ = std::fs::remove_dir_all(&uri);
@@ -179,7 +180,7 @@ fn results_must_come_from_one_plan() {
     assert!(matches!(commit_compaction(&ds, results, &opts, None), Err(Error::InvalidInput { .. })));
     // a task run on another version is refused
     let other = insert(&ds, vec![Ok(batch(500, 1))].into_iter(), None).unwrap();
-    let (d2, _) = delete(&Arc::new(other), "x = 0", None).unwrap();
+    let (d2, _) = delete(&Arc::new(other), "x = 0", &RetryPolicy::default(), None).unwrap();
     let e = execute_task(&Arc::new(d2), &plan.tasks[0], &opts, "", None).unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
     let _ = std::fs::remove_dir_all(&uri);
