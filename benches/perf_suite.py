@@ -51,6 +51,9 @@ import lance
 import lancelet
 from lancelet import _native
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import git_commit, load_avg  # noqa: E402
+
 FILTER = "small < 10"
 TAKE_ROWS = 1000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -405,6 +408,7 @@ def main() -> None:
         "takes": a.takes, "lancelet": lancelet.__version__, "pylance": lance.__version__,
         "pyarrow": pa.__version__, "python": sys.version.split()[0], "machine": platform.machine(),
         "cpus": os.cpu_count(), "load_avg": os.getloadavg(), "memcpy_bytes_per_s": bw,
+        "commit": git_commit(), "load_avg_before": load_avg(),
     }
     print(f"lancelet {lancelet.__version__}, pylance {lance.__version__}, pyarrow {pa.__version__}; "
           f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus", flush=True)
@@ -422,6 +426,7 @@ def main() -> None:
             run_table(label, table, systems, a, d, bw, results)
             del table
             gc.collect()
+    meta["load_avg_after"] = load_avg()
     rows = summarize(results)
     print_table(rows, names)
     os.makedirs(a.out_dir, exist_ok=True)

@@ -15,7 +15,10 @@ import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-FIXTURES_DIR = (REPO_ROOT / ".." / "shared" / "fixtures" / "pylance-14").resolve()
+# The pylance 14.0.2 fixtures, copied into the repository with the script
+# that made them (tests/fixtures/pylance-14/make_fixtures.py): a clone alone
+# runs every test.
+FIXTURES_DIR = TESTS_DIR / "fixtures" / "pylance-14"
 
 if str(TESTS_DIR) not in sys.path:  # make `import datagen` work under any import mode
     sys.path.insert(0, str(TESTS_DIR))
@@ -23,8 +26,7 @@ if str(TESTS_DIR) not in sys.path:  # make `import datagen` work under any impor
 
 def fixture_datasets() -> list[Path]:
     """Every pylance-14 fixture dataset directory (those with a data/ folder)."""
-    if not FIXTURES_DIR.is_dir():
-        return []
+    assert FIXTURES_DIR.is_dir(), f"the repository's fixtures are missing: {FIXTURES_DIR}"
     return sorted(p for p in FIXTURES_DIR.iterdir() if (p / "data").is_dir())
 
 
@@ -55,11 +57,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
 
 
+@pytest.fixture(autouse=True)
+def no_caught_panics():
+    """A Rust panic caught at the FFI boundary (turned into InternalError)
+    is a bug wherever it happens: fail the test during which one occurred,
+    even if the test expected an error there."""
+    from lancelet import _native
+
+    before, _ = _native._caught_panics()
+    yield
+    after, last = _native._caught_panics()
+    if after != before:
+        pytest.fail(f"{after - before} Rust panic(s) caught at the FFI boundary during this test (a bug); "
+                    f"last: {last}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    if not FIXTURES_DIR.is_dir():
-        pytest.skip(f"pylance-14 fixtures not found at {FIXTURES_DIR} (expected ../shared/fixtures/pylance-14 "
-                    f"relative to the repo root)")
+    assert FIXTURES_DIR.is_dir(), f"the repository's fixtures are missing: {FIXTURES_DIR}"
     return FIXTURES_DIR
 
 

@@ -311,11 +311,8 @@ def test_write_table_overwrites(tmp_path):
     assert lancelet.file.read_table(str(p)).num_rows == 3
 
 
-def test_memory_uri_optional():
+def test_memory_uri():
     t = _table(20)
     uri = "memory://lancelet-test/a.lance"
-    try:
-        lancelet.file.write_table(t, uri)
-    except lancelet.UnsupportedError as e:
-        pytest.skip(f"memory:// not supported: {e}")
+    lancelet.file.write_table(t, uri)
     assert_tables_equal(lancelet.file.read_table(uri), t)

@@ -256,5 +256,5 @@ def test_errors_before_io(ds_path, tmp_path):
     ds = lancelet.dataset(ds_path)
     with pytest.raises(lancelet.InvalidInputError, match="nope"):
         ds.scanner(filter="nope = 1").to_reader()
-    with pytest.raises(lancelet.UnsupportedError, match="SQL strings"):
+    with pytest.raises(TypeError, match="SQL string"):  # a wrong Python type (docs/errors.md)
         ds.to_table(filter=123)

@@ -45,3 +45,8 @@ class FileWriter:
 def _io_stats() -> Dict[str, int]:
     """Process-wide storage read totals: calls, requests (merged ranges), bytes."""
     ...
+
+def _caught_panics() -> tuple[int, str]:
+    """(count, last message) of the Rust panics the glue caught and turned
+    into InternalError in this process; always a bug (the tests fail on it)."""
+    ...

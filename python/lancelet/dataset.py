@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 import pyarrow as pa
 
-from lancelet import _native
+from lancelet import _args, _native
 from lancelet.exceptions import InvalidInputError, UnsupportedError
-from lancelet.file import _storage_options
+_storage_options = _args.storage_options
 
 if TYPE_CHECKING:
     from lancelet.merge_insert import MergeInsertBuilder
@@ -31,20 +31,10 @@ __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _uri(path: PathLike) -> str:
-    if isinstance(path, (str, os.PathLike)):
-        return os.fspath(path)
-    raise InvalidInputError(f"expected a path or URI string, got {type(path).__name__}")
-
-
-def _columns(columns: Any) -> Optional[List[str]]:
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        raise InvalidInputError("columns must be a list of names, not a single string")
-    if isinstance(columns, dict):
-        raise UnsupportedError("column expressions (a dict of name -> SQL) are not implemented yet")
-    return [str(c) for c in columns]
+_uri = _args.uri
+_columns = _args.columns
+_non_negative = _args.non_negative
+_int_list = _args.int_list
 
 
 def _no_filter(filter: Any) -> None:
@@ -56,35 +46,20 @@ def _filter(filter: Any) -> Optional[str]:
     """A scan filter: an SQL boolean expression string (or None)."""
     if filter is None or isinstance(filter, str):
         return filter
-    raise UnsupportedError(f"filters must be SQL strings, not {type(filter).__name__} "
-                           "(pyarrow compute expressions are not supported yet)")
-
-
-def _non_negative(name: str, v: Optional[int]) -> Optional[int]:
-    if v is None:
-        return None
-    v = int(v)
-    if v < 0:
-        raise InvalidInputError(f"{name} must be non-negative, got {v}")
-    return v
-
-
-def _int_list(values: Any, what: str) -> List[int]:
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = values.to_pylist()
-    out = [int(v) for v in values]
-    if any(v < 0 for v in out):
-        raise InvalidInputError(f"{what} must be non-negative")
-    return out
+    if type(filter).__module__.startswith("pyarrow"):
+        raise UnsupportedError(f"filters must be SQL strings, not {type(filter).__name__} "
+                               "(pyarrow compute expressions are not supported yet)")
+    raise TypeError(f"filter must be an SQL string, got {type(filter).__name__}")
 
 
 def _row_range(r: Any) -> Optional[Tuple[int, int]]:
     if r is None:
         return None
-    try:
-        start, end = (int(x) for x in r)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"row_range must be a (start, end) pair of integers, got {r!r}") from None
+    if not isinstance(r, (tuple, list)):
+        raise TypeError(f"row_range must be a (start, end) pair of integers, got {type(r).__name__}")
+    if len(r) != 2:
+        raise InvalidInputError(f"row_range must be a (start, end) pair of integers, got {r!r}")
+    start, end = (_args.integer(x, "row_range") for x in r)
     if start < 0 or end < start:
         raise InvalidInputError(f"row_range {r!r} must satisfy 0 <= start <= end")
     return (start, end)
@@ -93,17 +68,16 @@ def _row_range(r: Any) -> Optional[Tuple[int, int]]:
 def _version_args(version: Union[int, str, None]):
     if version is None:
         return None, None
-    if isinstance(version, bool):
-        raise InvalidInputError("version must be a number or a tag name")
-    if isinstance(version, int):
-        if version < 0:
-            raise InvalidInputError(f"version must be non-negative, got {version}")
-        return version, None
     if isinstance(version, str):
         if version.isdigit():
             return int(version), None
         return None, version
-    raise InvalidInputError(f"version must be a number or a tag name, got {type(version).__name__}")
+    if isinstance(version, bool) or not hasattr(version, "__index__"):
+        raise TypeError(f"version must be a number or a tag name, got {type(version).__name__}")
+    v = _args.integer(version, "version")
+    if v < 0:
+        raise InvalidInputError(f"version must be non-negative, got {v}")
+    return v, None
 
 
 def _timestamp(seconds: int, nanos: int) -> datetime.datetime:
@@ -130,30 +104,7 @@ def _rfc3339(s: Optional[str]) -> Optional[datetime.datetime]:
         return None
 
 
-_PREFIXES = [
-    ("not found:", "NotFoundError"),
-    ("already exists:", "AlreadyExistsError"),
-    ("corrupt ", "CorruptFileError"),
-    ("unsupported", "UnsupportedError"),
-    ("invalid input:", "InvalidInputError"),
-    ("commit conflict:", "CommitConflictError"),
-    ("I/O error", "LanceletIOError"),
-    ("internal error", "InternalError"),
-]
-
-
-def _retyped(e: Exception) -> Exception:
-    """A lancelet error that crossed the Arrow C stream (pyarrow wraps it as
-    ``External error: <message>``) turned back into its lancelet class."""
-    from lancelet import exceptions
-
-    msg = str(e)
-    if msg.startswith("External error: "):
-        msg = msg[len("External error: "):]
-    for prefix, name in _PREFIXES:
-        if msg.startswith(prefix) and hasattr(exceptions, name):
-            return getattr(exceptions, name)(msg)
-    return e
+_retyped = _args.retyped
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,6 +216,7 @@ class Tags:
         return out
 
     def get_version(self, tag: str) -> int:
+        _args.string(tag, "tag")
         tags = self.list()
         if tag not in tags:
             from lancelet.exceptions import NotFoundError
@@ -272,14 +224,20 @@ class Tags:
         return tags[tag]["version"]
 
     def create(self, tag: str, version: int) -> None:
-        """Create ``tag`` pointing at ``version`` (``_refs/tags/{tag}.json``)."""
+        """Create ``tag`` pointing at ``version`` (``_refs/tags/{tag}.json``).
+        ``tag`` must be a str (else TypeError) of letters, digits, ``.``,
+        ``-`` and ``_``, not empty, not starting with ``.`` (else
+        InvalidInputError): a tag is a file under ``_refs/tags/``."""
+        _args.string(tag, "tag")
         v, t = _version_args(version)
+        if version is None:
+            raise TypeError("version must be a number or a tag name, got None")
         if v is None:
             v = self.get_version(t)
-        _native.tag_create(self._ds._native, str(tag), v)
+        _native.tag_create(self._ds._native, tag, v)
 
     def delete(self, tag: str) -> None:
-        _native.tag_delete(self._ds._native, str(tag))
+        _native.tag_delete(self._ds._native, _args.string(tag, "tag"))
 
 
 class Scanner:
@@ -293,32 +251,28 @@ class Scanner:
     def projected_schema(self) -> pa.Schema:
         return self.to_reader().schema
 
-    def to_reader(self) -> pa.RecordBatchReader:
-        """Stream the result batch by batch."""
+    def _native_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_stream(self._ds._native.scan(**self._kw))
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """Stream the result batch by batch (errors met while streaming are
+        raised as lancelet exceptions)."""
+        return _args.typed_reader(self._native_reader())
 
     def to_batches(self):
         """Iterate the result's batches; errors met while streaming are
         raised as lancelet exceptions."""
-        reader = self.to_reader()
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                return
-            except pa.ArrowException as e:
-                raise _retyped(e) from e
-            yield batch
+        return _args.typed_batches(self._native_reader())
 
     def to_table(self) -> pa.Table:
-        return pa.RecordBatchReader.from_stream(self._ds._native.scan_all(**self._kw)).read_all()
+        return _args.read_all(pa.RecordBatchReader.from_stream(self._ds._native.scan_all(**self._kw)))
 
     def count_rows(self) -> int:
         kw = self._kw
         return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"])
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        return self.to_reader().__arrow_c_stream__(requested_schema)
+        return self._native_reader().__arrow_c_stream__(requested_schema)
 
 
 class Dataset:
@@ -349,6 +303,13 @@ class Dataset:
     @property
     def latest_version(self) -> int:
         return self._native.latest_version()
+
+    @property
+    def data_storage_version(self) -> str:
+        """The data storage version the manifest names (``"2.0"``, ``"2.1"``,
+        ``"2.2"``; ``"0.1"`` for a legacy dataset). An append with another
+        version may add data files of that version (see write_dataset)."""
+        return self._native.data_storage_version
 
     @property
     def has_stable_row_ids(self) -> bool:
@@ -406,7 +367,8 @@ class Dataset:
             raise InvalidInputError("batch_size must be positive")
         frag_ids = None
         if fragments is not None:
-            frag_ids = [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
+            frag_ids = [f.fragment_id if isinstance(f, LanceFragment) else _args.integer(f, "fragments")
+                        for f in fragments]
         return Scanner(self, dict(
             columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
             with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
@@ -431,13 +393,13 @@ class Dataset:
     def take(self, indices: Any, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """Rows at positions ``indices`` of the dataset (after deletions)."""
         stream = self._native.take(_int_list(indices, "row indices"), _columns(columns))
-        return pa.RecordBatchReader.from_stream(stream).read_all()
+        return _args.read_all(pa.RecordBatchReader.from_stream(stream))
 
     def take_row_ids(self, row_ids: Any, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """Rows with these row ids (stable ids, else row addresses); deleted
         rows are left out."""
         stream = self._native.take_row_ids(_int_list(row_ids, "row ids"), _columns(columns))
-        return pa.RecordBatchReader.from_stream(stream).read_all()
+        return _args.read_all(pa.RecordBatchReader.from_stream(stream))
 
     # pylance's private spelling
     _take_rows = take_row_ids
@@ -454,7 +416,7 @@ class Dataset:
         for k, v in kwargs.items():
             if v is not None:
                 raise UnsupportedError(f"insert option {k!r} is not implemented yet")
-        self._become(_native.dataset_insert(self._native, _stream(data, self._schema)))
+        self._become(_native.dataset_insert(self._native, _stream(data, convert_schema=self._schema)))
         return self
 
     def delete(self, predicate: Any, *, conflict_retries: int = 10,
@@ -467,7 +429,9 @@ class Dataset:
         on the latest version, at most ``conflict_retries`` more times and
         not after ``retry_timeout``; then :class:`CommitConflictError`."""
         if not isinstance(predicate, str):
-            raise UnsupportedError("delete predicates must be SQL strings")
+            if type(predicate).__module__.startswith("pyarrow"):
+                raise UnsupportedError("delete predicates must be SQL strings (pyarrow expressions are not supported)")
+            raise TypeError(f"the delete predicate must be an SQL string, got {type(predicate).__name__}")
         native_ds, n = _native.dataset_delete(self._native, predicate, *_retry_args(conflict_retries, retry_timeout))
         self._become(native_ds)
         return n
@@ -621,23 +585,63 @@ def _progress(progress: Any) -> Any:
     return lambda stage, done, total: progress({"stage": stage, "done": done, "total": total})
 
 
-def _stream(data: Any, schema: Optional[pa.Schema] = None) -> Any:
+def _stream(data: Any, schema: Optional[pa.Schema] = None, convert_schema: Optional[pa.Schema] = None) -> Any:
     """Any supported input as an object with ``__arrow_c_stream__`` (streamed,
-    not materialized, when it already is a stream)."""
-    if hasattr(data, "__arrow_c_stream__"):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
+    not materialized, when it already is a stream). With ``schema``, the data
+    is given that schema: names must match, types are cast (a mismatch is
+    InvalidInputError naming the fields). ``convert_schema`` only guides the
+    conversion of pandas / Python data."""
+    if schema is not None:
+        _args.schema(schema)
+    with _args.input_errors("the data does not fit the schema given"):
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        elif not hasattr(data, "__arrow_c_stream__"):
+            data = _convert(data, schema or convert_schema)
+        if schema is None:
+            return data
+        have = _stream_schema(data)
+        if have is None or have == schema:
+            return data
+        _check_names(have, schema)
+        if isinstance(data, pa.Table):
+            return data.cast(schema)
+        if isinstance(data, pa.RecordBatchReader):
+            return data.cast(schema)
+        return pa.RecordBatchReader.from_stream(data).cast(schema)
+
+
+def _convert(data: Any, schema: Optional[pa.Schema]) -> Any:
     try:
         import pandas as pd  # noqa: F401
         if isinstance(data, pd.DataFrame):
             return pa.Table.from_pandas(data, schema=schema, preserve_index=False)
     except ImportError:
         pass
-    if isinstance(data, (list, dict)):
-        return pa.Table.from_pylist(data, schema=schema) if isinstance(data, list) else pa.table(data, schema=schema)
-    raise InvalidInputError(f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatchReader, "
-                            "a pandas DataFrame or an object with __arrow_c_stream__")
+    if isinstance(data, list):
+        return pa.Table.from_pylist(data, schema=schema)
+    if isinstance(data, dict):
+        return pa.table(data, schema=schema)
+    raise TypeError(f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatchReader, "
+                    "a pandas DataFrame or an object with __arrow_c_stream__")
+
+
+def _stream_schema(data: Any) -> Optional[pa.Schema]:
+    s = getattr(data, "schema", None)
+    return s if isinstance(s, pa.Schema) else None
+
+
+def _check_names(have: pa.Schema, want: pa.Schema) -> None:
+    """The data and ``schema=`` must name the same columns, in order."""
+    if have.names == want.names:
+        return
+    only_data = [n for n in have.names if n not in want.names]
+    only_schema = [n for n in want.names if n not in have.names]
+    if not only_data and not only_schema:
+        raise InvalidInputError(f"the data's columns {have.names} are not in the order of the schema given "
+                                f"({want.names})")
+    raise InvalidInputError(f"the schema given does not match the data: fields only in the data: {only_data}, "
+                            f"fields only in the schema: {only_schema}")
 
 
 def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, mode: str = "create",
@@ -646,21 +650,25 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
                   **kwargs: Any) -> Dataset:
     """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
     ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
-    ``"overwrite"``; data files hold at most ``max_rows_per_file`` rows."""
+    ``"overwrite"``; data files hold at most ``max_rows_per_file`` rows.
+
+    ``data_storage_version`` (``"2.0"``, ``"2.1"``, ``"2.2"``/``"stable"``):
+    a new dataset's file version (2.2 when None); as in pylance 14, an
+    overwrite keeps the dataset's version unless another is given, and an
+    append writes files of the version given (the dataset's when None)."""
+    uri = _args.uri(uri)
     options = _storage_options(storage_options)
     for k, v in kwargs.items():
         if v is not None and v is not False:
             raise UnsupportedError(f"write_dataset option {k!r} is not implemented yet")
+    _args.string(mode, "mode")
     if mode not in ("create", "append", "overwrite"):
         raise InvalidInputError(f"unknown mode {mode!r} (expected create, append or overwrite)")
-    if int(max_rows_per_file) <= 0:
-        raise InvalidInputError("max_rows_per_file must be positive")
+    max_rows = _args.positive("max_rows_per_file", max_rows_per_file)
+    version = _args.optional_string(data_storage_version, "data_storage_version")
     stream = _stream(data, schema)
-    if schema is not None and hasattr(stream, "schema") and stream.schema != schema:
-        stream = stream.cast(schema) if isinstance(stream, pa.Table) else stream
-    native_ds = _native.write_dataset(_uri(uri), stream, mode, int(max_rows_per_file),
-                                      data_storage_version or "2.2", bool(enable_stable_row_ids), options)
-    return Dataset(_uri(uri), _native_ds=native_ds)
+    native_ds = _native.write_dataset(uri, stream, mode, max_rows, version, bool(enable_stable_row_ids), options)
+    return Dataset(uri, _native_ds=native_ds)
 
 
 def dataset(uri: PathLike, version: Union[int, str, None] = None,

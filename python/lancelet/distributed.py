@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 import pyarrow as pa
 
-from lancelet import _native
+from lancelet import _args, _native
 from lancelet.dataset import Dataset, _stream, _uri
 from lancelet.exceptions import CommitConflictError, InvalidInputError
 from lancelet.file import _storage_options
@@ -48,7 +48,7 @@ class WritePlan:
     mode: str
     read_version: int
     schema: pa.Schema
-    data_storage_version: str
+    data_storage_version: Optional[str]
     max_rows_per_file: int
     enable_stable_row_ids: bool
     job_id: str
@@ -104,17 +104,16 @@ def plan_write(uri: Any, schema: pa.Schema, mode: str = "append", data_storage_v
     ``"overwrite"`` or ``"create"``. The schema is checked against the
     dataset here, before any worker writes: an append whose columns or types
     differ from the dataset's raises :class:`InvalidInputError`."""
-    if mode not in _MODES:
+    if _args.string(mode, "mode") not in _MODES:
         raise InvalidInputError(f"unknown mode {mode!r} (expected create, append or overwrite)")
-    if int(max_rows_per_file) <= 0:
-        raise InvalidInputError("max_rows_per_file must be positive")
-    if not isinstance(schema, pa.Schema):
-        raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    max_rows_per_file = _args.positive("max_rows_per_file", max_rows_per_file)
+    _args.schema(schema)
+    _args.optional_string(data_storage_version, "data_storage_version")
     uri = _uri(uri)
     so = _storage_options(storage_options)
     rv = _native.staged_latest_version(uri, so) if read_version is None else int(read_version)
     plan = WritePlan(uri=uri, mode=mode, read_version=rv, schema=schema,
-                     data_storage_version=data_storage_version or "2.2", max_rows_per_file=int(max_rows_per_file),
+                     data_storage_version=data_storage_version, max_rows_per_file=int(max_rows_per_file),
                      enable_stable_row_ids=bool(enable_stable_row_ids), job_id=secrets.token_hex(6),
                      storage_options=so)
     _native.staged_check(plan.uri, plan.mode, plan.read_version, plan.data_storage_version, plan.schema, so)

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from lancelet import _native
+from lancelet import _args, _native
 from lancelet.exceptions import InvalidInputError
 
 __all__ = ["LanceFileReader", "LanceFileWriter", "read_table", "write_table"]
@@ -21,33 +21,9 @@ __all__ = ["LanceFileReader", "LanceFileWriter", "read_table", "write_table"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _uri(path: PathLike) -> str:
-    if isinstance(path, (str, os.PathLike)):
-        return os.fspath(path)
-    raise InvalidInputError(f"expected a path or URI string, got {type(path).__name__}")
-
-
-def _columns(columns: Optional[Iterable[str]]) -> Optional[list]:
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        raise InvalidInputError("columns must be a list of names, not a single string")
-    return list(columns)
-
-
-def _storage_options(options: Any) -> Optional[Dict[str, str]]:
-    """Check ``storage_options`` (string keys; values are sent as strings,
-    booleans as ``"true"``/``"false"``, as pylance does)."""
-    if options is None:
-        return None
-    if not isinstance(options, dict):
-        raise InvalidInputError(f"storage_options must be a dict of strings, got {type(options).__name__}")
-    out = {}
-    for k, v in options.items():
-        if not isinstance(k, str):
-            raise InvalidInputError(f"storage_options keys must be strings, got {k!r}")
-        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
-    return out
+_uri = _args.uri
+_columns = _args.columns
+_storage_options = _args.storage_options
 
 
 class LanceFileReader:
@@ -90,34 +66,30 @@ class LanceFileReader:
     ) -> pa.Table:
         """Rows ``offset`` to ``offset + limit`` (to the end if ``limit`` is
         None) of the given columns (all if None)."""
-        if offset < 0 or (limit is not None and limit < 0):
-            raise InvalidInputError("offset and limit must be non-negative")
-        stream = self._native.read(_columns(columns), int(offset), None if limit is None else int(limit))
-        return pa.RecordBatchReader.from_stream(stream).read_all()
+        offset = _args.non_negative("offset", offset)
+        limit = _args.non_negative("limit", limit)
+        stream = self._native.read(_columns(columns), offset, limit)
+        return _args.read_all(pa.RecordBatchReader.from_stream(stream))
 
     def take(self, indices: Iterable[int], columns: Optional[Sequence[str]] = None) -> pa.Table:
         """The rows at ``indices`` (any order, repeats allowed)."""
-        if isinstance(indices, (pa.Array, pa.ChunkedArray)):
-            indices = indices.to_pylist()
-        idx = [int(i) for i in indices]
-        if any(i < 0 for i in idx):
-            raise InvalidInputError("row indices must be non-negative")
+        idx = _args.int_list(indices, "row indices")
         stream = self._native.take(idx, _columns(columns))
-        return pa.RecordBatchReader.from_stream(stream).read_all()
+        return _args.read_all(pa.RecordBatchReader.from_stream(stream))
 
     def to_batches(
         self, columns: Optional[Sequence[str]] = None, batch_size: Optional[int] = None
     ) -> pa.RecordBatchReader:
         """Stream the file as record batches of at most ``batch_size`` rows
         (default 8192), decoding one batch at a time."""
-        bs = 8192 if batch_size is None else int(batch_size)
-        if bs <= 0:
-            raise InvalidInputError("batch_size must be positive")
-        stream = self._native.read(_columns(columns), 0, None, bs)
-        return pa.RecordBatchReader.from_stream(stream)
+        bs = 8192 if batch_size is None else _args.positive("batch_size", batch_size)
+        return _args.typed_reader(self._native_reader(columns, bs))
+
+    def _native_reader(self, columns: Optional[Sequence[str]] = None, batch_size: int = 8192) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_stream(self._native.read(_columns(columns), 0, None, batch_size))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        return self.to_batches().__arrow_c_stream__(requested_schema)
+        return self._native_reader().__arrow_c_stream__(requested_schema)
 
     def __repr__(self) -> str:
         return f"LanceFileReader({self._path!r}, version={self.version}, rows={self.num_rows})"
@@ -139,11 +111,12 @@ def _as_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchR
         import pandas as pd  # noqa: F401
 
         if isinstance(data, pd.DataFrame):
-            t = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+            with _args.input_errors("the DataFrame does not fit the schema"):
+                t = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
             return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
     except ImportError:  # pragma: no cover
         pass
-    raise InvalidInputError(
+    raise TypeError(
         f"cannot write {type(data).__name__}: expected a pyarrow Table, RecordBatch, "
         "RecordBatchReader, pandas DataFrame or an object with __arrow_c_stream__"
     )
@@ -165,7 +138,7 @@ class LanceFileWriter:
     def __init__(self, path_or_uri: PathLike, schema: Optional[pa.Schema] = None, version: str = "2.2",
                  storage_options: Optional[Dict[str, str]] = None) -> None:
         self._path = _uri(path_or_uri)
-        self._version = str(version)
+        self._version = _args.string(version, "version")
         self._storage_options = _storage_options(storage_options)
         self._native = None
         self._closed = False
@@ -174,8 +147,7 @@ class LanceFileWriter:
             self._open(schema)
 
     def _open(self, schema: pa.Schema) -> None:
-        if not isinstance(schema, pa.Schema):
-            raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        _args.schema(schema)
         self._native = _native.FileWriter(self._path, schema, self._version, self._storage_options)
         self._schema = schema
 

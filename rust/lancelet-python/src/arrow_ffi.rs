@@ -8,7 +8,10 @@ use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
+
+use crate::errors::to_py;
+use lancelet::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
@@ -45,9 +48,9 @@ impl ArrowStream {
         let reader = self
             .reader
             .lock()
-            .map_err(|_| PyValueError::new_err("stream lock poisoned"))?
+            .map_err(|_| to_py(Error::Internal { what: "stream lock poisoned".into() }))?
             .take()
-            .ok_or_else(|| PyValueError::new_err("this Arrow stream has already been consumed"))?;
+            .ok_or_else(|| to_py(Error::invalid_input("this Arrow stream has already been consumed")))?;
         let stream = FFI_ArrowArrayStream::new(reader);
         PyCapsule::new_with_value_and_destructor(py, stream, c"arrow_array_stream", |stream, _| drop(stream))
     }
@@ -72,7 +75,8 @@ impl ArrowSchemaHolder {
 }
 
 fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyCapsule>> {
-    let ffi = FFI_ArrowSchema::try_from(schema.as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let ffi = FFI_ArrowSchema::try_from(schema.as_ref())
+        .map_err(|e| to_py(Error::Internal { what: format!("exporting the schema through the Arrow C interface: {e}") }))?;
     PyCapsule::new_with_value_and_destructor(py, ffi, c"arrow_schema", |s, _| drop(s))
 }
 
@@ -91,7 +95,7 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader
     // from_raw moves it out and marks the original released, so the
     // capsule's destructor will not release it a second time.
     let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr()) };
-    RecordBatchStreamReader::try_new(stream).map_err(|e| PyValueError::new_err(format!("bad Arrow stream: {e}")))
+    RecordBatchStreamReader::try_new(stream).map_err(|e| to_py(Error::invalid_input(format!("bad Arrow stream: {e}"))))
 }
 
 /// Import a schema from an object with `__arrow_c_schema__`.
@@ -105,5 +109,5 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<arrow_schema::Schema> {
     // SAFETY: the capsule holds a valid FFI_ArrowSchema by contract and
     // outlives this borrow; we only read it to build an owned Schema.
     let ffi = unsafe { ptr.as_ref() };
-    arrow_schema::Schema::try_from(ffi).map_err(|e| PyValueError::new_err(format!("bad Arrow schema: {e}")))
+    arrow_schema::Schema::try_from(ffi).map_err(|e| to_py(Error::invalid_input(format!("bad Arrow schema: {e}"))))
 }

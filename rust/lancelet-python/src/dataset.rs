@@ -89,6 +89,16 @@ impl NativeDataset {
         self.inner.manifest_location().name.clone()
     }
 
+    /// The manifest's data storage version (`"2.1"`, …; `"0.1"` for a
+    /// legacy dataset, as pylance shows it).
+    #[getter]
+    fn data_storage_version(&self) -> String {
+        match &self.inner.manifest().data_format {
+            Some(d) if !d.version.is_empty() => d.version.clone(),
+            _ => "0.1".to_string(),
+        }
+    }
+
     #[getter]
     fn has_stable_row_ids(&self) -> bool {
         self.inner.has_stable_row_ids()
@@ -266,7 +276,10 @@ impl Iterator for StreamReader {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.next())) {
             Ok(None) => None,
             Ok(Some(r)) => Some(r.map_err(|e| ArrowError::ExternalError(Box::new(e)))),
-            Err(_) => Some(Err(ArrowError::ExternalError(Box::new(lancelet::Error::Internal { what: "panic while scanning".into() })))),
+            Err(payload) => {
+                let e = crate::errors::caught_panic(payload);
+                Some(Err(ArrowError::ExternalError(Box::new(e))))
+            }
         }
     }
 }

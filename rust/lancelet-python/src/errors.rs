@@ -29,6 +29,7 @@ pub fn to_py(e: Error) -> PyErr {
                 Ok(inst) => PyErr::from_value(inst),
                 Err(err) => err,
             },
+            // lancelet.exceptions failed to import: nothing typed to raise
             Err(_) => PyRuntimeError::new_err(msg),
         }
     })
@@ -50,13 +51,30 @@ impl<T> IntoPy<T> for lancelet::Result<T> {
 pub fn guard<T>(f: impl FnOnce() -> lancelet::Result<T>) -> lancelet::Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".to_string());
-            Err(Error::Internal { what })
-        }
+        Err(payload) => Err(caught_panic(payload)),
     }
+}
+
+/// How many panics the glue caught, and the last one's message: a caught
+/// panic is always a bug, and the test suite fails any test during which
+/// this count grows (`tests/conftest.py`).
+static CAUGHT: std::sync::Mutex<(u64, String)> = std::sync::Mutex::new((0, String::new()));
+
+/// Record a caught panic and describe it as an internal error.
+pub fn caught_panic(payload: Box<dyn std::any::Any + Send>) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string());
+    let mut c = CAUGHT.lock().unwrap_or_else(|p| p.into_inner());
+    c.0 += 1;
+    c.1 = what.clone();
+    Error::Internal { what }
+}
+
+/// `(count, last message)` of the panics caught so far in this process.
+#[pyfunction]
+pub fn _caught_panics() -> (u64, String) {
+    CAUGHT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

@@ -69,13 +69,13 @@ impl NativeFileReader {
             Some(l) => start.saturating_add(l).min(total),
             None => total,
         };
-        let schema = Arc::new(self.inner.schema().project(&projection).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?);
+        let schema = Arc::new(self.inner.schema().project(&projection).map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(e.to_string())))?);
         match batch_size {
             None => {
                 let batch = py.detach(|| crate::errors::guard(|| self.inner.read_range(&projection, start..end))).py_err()?;
                 Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
             }
-            Some(0) => Err(pyo3::exceptions::PyValueError::new_err("batch_size must be positive")),
+            Some(0) => Err(crate::errors::to_py(lancelet::Error::invalid_input("batch_size must be positive"))),
             Some(bs) => Ok(ArrowStream::new(Box::new(BatchIter {
                 reader: self.inner.clone(),
                 projection,

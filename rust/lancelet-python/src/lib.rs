@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     evolve::register(m)?;
     optimize::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -29,21 +29,21 @@ fn batches(reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_s
 
 /// Write an Arrow stream as a dataset (mode create / append / overwrite).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version="2.2", enable_stable_row_ids=false, storage_options=None))]
+#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None))]
 fn write_dataset(
     py: Python<'_>,
     uri: String,
     data: &Bound<'_, PyAny>,
     mode: &str,
     max_rows_per_file: u64,
-    data_storage_version: &str,
+    data_storage_version: Option<&str>,
     enable_stable_row_ids: bool,
     storage_options: Option<lancelet::io::StorageOptions>,
 ) -> PyResult<NativeDataset> {
     let params = WriteParams {
         mode: WriteMode::parse(mode).py_err()?,
         max_rows_per_file,
-        data_storage_version: FileVersion::parse(data_storage_version).py_err()?,
+        data_storage_version: file_version(data_storage_version)?,
         enable_stable_row_ids,
         hook: None,
         storage_options: storage_options.unwrap_or_default(),
@@ -95,12 +95,18 @@ fn tag_delete(py: Python<'_>, ds: &NativeDataset, name: String) -> PyResult<()> 
     py.detach(move || guard(move || tags::delete_tag(inner.root(), &name))).py_err()
 }
 
-fn stage_plan(uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: arrow_schema::SchemaRef, storage_options: Option<StorageOptions>) -> PyResult<StagePlan> {
+/// `None` (the dataset's version) or a version name (an unknown or empty
+/// name is `InvalidInputError` listing the names accepted).
+fn file_version(name: Option<&str>) -> PyResult<Option<FileVersion>> {
+    name.map(FileVersion::parse).transpose().py_err()
+}
+
+fn stage_plan(uri: String, mode: &str, read_version: u64, data_storage_version: Option<&str>, schema: arrow_schema::SchemaRef, storage_options: Option<StorageOptions>) -> PyResult<StagePlan> {
     Ok(StagePlan {
         uri,
         mode: WriteMode::parse(mode).py_err()?,
         read_version,
-        data_storage_version: FileVersion::parse(data_storage_version).py_err()?,
+        data_storage_version: file_version(data_storage_version)?,
         schema,
         storage_options: storage_options.unwrap_or_default(),
     })
@@ -117,7 +123,7 @@ fn staged_latest_version(py: Python<'_>, uri: String, storage_options: Option<St
 /// Check that data of `schema` can be written with this plan (before any task runs).
 #[pyfunction]
 #[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, storage_options=None))]
-fn staged_check(py: Python<'_>, uri: String, mode: &str, read_version: u64, data_storage_version: &str, schema: &Bound<'_, PyAny>, storage_options: Option<StorageOptions>) -> PyResult<()> {
+fn staged_check(py: Python<'_>, uri: String, mode: &str, read_version: u64, data_storage_version: Option<&str>, schema: &Bound<'_, PyAny>, storage_options: Option<StorageOptions>) -> PyResult<()> {
     let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?), storage_options)?;
     py.detach(move || guard(move || plan.check())).py_err()
 }
@@ -131,7 +137,7 @@ fn staged_write(
     uri: String,
     mode: &str,
     read_version: u64,
-    data_storage_version: &str,
+    data_storage_version: Option<&str>,
     data: &Bound<'_, PyAny>,
     max_rows_per_file: u64,
     name_prefix: String,
@@ -153,7 +159,7 @@ fn staged_commit(
     uri: String,
     mode: &str,
     read_version: u64,
-    data_storage_version: &str,
+    data_storage_version: Option<&str>,
     schema: &Bound<'_, PyAny>,
     fragments: Vec<Vec<u8>>,
     enable_stable_row_ids: bool,

@@ -11,5 +11,7 @@ pub mod file;
 pub mod io;
 pub mod proto;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod testdata;
 
 pub use error::{Error, Result};

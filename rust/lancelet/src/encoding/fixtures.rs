@@ -1,7 +1,7 @@
 //! Decoding real pylance 14.0.2 bytes with the codecs.
 //!
-//! Reads `shared/fixtures/pylance-14/v2_2_encodings/data/*.lance` at test
-//! time (skipped when absent), walks just enough of the 2.x container (footer
+//! Reads `tests/fixtures/pylance-14/v2_2_encodings/data/*.lance` (the
+//! repository's copy of the pylance fixtures) at test time, walks just enough of the 2.x container (footer
 //! → column metadata → page buffers → mini-block chunks) to hand each codec
 //! the exact slice the reference writer produced, and compares against the
 //! values `make_fixtures.py` generated.
@@ -13,15 +13,7 @@ use crate::proto::encodings21::{compressive_encoding::Compression, page_layout::
 use crate::proto::file::v2::{encoding::Location, ColumnMetadata};
 
 fn load_fixture() -> Option<Vec<u8>> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/pylance-14/v2_2_encodings/data");
-    let found = std::fs::read_dir(dir)
-        .ok()
-        .and_then(|d| d.flatten().find(|e| e.path().extension().is_some_and(|x| x == "lance")))
-        .and_then(|e| std::fs::read(e.path()).ok());
-    if found.is_none() {
-        eprintln!("skipping: no fixture under {dir}");
-    }
-    found
+    Some(std::fs::read(crate::testdata::pylance14_data_file("v2_2_encodings")).unwrap())
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

@@ -13,7 +13,7 @@ use arrow_buffer::NullBuffer;
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{ArrowError, DataType};
 
-use super::functions::Builtin;
+use super::functions::{Builtin, Call};
 use super::plan::{ArithOp, BoolTest, CmpOp, Expr, Func, Kind};
 use crate::error::{Error, Result};
 
@@ -182,59 +182,136 @@ fn func(f: Func, a: &ArrayRef) -> Result<ArrayRef> {
     })
 }
 
-/// Evaluate an expression over a batch.
+/// An `AND` (`and`) or `OR` of `terms`, evaluated one term after the other
+/// (a loop, however long the chain) with SQL's three-valued logic; stops
+/// early once every row is decided (all false for `AND`, all true for `OR`).
+fn logic(and: bool, terms: &[Expr], batch: &RecordBatch) -> Result<Val> {
+    let mut acc: Option<Val> = None;
+    for t in terms {
+        let v = eval(t, batch)?;
+        let (next, decided) = combine(and, acc.take(), v, batch.num_rows())?;
+        acc = Some(next);
+        if decided {
+            break;
+        }
+    }
+    acc.ok_or_else(|| Error::Internal { what: "AND/OR without terms".into() })
+}
+
+/// One more term of an `AND`/`OR` chain: the combined value, and whether
+/// every row is decided. Kept out of [`logic`] so that the frame on the
+/// recursion path stays small.
+#[inline(never)]
+fn combine(and: bool, acc: Option<Val>, v: Val, n: usize) -> Result<(Val, bool)> {
+    let next = match acc {
+        None => v,
+        Some(a) => {
+            let scalar = a.is_scalar() && v.is_scalar();
+            let m = if scalar { 1 } else { n };
+            let (x, y) = (bools(&a, m)?, bools(&v, m)?);
+            let out = if and { and_kleene(&x, &y) } else { or_kleene(&x, &y) }.map_err(ae)?;
+            Val::like(Arc::new(out), scalar)
+        }
+    };
+    let b = bools(&next, if next.is_scalar() { 1 } else { n })?;
+    let decided = b.null_count() == 0 && if and { b.true_count() == 0 } else { b.false_count() == 0 };
+    Ok((next, decided))
+}
+
+/// The operands of a node other than `AND`/`OR` (evaluated before it).
+fn operands(e: &Expr) -> (Option<&Expr>, Option<&Expr>) {
+    match &e.kind {
+        Kind::Column { .. } | Kind::Literal(_) | Kind::And(_) | Kind::Or(_) | Kind::Call(_) => (None, None),
+        Kind::Cast(x)
+        | Kind::Neg(x)
+        | Kind::InList { expr: x, .. }
+        | Kind::Not(x)
+        | Kind::IsNull(x)
+        | Kind::IsNotNull(x)
+        | Kind::Test(_, x)
+        | Kind::Func(_, x) => (Some(x), None),
+        Kind::Cmp(_, l, r) | Kind::Arith(_, l, r) | Kind::Like { expr: l, pattern: r, .. } => (Some(l), Some(r)),
+    }
+}
+
+/// Evaluate an expression over a batch. Recursion follows the planned
+/// tree, whose depth the parser bounds (chains and lists are loops); the
+/// operands are evaluated here and the node applied to them in [`apply`],
+/// so each level of the recursion costs one small frame (the deepest
+/// filter accepted runs on a 256 KiB stack even in a debug build).
 pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
+    if let Kind::And(terms) | Kind::Or(terms) = &e.kind {
+        return logic(matches!(e.kind, Kind::And(_)), terms, batch);
+    }
+    if let Kind::Call(c) = &e.kind {
+        return call(c, &e.data_type, batch);
+    }
+    let (a, b) = operands(e);
+    let a = match a {
+        Some(x) => Some(eval(x, batch)?),
+        None => None,
+    };
+    let b = match b {
+        Some(x) => Some(eval(x, batch)?),
+        None => None,
+    };
+    apply(e, a, b, batch)
+}
+
+/// A node applied to its evaluated operands (`a`, `b` in [`operands`]
+/// order).
+#[inline(never)]
+fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Result<Val> {
     let n = batch.num_rows();
+    let missing = || Error::Internal { what: "filter node without its operand".into() };
+    let one = |v: Option<Val>| v.ok_or_else(missing);
     Ok(match &e.kind {
         Kind::Column { name, path } => Val::Array(column(batch, name, path)?),
         Kind::Literal(a) => Val::Scalar(a.clone()),
-        Kind::Cast(x) => {
-            let v = eval(x, batch)?;
+        Kind::And(_) | Kind::Or(_) | Kind::Call(_) => return Err(Error::Internal { what: "AND/OR/call reached apply".into() }),
+        Kind::Cast(_) => {
+            let v = one(a)?;
             let out = cast_with_options(v.array(), &e.data_type, &STRICT).map_err(ae)?;
             Val::like(out, v.is_scalar())
         }
-        Kind::Cmp(op, l, r) => {
-            let (l, r) = (eval(l, batch)?, eval(r, batch)?);
+        Kind::Cmp(op, _, _) => {
+            let (l, r) = (one(a)?, one(b)?);
             let out = cmp_fn(*op)(&*l.datum(), &*r.datum()).map_err(ae)?;
             Val::like(Arc::new(out), l.is_scalar() && r.is_scalar())
         }
-        Kind::Arith(op, l, r) => {
-            let (lv, rv) = (eval(l, batch)?, eval(r, batch)?);
+        Kind::Arith(op, l, _) => {
+            let (lv, rv) = (one(a)?, one(b)?);
             let out = arith_fn(*op, &l.data_type)(&*lv.datum(), &*rv.datum()).map_err(ae)?;
             Val::like(out, lv.is_scalar() && rv.is_scalar())
         }
         Kind::Neg(x) => {
-            let v = eval(x, batch)?;
+            let v = one(a)?;
             let out = if matches!(x.data_type, DataType::Null) { v.array().clone() } else { numeric::neg_wrapping(v.array()).map_err(ae)? };
             Val::like(out, v.is_scalar())
         }
-        Kind::And(l, r) | Kind::Or(l, r) => {
-            let (lv, rv) = (eval(l, batch)?, eval(r, batch)?);
-            let scalar = lv.is_scalar() && rv.is_scalar();
-            let m = if scalar { 1 } else { n };
-            let (a, b) = (bools(&lv, m)?, bools(&rv, m)?);
-            let out = if matches!(e.kind, Kind::And(..)) { and_kleene(&a, &b) } else { or_kleene(&a, &b) }.map_err(ae)?;
-            Val::like(Arc::new(out), scalar)
+        Kind::InList { set, .. } => {
+            let v = one(a)?;
+            Val::like(Arc::new(set.contains(v.array())?), v.is_scalar())
         }
-        Kind::Not(x) => {
-            let v = eval(x, batch)?;
+        Kind::Not(_) => {
+            let v = one(a)?;
             let b = bools(&v, if v.is_scalar() { 1 } else { n })?;
             Val::like(Arc::new(not(&b).map_err(ae)?), v.is_scalar())
         }
-        Kind::IsNull(x) | Kind::IsNotNull(x) => {
-            let v = eval(x, batch)?;
-            let a = v.array();
-            let out = if matches!(e.kind, Kind::IsNull(_)) { is_null(a) } else { is_not_null(a) }.map_err(ae)?;
+        Kind::IsNull(_) | Kind::IsNotNull(_) => {
+            let v = one(a)?;
+            let arr = v.array();
+            let out = if matches!(e.kind, Kind::IsNull(_)) { is_null(arr) } else { is_not_null(arr) }.map_err(ae)?;
             Val::like(Arc::new(out), v.is_scalar())
         }
-        Kind::Test(t, x) => {
-            let v = eval(x, batch)?;
+        Kind::Test(t, _) => {
+            let v = one(a)?;
             let b = bools(&v, if v.is_scalar() { 1 } else { n })?;
             Val::like(Arc::new(test(*t, &b)), v.is_scalar())
         }
-        Kind::Like { expr, pattern, negated, case_insensitive } => {
+        Kind::Like { negated, case_insensitive, .. } => {
             use arrow_string::like;
-            let (x, p) = (eval(expr, batch)?, eval(pattern, batch)?);
+            let (x, p) = (one(a)?, one(b)?);
             let f = match (negated, case_insensitive) {
                 (false, false) => like::like,
                 (false, true) => like::ilike,
@@ -244,20 +321,8 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
             let out = f(&*x.datum(), &*p.datum()).map_err(ae)?;
             Val::like(Arc::new(out), x.is_scalar() && p.is_scalar())
         }
-        Kind::Call(c) if matches!(c.func, Builtin::Case { .. }) => Val::Array(case(&c.args, &e.data_type, batch)?),
-        Kind::Call(c) => {
-            let vals = c.args.iter().map(|a| eval(a, batch)).collect::<Result<Vec<_>>>()?;
-            let scalar = vals.iter().all(Val::is_scalar);
-            let m = if scalar { 1 } else { n };
-            let arrays = vals.into_iter().map(|v| v.into_array(m)).collect::<Result<Vec<_>>>()?;
-            let out = super::functions::eval(c, &e.data_type, &arrays, m).map_err(|err| match err {
-                Error::Corrupt { what, .. } => Error::invalid_input(what),
-                other => other,
-            })?;
-            Val::like(out, scalar)
-        }
-        Kind::Func(f, x) => {
-            let v = eval(x, batch)?;
+        Kind::Func(f, _) => {
+            let v = one(a)?;
             let out = func(*f, v.array()).map_err(|e| match e {
                 Error::Corrupt { what, .. } => Error::invalid_input(what),
                 other => other,
@@ -265,6 +330,24 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
             Val::like(out, v.is_scalar())
         }
     })
+}
+
+/// A function of [`super::functions`]: its arguments, then the kernel;
+/// `CASE` computes each branch's value only for the rows it takes.
+fn call(c: &Call, out_type: &DataType, batch: &RecordBatch) -> Result<Val> {
+    if matches!(c.func, Builtin::Case { .. }) {
+        return Ok(Val::Array(case(&c.args, out_type, batch)?));
+    }
+    let n = batch.num_rows();
+    let vals = c.args.iter().map(|a| eval(a, batch)).collect::<Result<Vec<_>>>()?;
+    let scalar = vals.iter().all(Val::is_scalar);
+    let m = if scalar { 1 } else { n };
+    let arrays = vals.into_iter().map(|v| v.into_array(m)).collect::<Result<Vec<_>>>()?;
+    let out = super::functions::eval(c, out_type, &arrays, m).map_err(|err| match err {
+        Error::Corrupt { what, .. } => Error::invalid_input(what),
+        other => other,
+    })?;
+    Ok(Val::like(out, scalar))
 }
 
 /// The rows `idx` of `batch` (also for batches without columns).

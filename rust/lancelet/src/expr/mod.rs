@@ -1,7 +1,8 @@
 //! SQL filter expressions: `filter="x > 3 AND name LIKE 'a%'"`.
 //!
-//! A filter is parsed with `sqlparser` (one expression, nothing after it),
-//! planned against the dataset's Arrow schema ([`plan`]: names resolved,
+//! A filter is parsed ([`parse`]: `sqlparser`'s tokenizer, our own
+//! precedence-climbing parser with a bounded depth; one expression, nothing
+//! after it), planned against the dataset's Arrow schema ([`plan`]: names resolved,
 //! types coerced, literals converted and constant subtrees folded, so every
 //! error shows up before any I/O), and evaluated batch by batch with the
 //! Arrow compute kernels ([`eval`]). The result plugs into the scan as a
@@ -36,6 +37,8 @@
 mod coerce;
 mod eval;
 pub mod functions;
+mod inlist;
+mod parse;
 mod plan;
 mod prune;
 mod value;
@@ -49,6 +52,7 @@ use crate::error::Result;
 use crate::file::stats::{GroupStats, Pruned};
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
+pub use parse::MAX_DEPTH;
 pub use plan::Expr;
 pub use value::SqlValue;
 
@@ -69,6 +73,13 @@ impl SqlFilter {
         Ok(SqlFilter { sql: sql.to_string(), expr, columns })
     }
 
+    /// Every column reference as (top-level column, struct path below it).
+    pub fn column_paths(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        self.expr.column_paths(&mut out);
+        out
+    }
+
     /// The filter's text.
     pub fn sql(&self) -> &str {
         &self.sql
@@ -77,13 +88,6 @@ impl SqlFilter {
     /// The planned expression.
     pub fn expr(&self) -> &Expr {
         &self.expr
-    }
-
-    /// Every column reference as (top-level column, struct path below it).
-    pub fn column_paths(&self) -> Vec<(String, Vec<String>)> {
-        let mut out = Vec::new();
-        self.expr.column_paths(&mut out);
-        out
     }
 }
 
@@ -98,7 +102,7 @@ impl RowFilter for SqlFilter {
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         let mask = eval::evaluate_predicate(&self.expr, batch)
-            .map_err(|e| e.context(format_args!("evaluating filter `{}`", self.sql)))?;
+            .map_err(|e| e.context(format_args!("evaluating filter `{}`", plan::shorten(&self.sql))))?;
         Ok(if mask.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(&mask) } else { mask })
     }
 }
@@ -119,6 +123,10 @@ pub fn parse_filter(sql: &str, schema: &Schema) -> Result<Arc<dyn RowFilter>> {
 }
 
 #[cfg(test)]
+mod parse_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod value_tests;
+#[cfg(test)]
+mod wide_tests;

@@ -1,4 +1,9 @@
 //! From SQL text to a typed [`Expr`] tree checked against a schema.
+//!
+//! The syntax tree comes from [`super::parse`], whose depth is bounded, so
+//! the recursive passes here (planning, folding, collecting columns) stay
+//! shallow; long `AND`/`OR` chains are n-ary nodes walked in loops and an
+//! `IN` list is one set ([`super::inlist`]).
 
 use std::sync::Arc;
 
@@ -7,14 +12,13 @@ use arrow_array::{
     RecordBatchOptions, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
-use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
-use sqlparser::dialect::Dialect;
-use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Span, Token};
+use sqlparser::ast;
 
 use super::coerce::{self, cast_literal};
 use super::eval;
 use super::functions;
+use super::inlist::{self, InSet};
+use super::parse::{self, at, BinOp, IsTest, Node, Syn};
 use crate::error::{Error, Result};
 
 /// Comparison operators.
@@ -69,8 +73,12 @@ pub enum Kind {
     Cmp(CmpOp, Box<Expr>, Box<Expr>),
     Arith(ArithOp, Box<Expr>, Box<Expr>),
     Neg(Box<Expr>),
-    And(Box<Expr>, Box<Expr>),
-    Or(Box<Expr>, Box<Expr>),
+    /// Two or more terms, all true (a chain `a AND b AND ...` is one node).
+    And(Vec<Expr>),
+    /// Two or more terms, any true.
+    Or(Vec<Expr>),
+    /// `expr IN (values)` as one set lookup (`NOT IN` is `Not(InList)`).
+    InList { expr: Box<Expr>, set: Arc<InSet> },
     Not(Box<Expr>),
     IsNull(Box<Expr>),
     IsNotNull(Box<Expr>),
@@ -106,13 +114,19 @@ impl Expr {
                 }
             }
             Kind::Literal(_) => {}
-            Kind::Cast(e) | Kind::Neg(e) | Kind::Not(e) | Kind::IsNull(e) | Kind::IsNotNull(e) | Kind::Test(_, e) | Kind::Func(_, e) => {
-                e.columns(out)
-            }
-            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => {
+            Kind::Cast(e)
+            | Kind::Neg(e)
+            | Kind::Not(e)
+            | Kind::IsNull(e)
+            | Kind::IsNotNull(e)
+            | Kind::Test(_, e)
+            | Kind::Func(_, e)
+            | Kind::InList { expr: e, .. } => e.columns(out),
+            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => {
                 a.columns(out);
                 b.columns(out);
             }
+            Kind::And(terms) | Kind::Or(terms) => terms.iter().for_each(|t| t.columns(out)),
             Kind::Like { expr, pattern, .. } => {
                 expr.columns(out);
                 pattern.columns(out);
@@ -124,7 +138,6 @@ impl Expr {
     /// Every column reference as (top-level column, struct path below it).
     pub fn column_paths(&self, out: &mut Vec<(String, Vec<String>)>) {
         match &self.kind {
-            Kind::Call(c) => c.args.iter().for_each(|a| a.column_paths(out)),
             Kind::Column { name, path } => {
                 let c = (name.clone(), path.clone());
                 if !out.contains(&c) {
@@ -132,91 +145,113 @@ impl Expr {
                 }
             }
             Kind::Literal(_) => {}
-            Kind::Cast(e) | Kind::Neg(e) | Kind::Not(e) | Kind::IsNull(e) | Kind::IsNotNull(e) | Kind::Test(_, e) | Kind::Func(_, e) => {
-                e.column_paths(out)
-            }
-            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => {
+            Kind::Cast(e)
+            | Kind::Neg(e)
+            | Kind::Not(e)
+            | Kind::IsNull(e)
+            | Kind::IsNotNull(e)
+            | Kind::Test(_, e)
+            | Kind::Func(_, e)
+            | Kind::InList { expr: e, .. } => e.column_paths(out),
+            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => {
                 a.column_paths(out);
                 b.column_paths(out);
             }
+            Kind::And(terms) | Kind::Or(terms) => terms.iter().for_each(|t| t.column_paths(out)),
             Kind::Like { expr, pattern, .. } => {
                 expr.column_paths(out);
                 pattern.column_paths(out);
             }
+            Kind::Call(c) => c.args.iter().for_each(|a| a.column_paths(out)),
         }
     }
 
     fn children_literal(&self) -> bool {
         match &self.kind {
             Kind::Column { .. } | Kind::Literal(_) => false,
-            Kind::Cast(e) | Kind::Neg(e) | Kind::Not(e) | Kind::IsNull(e) | Kind::IsNotNull(e) | Kind::Test(_, e) | Kind::Func(_, e) => {
-                e.is_literal()
-            }
-            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => a.is_literal() && b.is_literal(),
+            Kind::Cast(e)
+            | Kind::Neg(e)
+            | Kind::Not(e)
+            | Kind::IsNull(e)
+            | Kind::IsNotNull(e)
+            | Kind::Test(_, e)
+            | Kind::Func(_, e)
+            | Kind::InList { expr: e, .. } => e.is_literal(),
+            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => a.is_literal() && b.is_literal(),
+            Kind::And(terms) | Kind::Or(terms) => terms.iter().all(Expr::is_literal),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
             Kind::Call(c) => c.args.iter().all(Expr::is_literal),
         }
     }
 }
 
-/// pylance's dialect: backticks quote names, double quotes are strings.
-#[derive(Debug)]
-struct FilterDialect;
-
-impl Dialect for FilterDialect {
-    fn is_delimited_identifier_start(&self, ch: char) -> bool {
-        ch == '`'
-    }
-    fn is_identifier_start(&self, ch: char) -> bool {
-        ch.is_alphabetic() || ch == '_'
-    }
-    fn is_identifier_part(&self, ch: char) -> bool {
-        ch.is_alphabetic() || ch.is_ascii_digit() || ch == '_' || ch == '$'
-    }
-}
-
-fn at(span: Span) -> String {
-    if span.start.line == 0 {
-        String::new()
-    } else {
-        format!(" at line {}, column {}", span.start.line, span.start.column)
-    }
-}
+/// Stack of the thread that parses and plans a filter (reserved, not
+/// committed: only what the recursion touches is used).
+const PLAN_STACK: usize = 64 << 20;
 
 /// Parse and plan a filter against a schema.
+///
+/// Runs on a thread of its own with a [`PLAN_STACK`] stack: the recursion
+/// is bounded ([`parse::MAX_DEPTH`] levels), but a level's frames are large
+/// in unoptimized builds and the caller's thread may have a small stack (a
+/// Python thread, a Spark worker).
 pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
     let expr = plan_expr(sql, schema, "filter")?;
     match expr.data_type {
         DataType::Boolean => Ok(expr),
-        ref t => Err(Error::invalid_input(format!("filter `{sql}`: the filter must be a boolean expression, but it is of type {t}"))),
+        ref t => Err(Error::invalid_input(format!(
+            "filter `{}`: the filter must be a boolean expression, but it is of type {t}",
+            shorten(sql)
+        ))),
     }
 }
 
-/// Parse and plan any expression against a schema (`what` names it in
-/// errors: "filter", "expression").
+/// Parse and plan an expression of any type (`what` names it in errors:
+/// "filter", "expression", "update value of column ..."), on a thread with
+/// a [`PLAN_STACK`] stack as [`plan_filter`].
 pub(crate) fn plan_expr(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
-    let bad = |msg: String| Error::invalid_input(format!("{what} `{sql}`: {msg}"));
-    if sql.trim().is_empty() {
-        return Err(bad(format!("empty {what}")));
-    }
-    let dialect = FilterDialect;
-    let mut parser = Parser::new(&dialect)
-        .with_recursion_limit(200)
-        .try_with_sql(sql)
-        .map_err(|e| bad(format!("syntax error: {e}")))?;
-    let ast = parser.parse_expr().map_err(|e| bad(format!("syntax error: {e}")))?;
-    let next = parser.peek_token();
-    if next.token != Token::EOF {
-        return Err(bad(format!("syntax error: unexpected `{}`{} after the expression", next.token, at(next.span))));
-    }
-    let planner = Planner { schema };
-    planner.plan(&ast).map_err(|e| match e {
-        Error::InvalidInput { what } => bad(what),
-        other => other,
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("lancelet-filter".into())
+            .stack_size(PLAN_STACK)
+            .spawn_scoped(s, || plan_expr_here(sql, schema, what))
+            .map_err(|e| Error::Internal { what: format!("cannot start the filter planning thread: {e}") })?
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
     })
 }
 
-struct Planner<'a> {
+fn plan_expr_here(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
+    let shown = shorten(sql);
+    let bad = |msg: String| Error::invalid_input(format!("{what} `{shown}`: {msg}"));
+    if sql.trim().is_empty() {
+        return Err(bad(format!("empty {what}")));
+    }
+    let strip = |e: Error| match e {
+        Error::InvalidInput { what } => bad(what),
+        other => other,
+    };
+    let tree = parse::parse(sql).map_err(strip)?;
+    let planner = Planner { schema };
+    let expr = planner.plan(&tree).map_err(strip)?;
+    drop(tree);
+    Ok(expr)
+}
+
+/// The filter text as error messages show it: long filters (an `IN` list
+/// of 100,000 values) are cut in the middle.
+pub fn shorten(sql: &str) -> String {
+    const KEEP: usize = 120;
+    let chars = sql.chars().count();
+    if chars <= 2 * KEEP + 20 {
+        return sql.to_string();
+    }
+    let head: String = sql.chars().take(KEEP).collect();
+    let tail: String = sql.chars().skip(chars - KEEP).collect();
+    format!("{head} ... ({} characters) ... {tail}", chars - 2 * KEEP)
+}
+
+pub(crate) struct Planner<'a> {
     schema: &'a Schema,
 }
 
@@ -244,6 +279,15 @@ fn find<'f>(fields: &'f Fields, ident: &ast::Ident) -> Option<&'f Arc<Field>> {
     }
 }
 
+fn logic(and: bool, terms: Vec<Expr>) -> Expr {
+    let kind = if and { Kind::And(terms) } else { Kind::Or(terms) };
+    Expr { kind, data_type: DataType::Boolean }
+}
+
+fn not(x: Expr) -> Expr {
+    Expr { kind: Kind::Not(Box::new(x)), data_type: DataType::Boolean }
+}
+
 impl Planner<'_> {
     fn column(&self, idents: &[ast::Ident]) -> Result<Expr> {
         let first = &idents[0];
@@ -252,7 +296,7 @@ impl Planner<'_> {
             return Err(invalid(format!(
                 "no column named `{}`{}; available columns: {}",
                 first.value,
-                at(first.span),
+                at(first.span.start),
                 names(fields)
             )));
         };
@@ -267,7 +311,7 @@ impl Planner<'_> {
                 return Err(invalid(format!(
                     "struct column `{shown}` has no field `{}`{}; its fields: {}",
                     id.value,
-                    at(id.span),
+                    at(id.span.start),
                     names(children)
                 )));
             };
@@ -278,171 +322,115 @@ impl Planner<'_> {
         Ok(Expr { kind: Kind::Column { name: top.name().clone(), path }, data_type: dt })
     }
 
-    fn plan(&self, e: &ast::Expr) -> Result<Expr> {
-        let out = self.plan_inner(e)?;
+    /// Plan a node and fold it if it is constant. Recursion follows the
+    /// syntax tree, whose depth the parser bounds.
+    pub(crate) fn plan(&self, n: &Node) -> Result<Expr> {
+        let out = self.plan_inner(n)?;
         fold(out)
     }
 
-    fn plan_inner(&self, e: &ast::Expr) -> Result<Expr> {
-        use ast::Expr as E;
-        match e {
-            E::Identifier(id) => self.column(std::slice::from_ref(id)),
-            E::CompoundIdentifier(ids) => self.column(ids),
-            E::CompoundFieldAccess { root, access_chain } => {
-                let mut ids = match root.as_ref() {
-                    E::Identifier(id) => vec![id.clone()],
-                    E::CompoundIdentifier(ids) => ids.clone(),
-                    _ => return Err(unsupported_expr(e)),
-                };
-                for a in access_chain {
-                    match a {
-                        ast::AccessExpr::Dot(E::Identifier(id)) => ids.push(id.clone()),
-                        ast::AccessExpr::Subscript(ast::Subscript::Index {
-                            index: E::Value(ast::ValueWithSpan { value: Value::SingleQuotedString(s), span }),
-                        }) => ids.push(ast::Ident { value: s.clone(), quote_style: Some('\''), span: *span }),
-                        _ => return Err(unsupported_expr(e)),
-                    }
-                }
-                self.column(&ids)
+    fn plan_inner(&self, n: &Node) -> Result<Expr> {
+        match &n.syn {
+            Syn::Column(ids) => self.column(ids),
+            Syn::Number(s) => number(s),
+            Syn::Str(s) => Ok(Expr::literal(Arc::new(StringArray::from(vec![s.clone()])))),
+            Syn::Bool(b) => Ok(Expr::literal(Arc::new(BooleanArray::from(vec![*b])))),
+            Syn::Null => Ok(Expr::literal(new_null_array(&DataType::Null, 1))),
+            Syn::Typed { ty, text } => {
+                let dt = sql_type(ty)?;
+                let lit = Expr::literal(Arc::new(StringArray::from(vec![text.clone()])));
+                cast_literal(&lit, &dt).map_err(|_| invalid(format!("`{text}` is not a valid {ty} literal")))
             }
-            E::Nested(inner) => self.plan(inner),
-            E::Value(v) => literal(&v.value),
-            E::TypedString(ts) => {
-                let s = match &ts.value.value {
-                    Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
-                    other => return Err(invalid(format!("expected a quoted string after {}, found {other}", ts.data_type))),
-                };
-                let dt = sql_type(&ts.data_type)?;
-                let lit = Expr::literal(Arc::new(StringArray::from(vec![s.clone()])));
-                cast_literal(&lit, &dt).map_err(|_| invalid(format!("`{s}` is not a valid {} literal", ts.data_type)))
-            }
-            E::Cast { expr, data_type, format: None, .. } => {
+            Syn::Cast { expr, ty } => {
                 let inner = self.plan(expr)?;
-                let dt = sql_type(data_type)?;
+                let dt = sql_type(ty)?;
                 coerce::cast_to(inner, &dt, true)
             }
-            E::BinaryOp { left, op, right } => self.binary(left, op, right, e),
-            E::UnaryOp { op, expr } => {
-                let inner = self.plan(expr)?;
-                match op {
-                    UnaryOperator::Not => Ok(Expr { kind: Kind::Not(Box::new(boolean(inner, "NOT")?)), data_type: DataType::Boolean }),
-                    UnaryOperator::Plus => {
-                        numeric(&inner, "unary +")?;
-                        Ok(inner)
-                    }
-                    UnaryOperator::Minus => {
-                        if !coerce::is_numeric(&inner.data_type) && !matches!(inner.data_type, DataType::Null) {
-                            return Err(invalid(format!("cannot negate a value of type {}", inner.data_type)));
-                        }
-                        let dt = inner.data_type.clone();
-                        Ok(Expr { kind: Kind::Neg(Box::new(inner)), data_type: dt })
-                    }
-                    _ => Err(unsupported_expr(e)),
-                }
+            Syn::Not(x) => Ok(not(boolean(self.plan(x)?, "NOT")?)),
+            Syn::Plus(x) => {
+                let inner = self.plan(x)?;
+                numeric(&inner, "unary +")?;
+                Ok(inner)
             }
-            E::IsNull(x) => Ok(Expr { kind: Kind::IsNull(Box::new(self.plan(x)?)), data_type: DataType::Boolean }),
-            E::IsNotNull(x) => Ok(Expr { kind: Kind::IsNotNull(Box::new(self.plan(x)?)), data_type: DataType::Boolean }),
-            E::IsTrue(x) => self.test(BoolTest::True, x),
-            E::IsNotTrue(x) => self.test(BoolTest::NotTrue, x),
-            E::IsFalse(x) => self.test(BoolTest::False, x),
-            E::IsNotFalse(x) => self.test(BoolTest::NotFalse, x),
-            E::IsDistinctFrom(a, b) => self.compare(CmpOp::Distinct, self.plan(a)?, self.plan(b)?),
-            E::IsNotDistinctFrom(a, b) => self.compare(CmpOp::NotDistinct, self.plan(a)?, self.plan(b)?),
-            E::InList { expr, list, negated } => {
-                let x = self.plan(expr)?;
-                if list.is_empty() {
-                    return Err(invalid("IN needs at least one value"));
+            Syn::Neg(x) => {
+                let inner = self.plan(x)?;
+                if !coerce::is_numeric(&inner.data_type) && !matches!(inner.data_type, DataType::Null) {
+                    return Err(invalid(format!("cannot negate a value of type {}", inner.data_type)));
                 }
-                let mut acc: Option<Expr> = None;
-                for item in list {
-                    let eq = self.compare(CmpOp::Eq, x.clone(), self.plan(item)?)?;
-                    acc = Some(match acc {
-                        None => eq,
-                        Some(a) => Expr { kind: Kind::Or(Box::new(a), Box::new(eq)), data_type: DataType::Boolean },
+                let dt = inner.data_type.clone();
+                Ok(Expr { kind: Kind::Neg(Box::new(inner)), data_type: dt })
+            }
+            Syn::Binary { op: BinOp::Cmp(op), left, right } => self.compare(*op, self.plan(left)?, self.plan(right)?),
+            Syn::Binary { op: BinOp::Concat, left, right } => {
+                functions::plan(functions::Builtin::ConcatOp, "||", vec![self.plan(left)?, self.plan(right)?])
+            }
+            Syn::Case { operand, whens, otherwise } => {
+                let operand = operand.as_ref().map(|o| self.plan(o)).transpose()?;
+                let mut args = Vec::with_capacity(whens.len() * 2 + 1);
+                for (w, v) in whens {
+                    args.push(match &operand {
+                        Some(o) => self.compare(CmpOp::Eq, o.clone(), self.plan(w)?)?,
+                        None => self.plan(w)?,
                     });
+                    args.push(self.plan(v)?);
                 }
-                let acc = acc.expect("non-empty list");
-                Ok(if *negated { Expr { kind: Kind::Not(Box::new(acc)), data_type: DataType::Boolean } } else { acc })
+                if let Some(x) = otherwise {
+                    args.push(self.plan(x)?);
+                }
+                functions::plan(functions::Builtin::Case { has_else: otherwise.is_some() }, "CASE", args)
             }
-            E::Between { expr, negated, low, high } => {
+            Syn::Binary { op: BinOp::Arith(op), left, right } => {
+                let (l, r) = coerce::coerce_arithmetic(self.plan(left)?, self.plan(right)?)?;
+                let dt = eval::arith_type(*op, &l.data_type, &r.data_type)?;
+                Ok(Expr { kind: Kind::Arith(*op, Box::new(l), Box::new(r)), data_type: dt })
+            }
+            Syn::Logic { and, terms } => {
+                let name = if *and { "AND" } else { "OR" };
+                let mut out = Vec::with_capacity(terms.len());
+                for t in terms {
+                    match boolean(self.plan(t)?, name)? {
+                        // `(a AND b) AND c`: one chain
+                        Expr { kind: Kind::And(inner), .. } if *and => out.extend(inner),
+                        Expr { kind: Kind::Or(inner), .. } if !*and => out.extend(inner),
+                        e => out.push(e),
+                    }
+                }
+                Ok(logic(*and, out))
+            }
+            Syn::In { expr, list, negated } => {
+                let x = self.plan(expr)?;
+                let any = inlist::plan_in(self, x, list)?;
+                Ok(if *negated { not(any) } else { any })
+            }
+            Syn::Between { expr, low, high, negated } => {
                 let x = self.plan(expr)?;
                 let lo = self.compare(CmpOp::GtEq, x.clone(), self.plan(low)?)?;
                 let hi = self.compare(CmpOp::LtEq, x, self.plan(high)?)?;
-                let both = Expr { kind: Kind::And(Box::new(lo), Box::new(hi)), data_type: DataType::Boolean };
-                Ok(if *negated { Expr { kind: Kind::Not(Box::new(both)), data_type: DataType::Boolean } } else { both })
+                let both = logic(true, vec![lo, hi]);
+                Ok(if *negated { not(both) } else { both })
             }
-            E::Like { negated, any, expr, pattern, escape_char } | E::ILike { negated, any, expr, pattern, escape_char } => {
-                let ci = matches!(e, E::ILike { .. });
-                if *any {
-                    return Err(unsupported_expr(e));
-                }
-                if let Some(esc) = escape_char {
-                    let ok = matches!(esc.as_ref(), E::Value(v) if matches!(&v.value, Value::SingleQuotedString(s) if s == "\\"));
-                    if !ok {
-                        return Err(invalid(format!("LIKE supports only the backslash as escape character, not {esc}")));
-                    }
-                }
-                self.like(self.plan(expr)?, self.plan(pattern)?, *negated, ci)
+            Syn::Like { expr, pattern, negated, case_insensitive } => {
+                self.like(self.plan(expr)?, self.plan(pattern)?, *negated, *case_insensitive)
             }
-            E::Function(f) => self.function(f, e),
-            E::Case { operand, conditions, else_result, .. } => {
-                let mut args = Vec::with_capacity(conditions.len() * 2 + 1);
-                let operand = operand.as_ref().map(|o| self.plan(o)).transpose()?;
-                for w in conditions {
-                    args.push(match &operand {
-                        Some(o) => self.compare(CmpOp::Eq, o.clone(), self.plan(&w.condition)?)?,
-                        None => self.plan(&w.condition)?,
-                    });
-                    args.push(self.plan(&w.result)?);
-                }
-                if let Some(x) = else_result {
-                    args.push(self.plan(x)?);
-                }
-                functions::plan(functions::Builtin::Case { has_else: else_result.is_some() }, "CASE", args)
-            }
-            E::Substring { expr, substring_from, substring_for, .. } => {
-                let mut args = vec![self.plan(expr)?];
-                args.push(match substring_from {
-                    Some(f) => self.plan(f)?,
-                    None => Expr::literal(Arc::new(Int64Array::from(vec![1]))),
-                });
-                if let Some(f) = substring_for {
-                    args.push(self.plan(f)?);
-                }
-                functions::plan(functions::Builtin::Substr, "substring", args)
-            }
-            E::Trim { trim_where, trim_what, expr, trim_characters } => {
-                let func = match trim_where {
-                    Some(ast::TrimWhereField::Leading) => functions::Builtin::Ltrim,
-                    Some(ast::TrimWhereField::Trailing) => functions::Builtin::Rtrim,
-                    _ => functions::Builtin::Trim,
+            Syn::Is { expr, test } => {
+                let x = self.plan(expr)?;
+                let t = match test {
+                    IsTest::Null => return Ok(Expr { kind: Kind::IsNull(Box::new(x)), data_type: DataType::Boolean }),
+                    IsTest::NotNull => return Ok(Expr { kind: Kind::IsNotNull(Box::new(x)), data_type: DataType::Boolean }),
+                    IsTest::True => BoolTest::True,
+                    IsTest::NotTrue => BoolTest::NotTrue,
+                    IsTest::False => BoolTest::False,
+                    IsTest::NotFalse => BoolTest::NotFalse,
                 };
-                let mut args = vec![self.plan(expr)?];
-                match (trim_what, trim_characters.as_deref()) {
-                    (Some(w), _) => args.push(self.plan(w)?),
-                    (None, Some([c])) => args.push(self.plan(c)?),
-                    (None, None) => {}
-                    _ => return Err(unsupported_expr(e)),
-                }
-                functions::plan(func, "trim", args)
+                let x = boolean(x, "IS TRUE/FALSE")?;
+                Ok(Expr { kind: Kind::Test(t, Box::new(x)), data_type: DataType::Boolean })
             }
-            E::Position { expr, r#in } => functions::plan(functions::Builtin::Strpos, "position", vec![self.plan(r#in)?, self.plan(expr)?]),
-            E::Extract { field, expr, .. } => {
-                let part = functions::date_part_named(&field.to_string())?;
-                functions::plan(functions::Builtin::DatePart(part), "extract", vec![self.plan(expr)?])
+            Syn::Distinct { left, right, negated } => {
+                let op = if *negated { CmpOp::NotDistinct } else { CmpOp::Distinct };
+                self.compare(op, self.plan(left)?, self.plan(right)?)
             }
-            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) }
-            | E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
-                let func = if matches!(e, E::Ceil { .. }) { functions::Builtin::Ceil } else { functions::Builtin::Floor };
-                functions::plan(func, "floor/ceil", vec![self.plan(expr)?])
-            }
-            _ => Err(unsupported_expr(e)),
+            Syn::Func { name, args } => self.function(name, args, n),
         }
-    }
-
-    fn test(&self, t: BoolTest, x: &ast::Expr) -> Result<Expr> {
-        let x = boolean(self.plan(x)?, "IS TRUE/FALSE")?;
-        Ok(Expr { kind: Kind::Test(t, Box::new(x)), data_type: DataType::Boolean })
     }
 
     fn like(&self, x: Expr, p: Expr, negated: bool, ci: bool) -> Result<Expr> {
@@ -458,72 +446,24 @@ impl Planner<'_> {
         Ok(Expr { kind: Kind::Like { expr: Box::new(x), pattern: Box::new(p), negated, case_insensitive: ci }, data_type: DataType::Boolean })
     }
 
-    fn compare(&self, op: CmpOp, l: Expr, r: Expr) -> Result<Expr> {
+    pub(crate) fn compare(&self, op: CmpOp, l: Expr, r: Expr) -> Result<Expr> {
         let (l, r) = coerce::coerce_comparison(l, r)?;
         eval::check_cmp(op, &l.data_type, &r.data_type)?;
         Ok(Expr { kind: Kind::Cmp(op, Box::new(l), Box::new(r)), data_type: DataType::Boolean })
     }
 
-    fn binary(&self, left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr, whole: &ast::Expr) -> Result<Expr> {
-        let cmp = match op {
-            BinaryOperator::Eq => Some(CmpOp::Eq),
-            BinaryOperator::NotEq => Some(CmpOp::NotEq),
-            BinaryOperator::Lt => Some(CmpOp::Lt),
-            BinaryOperator::LtEq => Some(CmpOp::LtEq),
-            BinaryOperator::Gt => Some(CmpOp::Gt),
-            BinaryOperator::GtEq => Some(CmpOp::GtEq),
-            _ => None,
-        };
-        if let Some(c) = cmp {
-            return self.compare(c, self.plan(left)?, self.plan(right)?);
-        }
-        let arith = match op {
-            BinaryOperator::Plus => Some(ArithOp::Add),
-            BinaryOperator::Minus => Some(ArithOp::Sub),
-            BinaryOperator::Multiply => Some(ArithOp::Mul),
-            BinaryOperator::Divide => Some(ArithOp::Div),
-            BinaryOperator::Modulo => Some(ArithOp::Rem),
-            _ => None,
-        };
-        if let Some(a) = arith {
-            let (l, r) = coerce::coerce_arithmetic(self.plan(left)?, self.plan(right)?)?;
-            let dt = eval::arith_type(a, &l.data_type, &r.data_type)?;
-            return Ok(Expr { kind: Kind::Arith(a, Box::new(l), Box::new(r)), data_type: dt });
-        }
-        if *op == BinaryOperator::StringConcat {
-            return functions::plan(functions::Builtin::ConcatOp, "||", vec![self.plan(left)?, self.plan(right)?]);
-        }
-        match op {
-            BinaryOperator::And | BinaryOperator::Or => {
-                let name = if *op == BinaryOperator::And { "AND" } else { "OR" };
-                let l = boolean(self.plan(left)?, name)?;
-                let r = boolean(self.plan(right)?, name)?;
-                let kind = if *op == BinaryOperator::And { Kind::And(Box::new(l), Box::new(r)) } else { Kind::Or(Box::new(l), Box::new(r)) };
-                Ok(Expr { kind, data_type: DataType::Boolean })
-            }
-            _ => Err(unsupported_expr(whole)),
-        }
-    }
-
-    fn function(&self, f: &ast::Function, whole: &ast::Expr) -> Result<Expr> {
-        let name = f.name.to_string().to_ascii_lowercase();
-        let args = match &f.args {
-            ast::FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => &l.args,
-            _ => return Err(unsupported_expr(whole)),
-        };
-        let func = match name.as_str() {
+    fn function(&self, name: &str, args: &[Node], n: &Node) -> Result<Expr> {
+        let lower = name.to_ascii_lowercase();
+        let func = match lower.as_str() {
             "lower" => Func::Lower,
             "upper" => Func::Upper,
             "length" | "char_length" | "character_length" => Func::Length,
             "abs" => Func::Abs,
-            _ => return self.call(&name, f, args, whole),
+            _ => return self.call(name, &lower, args, n),
         };
-        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args.as_slice() else {
-            return Err(invalid(format!("function `{}` takes one argument", f.name)));
+        let [arg] = args else {
+            return Err(invalid(format!("function `{name}` takes one argument")));
         };
-        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
-            return Err(unsupported_expr(whole));
-        }
         let x = self.plan(arg)?;
         let x = if matches!(x.data_type, DataType::Null) {
             cast_literal(&x, if func == Func::Abs { &DataType::Int64 } else { &DataType::Utf8 })?
@@ -532,7 +472,7 @@ impl Planner<'_> {
         };
         let dt = match func {
             Func::Lower | Func::Upper | Func::Length if !coerce::is_string(&x.data_type) => {
-                return Err(invalid(format!("{name}() needs a string, not a value of type {}", x.data_type)))
+                return Err(invalid(format!("{lower}() needs a string, not a value of type {}", x.data_type)))
             }
             Func::Lower | Func::Upper => match x.data_type {
                 DataType::LargeUtf8 => DataType::LargeUtf8,
@@ -553,42 +493,25 @@ impl Planner<'_> {
 
 impl Planner<'_> {
     /// A function of [`functions`] (`date_part('f', x)` takes its part by name).
-    fn call(&self, name: &str, f: &ast::Function, args: &[ast::FunctionArg], whole: &ast::Expr) -> Result<Expr> {
-        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
-            return Err(unsupported_expr(whole));
-        }
-        let exprs = args
-            .iter()
-            .map(|a| match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
-                _ => Err(unsupported_expr(whole)),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if name == "date_part" || name == "datepart" {
-            let [part, x] = exprs.as_slice() else { return Err(invalid(format!("{name}() takes 2 arguments"))) };
-            let part = match part {
-                ast::Expr::Value(v) => match &v.value {
-                    Value::SingleQuotedString(p) | Value::DoubleQuotedString(p) => functions::date_part_named(p)?,
-                    _ => return Err(invalid(format!("{name}() needs the part as a string, like 'year'"))),
-                },
-                _ => return Err(invalid(format!("{name}() needs the part as a string, like 'year'"))),
+    fn call(&self, name: &str, lower: &str, args: &[Node], n: &Node) -> Result<Expr> {
+        if lower == "date_part" || lower == "datepart" {
+            let [part, x] = args else { return Err(invalid(format!("{lower}() takes 2 arguments"))) };
+            let Syn::Str(p) = &part.syn else {
+                return Err(invalid(format!("{lower}() needs the part as a string, like 'year'")));
             };
-            return functions::plan(functions::Builtin::DatePart(part), name, vec![self.plan(x)?]);
+            let part = functions::date_part_named(p)?;
+            return functions::plan(functions::Builtin::DatePart(part), lower, vec![self.plan(x)?]);
         }
-        let Some(func) = functions::lookup(name) else {
+        let Some(func) = functions::lookup(lower) else {
             return Err(invalid(format!(
-                "unsupported function `{}` in `{whole}` (supported: lower, upper, length, abs, {})",
-                f.name,
+                "unsupported function `{name}`{} (supported: lower, upper, length, abs, {})",
+                at(n.at),
                 functions::NAMES
             )));
         };
-        let planned = exprs.into_iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
-        functions::plan(func, name, planned)
+        let planned = args.iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
+        functions::plan(func, lower, planned)
     }
-}
-
-fn unsupported_expr(e: &ast::Expr) -> Error {
-    invalid(format!("unsupported expression `{e}`"))
 }
 
 fn boolean(x: Expr, what: &str) -> Result<Expr> {
@@ -607,29 +530,15 @@ fn numeric(x: &Expr, what: &str) -> Result<()> {
     }
 }
 
-fn literal(v: &Value) -> Result<Expr> {
-    let a: ArrayRef = match v {
-        Value::Number(s, _) => {
-            if let Ok(i) = s.parse::<i64>() {
-                Arc::new(Int64Array::from(vec![i]))
-            } else if let Ok(u) = s.parse::<u64>() {
-                Arc::new(UInt64Array::from(vec![u]))
-            } else if let Ok(f) = s.parse::<f64>() {
-                Arc::new(Float64Array::from(vec![f]))
-            } else {
-                return Err(invalid(format!("bad number `{s}`")));
-            }
-        }
-        Value::SingleQuotedString(s)
-        | Value::DoubleQuotedString(s)
-        | Value::EscapedStringLiteral(s)
-        | Value::UnicodeStringLiteral(s)
-        | Value::NationalStringLiteral(s)
-        | Value::TripleSingleQuotedString(s)
-        | Value::TripleDoubleQuotedString(s) => Arc::new(StringArray::from(vec![s.clone()])),
-        Value::Boolean(b) => Arc::new(BooleanArray::from(vec![*b])),
-        Value::Null => new_null_array(&DataType::Null, 1),
-        other => return Err(invalid(format!("unsupported literal {other}"))),
+fn number(s: &str) -> Result<Expr> {
+    let a: ArrayRef = if let Ok(i) = s.parse::<i64>() {
+        Arc::new(Int64Array::from(vec![i]))
+    } else if let Ok(u) = s.parse::<u64>() {
+        Arc::new(UInt64Array::from(vec![u]))
+    } else if let Ok(f) = s.parse::<f64>() {
+        Arc::new(Float64Array::from(vec![f]))
+    } else {
+        return Err(invalid(format!("bad number `{s}`")));
     };
     Ok(Expr::literal(a))
 }

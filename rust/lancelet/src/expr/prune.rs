@@ -6,8 +6,9 @@
 //! batch whose predicate becomes `false` is skipped, one whose predicate
 //! becomes `true` is returned without evaluating it). Handled: `AND`, `OR`,
 //! `IS [NOT] NULL` and comparisons of a top-level column with a literal of
-//! the column's type (`=`, `!=`, `<`, `<=`, `>`, `>=`; `BETWEEN` and `IN`
-//! plan into these). Anything else, and unknown bounds, prove nothing.
+//! the column's type (`=`, `!=`, `<`, `<=`, `>`, `>=`; `BETWEEN` plans into
+//! these) and `IN` lists of such literals (sorted values, a binary search
+//! per group). Anything else, and unknown bounds, prove nothing.
 //!
 //! A group whose values are all null (null count = rows) matches no
 //! comparison and surely matches `IS NULL`; a group without nulls surely
@@ -20,6 +21,7 @@ use std::ops::Range;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
 use arrow_ord::cmp;
+use arrow_ord::ord::make_comparator;
 
 use super::plan::{CmpOp, Expr, Kind};
 use crate::file::stats::{intersect, union, GroupStats, Pruned};
@@ -31,14 +33,23 @@ pub fn prune(e: &Expr, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) ->
         _ => None,
     };
     match &e.kind {
-        Kind::And(a, b) => {
-            let (a, b) = (prune(a, stats, rows), prune(b, stats, rows));
-            Pruned { maybe: intersect(&a.maybe, &b.maybe), sure: intersect(&a.sure, &b.sure) }
+        Kind::And(terms) | Kind::Or(terms) => {
+            let and = matches!(e.kind, Kind::And(_));
+            let mut acc: Option<Pruned> = None;
+            for t in terms {
+                let p = prune(t, stats, rows);
+                acc = Some(match acc {
+                    None => p,
+                    Some(a) if and => Pruned { maybe: intersect(&a.maybe, &p.maybe), sure: intersect(&a.sure, &p.sure) },
+                    Some(a) => Pruned { maybe: union(&a.maybe, &p.maybe), sure: union(&a.sure, &p.sure) },
+                });
+            }
+            acc.unwrap_or_else(|| Pruned::unknown(rows))
         }
-        Kind::Or(a, b) => {
-            let (a, b) = (prune(a, stats, rows), prune(b, stats, rows));
-            Pruned { maybe: union(&a.maybe, &b.maybe), sure: union(&a.sure, &b.sure) }
-        }
+        Kind::InList { expr, set } => match top_column(expr).and_then(|n| stats(&n)) {
+            Some(st) => set.sorted_values().and_then(|v| in_set(&st, v)).unwrap_or_else(|| Pruned::unknown(rows)),
+            None => Pruned::unknown(rows),
+        },
         Kind::IsNull(x) | Kind::IsNotNull(x) => {
             let is_null = matches!(e.kind, Kind::IsNull(_));
             match top_column(x).and_then(|n| stats(&n)) {
@@ -63,6 +74,50 @@ pub fn prune(e: &Expr, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) ->
         }
         _ => Pruned::unknown(rows),
     }
+}
+
+/// `col IN set` per group: a group may match when some value of the set
+/// lies within its bounds, and surely matches when all its values are one
+/// value of the set (no nulls). `values` are sorted and distinct.
+fn in_set(st: &GroupStats, values: &ArrayRef) -> Option<Pruned> {
+    let t = values.data_type();
+    let n = st.ranges.len();
+    if st.min.data_type() != t || st.max.data_type() != t || st.min.len() != n || st.max.len() != n || st.null_count.len() != n {
+        return None;
+    }
+    let opts = arrow_schema::SortOptions::default();
+    let vs_min = make_comparator(values.as_ref(), st.min.as_ref(), opts).ok()?;
+    let vs_max = make_comparator(values.as_ref(), st.max.as_ref(), opts).ok()?;
+    let count = values.len();
+    Some(by_group(st, |g, rows| {
+        let (all_null, no_null) = (st.null_count[g] >= rows, st.null_count[g] == 0);
+        if all_null || count == 0 {
+            return (false, false);
+        }
+        if st.min.is_null(g) || st.max.is_null(g) {
+            return (true, false);
+        }
+        // first value >= min
+        let i = partition_point(count, |i| vs_min(i, g).is_lt());
+        let may = i < count && vs_max(i, g).is_le();
+        let sure = may && no_null && vs_min(i, g).is_eq() && vs_max(i, g).is_eq();
+        (may, sure)
+    }))
+}
+
+/// The first index in `0..n` where `before` is false (`before` is true on
+/// a prefix).
+fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// `lit op col` is `col flip(op) lit`.

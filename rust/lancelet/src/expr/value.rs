@@ -52,7 +52,9 @@ pub fn nullable(e: &Expr, schema: &Schema) -> bool {
         Kind::Cmp(op, a, b) => {
             !matches!(op, plan::CmpOp::Distinct | plan::CmpOp::NotDistinct) && (nullable(a, schema) || nullable(b, schema))
         }
-        Kind::Arith(_, a, b) | Kind::And(a, b) | Kind::Or(a, b) => nullable(a, schema) || nullable(b, schema),
+        Kind::Arith(_, a, b) => nullable(a, schema) || nullable(b, schema),
+        Kind::And(terms) | Kind::Or(terms) => terms.iter().any(|t| nullable(t, schema)),
+        Kind::InList { expr, .. } => nullable(expr, schema),
         Kind::IsNull(_) | Kind::IsNotNull(_) | Kind::Test(..) => false,
         Kind::Like { expr, pattern, .. } => nullable(expr, schema) || nullable(pattern, schema),
         Kind::Func(..) => true,

@@ -24,6 +24,7 @@ use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
 use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::blob::decode_blob_page;
+use crate::file::structural::direct::direct_pieces;
 use crate::file::structural::pages::{decode_page, PageInput};
 use crate::proto::encodings21::page_layout::Layout;
 use crate::proto::encodings21::PageLayout;
@@ -405,21 +406,39 @@ impl FileReader {
             per_leaf.push(at..at + plan.len());
             at += plan.len();
         }
-        let unraveled: Vec<Result<Vec<Unraveled>>> = leaves
+        // A top-level column stored as plain full-zip values is taken as it
+        // was fetched (see `direct`); the others are decoded.
+        let decoded: Vec<Result<LeafOut>> = leaves
             .par_iter()
             .zip(plans.par_iter())
             .zip(per_leaf.par_iter())
             .map(|((leaf, plan), span)| {
-                decode_leaf(leaf, plan, &reqs[span.clone()], &fetched[span.clone()], &self.storage, self.size)
-                    .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
+                let (reqs, got) = (&reqs[span.clone()], &fetched[span.clone()]);
+                let direct = if leaf.ancestors.is_empty() { direct_pieces(leaf.field.data_type(), reqs, got) } else { None };
+                match direct {
+                    Some(arrays) => arrays.map(LeafOut::Arrays),
+                    None => decode_leaf(leaf, plan, reqs, got, &self.storage, self.size).map(LeafOut::Levels),
+                }
+                .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
             })
             .collect();
-        let unraveled = unraveled.into_iter().collect::<Result<Vec<_>>>()?;
-        let mut per_leaf = unraveled.into_iter();
+        let mut per_leaf = decoded.into_iter();
         let mut out = Vec::with_capacity(projection.len());
         for &fi in projection {
             let field = self.arrow_schema.field(fi);
-            let mut mine: Vec<Vec<Unraveled>> = per_leaf.by_ref().take(leaf_count(field)).collect();
+            let mut mine = per_leaf.by_ref().take(leaf_count(field)).collect::<Result<Vec<LeafOut>>>()?;
+            if let [LeafOut::Arrays(_)] = mine.as_slice() {
+                let Some(LeafOut::Arrays(arrays)) = mine.pop() else { unreachable!("matched above") };
+                out.push(arrays);
+                continue;
+            }
+            let mut mine: Vec<Vec<Unraveled>> = mine
+                .into_iter()
+                .map(|l| match l {
+                    LeafOut::Levels(u) => Ok(u),
+                    LeafOut::Arrays(_) => Err(Error::Internal { what: "a nested leaf taken as arrays".into() }),
+                })
+                .collect::<Result<_>>()?;
             if mine.len() == 1 && mine[0].len() > 1 {
                 // A top-level leaf split at its pages (see `decode_leaf`).
                 let pieces = mine.pop().expect("one leaf").into_iter().map(|u| assemble(field, &mut [Some(u)].iter_mut(), 0));
@@ -434,6 +453,13 @@ impl FileReader {
         }
         Ok(out)
     }
+}
+
+/// One leaf column read: decoded levels (one per page where the column
+/// splits at pages), or arrays taken straight from the fetched bytes.
+enum LeafOut {
+    Levels(Vec<Unraveled>),
+    Arrays(Vec<ArrayRef>),
 }
 
 /// A leaf column to decode: its field, column index, and what each

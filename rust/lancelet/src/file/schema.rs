@@ -215,6 +215,7 @@ impl LanceSchema {
 
     /// Assign ids depth-first from 0 to an Arrow schema.
     pub fn from_arrow(schema: &Schema) -> Result<Self> {
+        check_unique_names(schema.fields().iter().map(|f| f.as_ref()), "")?;
         let mut next = 0;
         let fields = schema.fields().iter().map(|f| assign_ids(f, &mut next)).collect::<Result<Vec<_>>>()?;
         Ok(LanceSchema { fields, metadata: schema.metadata().iter().map(|(k, v)| (k.clone(), v.clone())).collect() })
@@ -310,6 +311,24 @@ fn child_fields(dt: &DataType) -> Vec<&Field> {
         DataType::FixedSizeList(f, _) if !fsl_is_leaf(f.data_type()) => vec![f.as_ref()],
         _ => vec![],
     }
+}
+
+/// Refuse two fields of one name among siblings, at any depth (columns,
+/// struct children, the children of list items): neither pylance nor
+/// lancelet can read such a dataset back (columns are found by name).
+pub fn check_unique_names<'a>(fields: impl Iterator<Item = &'a Field>, parent: &str) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for f in fields {
+        let path = if parent.is_empty() { f.name().clone() } else { format!("{parent}.{}", f.name()) };
+        if !seen.insert(f.name().as_str()) {
+            return Err(Error::invalid_input(format!(
+                "duplicate field name {path:?}: {} has two fields of that name",
+                if parent.is_empty() { "the schema".to_string() } else { format!("{parent:?}") }
+            )));
+        }
+        check_unique_names(child_fields(f.data_type()).into_iter(), &path)?;
+    }
+    Ok(())
 }
 
 fn assign_ids(f: &Field, next: &mut i32) -> Result<LanceField> {

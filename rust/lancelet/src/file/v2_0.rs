@@ -1104,22 +1104,7 @@ mod tests {
     use arrow_array::Array;
 
     fn fixture() -> Option<String> {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/pylance-14/v2_0_basic/data"
-        );
-        let found = std::fs::read_dir(dir)
-            .ok()
-            .and_then(|d| {
-                d.flatten()
-                    .find(|e| e.path().extension().is_some_and(|x| x == "lance"))
-            })
-            .and_then(|e| std::fs::canonicalize(e.path()).ok())
-            .map(|p| p.display().to_string());
-        if found.is_none() {
-            eprintln!("skipping: no fixture under {dir}");
-        }
-        found
+        Some(crate::testdata::pylance14_data_file("v2_0_basic").display().to_string())
     }
 
     #[test]

@@ -140,6 +140,8 @@ pub struct Storage {
     reads: Arc<AtomicU64>,
     bytes_read: Arc<AtomicU64>,
     options: Arc<StorageOptions>,
+    /// What one request costs, in bytes transferred (see `request_cost`).
+    request_cost: u64,
 }
 
 /// One object found by [`Storage::list_recursive`].
@@ -152,6 +154,15 @@ pub struct ListedObject {
     /// Last modification time.
     pub last_modified: std::time::SystemTime,
 }
+
+/// What a request to local storage costs, in bytes it would take to read
+/// in the same time: a `pread` and a buffer per range, a few microseconds
+/// against memory bandwidth of several GB/s.
+pub const LOCAL_REQUEST_COST: u64 = 16 << 10;
+/// What a request to an object store costs, in bytes: a round trip of
+/// milliseconds against tens to hundreds of MB/s per connection (also the
+/// gap below which object_store itself merges ranges into one request).
+pub const REMOTE_REQUEST_COST: u64 = 1 << 20;
 
 impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -207,7 +218,17 @@ impl Storage {
     }
 
     fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>) -> Self {
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options }
+        let remote = display.starts_with("s3://") || display.starts_with("s3a://");
+        let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
+        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, request_cost }
+    }
+
+    /// What one read request costs here, in bytes transferred in the same
+    /// time: readers fetch a few more bytes rather than make another
+    /// request when that is cheaper ([`LOCAL_REQUEST_COST`],
+    /// [`REMOTE_REQUEST_COST`]).
+    pub fn request_cost(&self) -> u64 {
+        self.request_cost
     }
 
     /// Open another URI with this handle's storage options (a dataset's
@@ -300,7 +321,7 @@ impl Storage {
             path = path.join(part);
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
-        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone() })
+        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone(), request_cost: self.request_cost })
     }
 
     /// The objects directly below this path (treated as a directory): names

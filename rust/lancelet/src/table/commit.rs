@@ -17,7 +17,12 @@
 //!    only a hint).
 //!
 //! Nothing is visible before step 3 succeeds, so a failure anywhere leaves
-//! the dataset as it was (files written before may be orphaned).
+//! the dataset as it was. When the commit surely did not happen (a
+//! conflict, a re-run verdict, a failure before the manifest put, the put
+//! refused), the transaction files and the files the caller wrote for it
+//! ([`CommitOptions::owned_files`]) are removed too, so not even orphans
+//! remain; when the manifest put itself failed with an I/O error the
+//! manifest may exist after all, and everything is left in place.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,6 +68,19 @@ pub struct CommitOptions {
     /// be rebased over a concurrent delete of other rows of the same
     /// fragments (without them such overlaps re-run).
     pub affected_rows: Option<Arc<AffectedRows>>,
+    /// Files (relative to the dataset root) written for this commit only:
+    /// removed when the commit surely failed.
+    pub owned_files: Vec<String>,
+}
+
+/// Remove files (relative to `root`), best effort: used to take back what
+/// a failed write put down.
+pub fn remove_files(root: &Storage, paths: &[String]) {
+    for p in paths {
+        if let Ok(s) = root.child(p) {
+            let _ = s.delete();
+        }
+    }
 }
 
 /// How a commit ended.
@@ -105,6 +123,21 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
 
 /// Commit `txn`, or say that the operation must run again.
 pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<Outcome> {
+    let mut unsure = false;
+    let mut txn_files = Vec::new();
+    let r = try_commit(root, txn, opts, &mut unsure, &mut txn_files);
+    if !matches!(r, Ok(Outcome::Committed(_))) && !unsure {
+        let mut ours = opts.owned_files.clone();
+        ours.extend(txn_files.iter().map(|n| format!("{TRANSACTIONS_DIR}/{n}")));
+        remove_files(root, &ours);
+    }
+    r
+}
+
+/// The commit loop; sets `unsure` when a manifest put failed in a way that
+/// does not tell whether the manifest was stored, and lists the
+/// transaction files it wrote in `txn_files`.
+fn try_commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, unsure: &mut bool, txn_files: &mut Vec<String>) -> Result<Outcome> {
     let restore_version = match &txn.operation {
         Some(pb::transaction::Operation::Restore(r)) => Some(r.version),
         _ => None,
@@ -157,6 +190,7 @@ pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptio
         if written.as_deref() != Some(txn_name.as_str()) {
             step(&opts.hook, "transaction_file")?;
             root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_all(Bytes::from(txn_bytes.clone()))?;
+            txn_files.push(txn_name.clone());
             written = Some(txn_name.clone());
         }
         let naming = latest.map(|l| l.naming).unwrap_or(ManifestNaming::V2);
@@ -215,7 +249,10 @@ pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptio
                 sleep_jitter(attempt);
                 continue;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                *unsure = !matches!(e, Error::Unsupported { .. });
+                return Err(e);
+            }
         }
     }
     Err(Error::Conflict { what: format!("gave up after {MAX_ATTEMPTS} attempts: other writers kept committing first") })

@@ -180,6 +180,25 @@ impl FragmentReader {
     /// Like [`FragmentReader::read_ranges`], with columns as the arrays of
     /// their pages where that saves a copy (see [`ColumnPieces`]).
     pub fn read_pieces(&self, ranges: &[std::ops::Range<u64>]) -> Result<ColumnPieces> {
+        let all: Vec<usize> = (0..self.fields.len()).collect();
+        self.read_columns(&all, ranges)
+    }
+
+    /// The fields this reader reads.
+    pub fn fields(&self) -> &[LanceField] {
+        &self.fields
+    }
+
+    /// The Arrow schema of the fields at positions `which`.
+    pub fn schema_of(&self, which: &[usize]) -> SchemaRef {
+        let fields: Vec<Field> = which.iter().map(|&i| self.schema.field(i).clone()).collect();
+        Arc::new(Schema::new(fields).with_metadata(self.schema.metadata().clone()))
+    }
+
+    /// Like [`FragmentReader::read_pieces`], for the fields at positions
+    /// `which` (of [`FragmentReader::fields`]) only: a filtered scan reads
+    /// the filter's columns first and the others later, through one reader.
+    pub fn read_columns(&self, which: &[usize], ranges: &[std::ops::Range<u64>]) -> Result<ColumnPieces> {
         let n: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         if let Some(r) = ranges.last() {
             if r.end > self.physical_rows {
@@ -189,17 +208,44 @@ impl FragmentReader {
                 )));
             }
         }
+        if let Some(&bad) = which.iter().find(|&&i| i >= self.fields.len()) {
+            return Err(Error::Internal { what: format!("field {bad} of a reader of {} fields", self.fields.len()) });
+        }
+        // The file columns these fields need, per file.
+        let mut projections: Vec<Vec<usize>> = vec![Vec::new(); self.files.len()];
+        for &i in which {
+            let slots: Vec<(usize, usize)> = match &self.sources[i] {
+                Source::File { file, slot, .. } => vec![(*file, *slot)],
+                Source::Split { parts } => parts.iter().map(|(f, s, _)| (*f, *s)).collect(),
+                Source::Nulls => Vec::new(),
+            };
+            for (file, slot) in slots {
+                let top = self.files[file].1[slot];
+                if !projections[file].contains(&top) {
+                    projections[file].push(top);
+                }
+            }
+        }
+        // Position of file column `slot` of file `file` in what was read.
+        let position = |file: usize, slot: usize| {
+            let top = self.files[file].1[slot];
+            projections[file].iter().position(|&p| p == top).expect("projected above")
+        };
         let read = self
             .files
             .iter()
-            .map(|(reader, proj)| reader.read_pieces(proj, ranges))
+            .zip(&projections)
+            .map(|((reader, _), proj)| if proj.is_empty() { Ok(None) } else { reader.read_pieces(proj, ranges).map(Some) })
             .collect::<Result<Vec<_>>>()?;
-        let mut columns = Vec::with_capacity(self.sources.len());
-        for ((src, field), out) in self.sources.iter().zip(&self.fields).zip(self.schema.fields()) {
+        let mut columns = Vec::with_capacity(which.len());
+        for &i in which {
+            let (src, field, out) = (&self.sources[i], &self.fields[i], self.schema.field(i));
             let col = match src {
                 Source::Nulls => vec![new_null_array(out.data_type(), n as usize)],
                 Source::File { file, slot, file_field } => read[*file]
-                    .column(*slot)
+                    .as_ref()
+                    .expect("file read above")
+                    .column(position(*file, *slot))
                     .iter()
                     .map(|piece| {
                         adapt(piece.clone(), file_field, field).map_err(|e| {
@@ -210,7 +256,7 @@ impl FragmentReader {
                 Source::Split { parts } => {
                     let arrays = parts
                         .iter()
-                        .map(|(file, slot, _)| read[*file].concat_column(*slot))
+                        .map(|(file, slot, _)| read[*file].as_ref().expect("file read above").concat_column(position(*file, *slot)))
                         .collect::<Result<Vec<_>>>()?;
                     let with_fields: Vec<(ArrayRef, &LanceField)> =
                         arrays.into_iter().zip(parts.iter().map(|(_, _, f)| f)).collect();

@@ -262,8 +262,7 @@ mod tests {
 
     #[test]
     fn fixture_manifests() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pylance-14/btree_index");
-        let Ok(dir) = dir.canonicalize() else { return };
+        let dir = crate::testdata::pylance14("btree_index");
         let root = Storage::open(dir.to_str().unwrap()).unwrap();
         let versions = list_versions(&root).unwrap();
         assert_eq!(versions.iter().map(|v| v.version).collect::<Vec<_>>(), vec![1, 2]);

@@ -36,6 +36,7 @@ pub mod optimize;
 pub mod row_meta;
 pub mod rowids;
 pub mod scan;
+mod select;
 pub mod staged;
 pub mod tags;
 pub mod transaction;

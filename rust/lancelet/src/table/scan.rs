@@ -17,11 +17,11 @@
 //! address is `fragment_id << 32 | physical offset`; its id is the address,
 //! or with stable row ids the fragment's RowIdSequence value at that offset.
 //!
-//! Filtering slots in as a [`RowFilter`]: it names the columns it needs,
-//! which are read first for each read unit; its boolean mask picks the
-//! passing rows, and only those are read for the output columns (late
-//! materialization). With a filter, offset/limit apply to the filtered
-//! stream instead of the plan.
+//! Filtering slots in as a [`RowFilter`]: it names the columns it needs.
+//! A filtered unit first reads those and evaluates the filter, then reads
+//! the other output columns for the passing rows only (late
+//! materialization, see [`crate::table::select`]). With a filter,
+//! offset/limit apply to the filtered stream instead of the plan.
 //! A filter may name `_rowid` and `_rowaddr` (as pylance's may) whether or
 //! not the output has them: they are computed for the rows read and handed
 //! to the filter after the file columns.
@@ -42,6 +42,7 @@ use crate::file::stats::{intersect, GroupStats, Pruned};
 use crate::table::dataset::Dataset;
 use crate::table::fragment::FragmentReader;
 use crate::table::rowids::RowIdSequence;
+use crate::table::select::{select, SelectInput};
 
 /// Name of the row id column.
 pub const ROW_ID: &str = "_rowid";
@@ -105,8 +106,6 @@ struct FragPlan {
     reader: Mutex<Option<Arc<FragmentReader>>>,
     /// Physical rows statistics prove to match the filter.
     sure: Vec<Range<u64>>,
-    /// Reader of just the filter's columns (late materialization).
-    filter_reader: Mutex<Option<Arc<FragmentReader>>>,
 }
 
 /// A planned scan of one dataset version.
@@ -285,7 +284,7 @@ impl Scanner {
                 let units = ((rows as f64 / target as f64).round() as u64).max(1);
                 let unit_rows = rows.div_ceil(units).max(batch).div_ceil(batch) * batch;
                 let (live, sure, reader) = self.prune(i, live)?;
-                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure, filter_reader: Mutex::new(None) })
+                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure })
             })
             .collect::<Result<Vec<_>>>()?;
         let filtered = self.opts.filter.is_some();
@@ -320,7 +319,7 @@ impl Scanner {
             filter_fields: match &self.opts.filter {
                 Some(f) => {
                     let names = f.columns();
-                    self.read_fields.iter().filter(|x| names.iter().any(|n| n == x.arrow.name())).cloned().collect()
+                    (0..self.read_fields.len()).filter(|&i| names.iter().any(|n| n == self.read_fields[i].arrow.name())).collect()
                 }
                 None => Vec::new(),
             },
@@ -371,23 +370,20 @@ struct TaskContext {
     with_row_address: bool,
     filter: Option<Arc<dyn RowFilter>>,
     filter_row_cols: (bool, bool),
-    /// The dataset columns the filter reads.
-    filter_fields: Vec<LanceField>,
+    /// Positions in `read_fields` of the dataset columns the filter reads.
+    filter_fields: Vec<usize>,
     batch_size: usize,
 }
 
 impl TaskContext {
+    /// The fragment's reader of all read fields, opened on first use (or
+    /// by statistics pruning) and shared by the fragment's units.
     fn reader(&self, p: &FragPlan) -> Result<Arc<FragmentReader>> {
-        self.cached_reader(p, &p.reader, &self.read_fields)
-    }
-
-    /// The reader of `fields` kept in `slot`, opened on first use.
-    fn cached_reader(&self, p: &FragPlan, slot: &Mutex<Option<Arc<FragmentReader>>>, fields: &[LanceField]) -> Result<Arc<FragmentReader>> {
-        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = p.reader.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = slot.as_ref() {
             return Ok(r.clone());
         }
-        let r = Arc::new(self.ds.fragment_reader(p.index, fields)?);
+        let r = Arc::new(self.ds.fragment_reader(p.index, &self.read_fields)?);
         *slot = Some(r.clone());
         Ok(r)
     }
@@ -397,26 +393,44 @@ impl TaskContext {
         self.read_unit(p, ranges)?.batches(self.schema.clone(), self.batch_size)
     }
 
-    /// A filtered unit reads the filter's columns first and the output
-    /// columns only for the rows that pass (late materialization): the
-    /// file reader then fetches and decodes just the chunks, and within
-    /// them the values, of those rows.
+    /// A filtered unit runs in two stages (late materialization, see
+    /// [`crate::table::select`]): the filter's columns are read and
+    /// evaluated for all the unit's rows, then the other output columns are
+    /// read for the passing rows only; output columns the filter read are
+    /// cut from its decoded values. A unit where nothing passes reads no
+    /// other column.
     fn read_unit(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<ColumnPieces> {
-        match &self.filter {
-            None => self.read_rows(p, ranges),
-            Some(f) => {
-                // Fragments whose statistics were consulted already have a
-                // reader open on all read columns: evaluate with it (a
-                // second reader would read the files' metadata again).
-                let opened = p.reader.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let reader = match opened {
-                    Some(r) => r,
-                    None => self.filter_reader(p)?,
-                };
-                let passing = self.passing_ranges(p, f, &reader, ranges)?;
-                self.read_rows(p, &passing)
-            }
+        let Some(f) = &self.filter else { return self.read_rows(p, ranges) };
+        let reader = self.reader(p)?;
+        let (filter_ids, filter_addrs) = self.filter_row_cols;
+        let (ids, addrs) = self.row_cols(p, ranges, filter_ids, filter_addrs);
+        let (rid, raddr) = row_col_fields();
+        let mut row_columns = Vec::new();
+        if filter_ids {
+            row_columns.push((rid, ids.expect("row ids computed")));
         }
+        if filter_addrs {
+            row_columns.push((raddr, addrs.expect("row addresses computed")));
+        }
+        let input = SelectInput { filter: f.as_ref(), reader: &reader, filter_fields: &self.filter_fields, row_columns, sure: &p.sure };
+        let sel = select(input, ranges)?;
+        let n = sel.num_rows() as usize;
+        // Output columns the filter did not read, for the passing rows only.
+        let payload: Vec<usize> = (0..self.num_projected).filter(|i| !self.filter_fields.contains(i)).collect();
+        let read = if payload.is_empty() || n == 0 { None } else { Some(reader.read_columns(&payload, &sel.rows)?) };
+        let mut columns = Vec::with_capacity(self.schema.fields().len());
+        for i in 0..self.num_projected {
+            let col = match (self.filter_fields.iter().position(|&x| x == i), &read) {
+                (Some(k), _) => vec![sel.passing(k)?],
+                (None, Some(read)) => read.column(payload.iter().position(|&x| x == i).expect("payload column")).to_vec(),
+                (None, None) => vec![arrow_array::new_empty_array(self.schema.field(i).data_type())],
+            };
+            columns.push(col);
+        }
+        let (ids, addrs) = self.row_cols(p, &sel.rows, self.with_row_id, self.with_row_address);
+        // (Addresses may be computed only to derive ids.)
+        columns.extend(ids.into_iter().chain(addrs.filter(|_| self.with_row_address)).map(|a| vec![a]));
+        ColumnPieces::new(columns, n)
     }
 
     /// `(_rowid, _rowaddr)` of the rows in `ranges`, as asked for.
@@ -430,7 +444,7 @@ impl TaskContext {
         (ids, addrs)
     }
 
-    /// The output columns of the rows in `ranges`.
+    /// The output columns of the rows in `ranges` (an unfiltered unit).
     fn read_rows(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<ColumnPieces> {
         let n = rows_in(ranges) as usize;
         let cols = if self.num_projected == 0 {
@@ -443,63 +457,6 @@ impl TaskContext {
         // (Addresses may be computed only to derive ids.)
         cols.truncate_and_extend(self.num_projected, ids.into_iter().chain(addrs.filter(|_| self.with_row_address)))
     }
-
-    /// The (cached) reader of the filter's columns.
-    fn filter_reader(&self, p: &FragPlan) -> Result<Arc<FragmentReader>> {
-        self.cached_reader(p, &p.filter_reader, &self.filter_fields)
-    }
-
-    /// The rows of `ranges` the filter keeps, as sorted physical ranges.
-    fn passing_ranges(&self, p: &FragPlan, f: &Arc<dyn RowFilter>, reader: &FragmentReader, ranges: &[Range<u64>]) -> Result<Vec<Range<u64>>> {
-        let mut input = reader.read_ranges(ranges)?;
-        let n = input.num_rows();
-        let (filter_ids, filter_addrs) = self.filter_row_cols;
-        let (ids, addrs) = self.row_cols(p, ranges, filter_ids, filter_addrs);
-        let (rid, raddr) = row_col_fields();
-        for (wanted, field, col) in [(filter_ids, rid, &ids), (filter_addrs, raddr, &addrs)] {
-            if wanted {
-                input = append_column(&input, field, col.clone().expect("row column computed"))?;
-            }
-        }
-        let mut mask = f.evaluate(&input)?;
-        if !p.sure.is_empty() {
-            let sure: BooleanArray = ranges.iter().flat_map(|r| r.clone()).map(|o| Some(in_ranges(&p.sure, o))).collect();
-            mask = arrow_arith::boolean::or(&mask, &sure)?;
-        }
-        if mask.len() != n {
-            return Err(Error::Internal { what: format!("filter returned {} values for {n} rows", mask.len()) });
-        }
-        let mut out: Vec<Range<u64>> = Vec::new();
-        let mut i = 0usize;
-        for r in ranges {
-            for row in r.clone() {
-                if mask.is_valid(i) && mask.value(i) {
-                    match out.last_mut() {
-                        Some(last) if last.end == row => last.end += 1,
-                        _ => out.push(row..row + 1),
-                    }
-                }
-                i += 1;
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// Whether `x` lies in one of the sorted ranges.
-fn in_ranges(ranges: &[Range<u64>], x: u64) -> bool {
-    let i = ranges.partition_point(|r| r.end <= x);
-    ranges.get(i).is_some_and(|r| r.start <= x)
-}
-
-/// `batch` with one more column at the end.
-fn append_column(batch: &RecordBatch, field: Field, col: ArrayRef) -> Result<RecordBatch> {
-    let mut fields: Vec<Arc<Field>> = batch.schema().fields().iter().cloned().collect();
-    fields.push(Arc::new(field));
-    let mut cols = batch.columns().to_vec();
-    cols.push(col);
-    let schema = Arc::new(Schema::new(fields));
-    Ok(RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))?)
 }
 
 type Pending = mpsc::Receiver<Result<Vec<RecordBatch>>>;

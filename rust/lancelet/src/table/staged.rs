@@ -40,9 +40,9 @@ use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::manifest::list_versions;
+use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::{new_transaction, BuildOptions};
-use crate::table::write::{dataset_file_version, open_root_with, stage_fragments, StageTarget, WriteMode};
+use crate::table::write::{dataset_file_version, open_root_with, stage_fragments, write_file_version, StageTarget, WriteMode};
 
 use pb::transaction::Operation;
 
@@ -55,8 +55,9 @@ pub struct StagePlan {
     pub mode: WriteMode,
     /// Latest version when the write was planned (0: no dataset yet).
     pub read_version: u64,
-    /// File version for a new dataset or an overwrite.
-    pub data_storage_version: FileVersion,
+    /// File version asked for (`None`: the dataset's, 2.2 for a new one;
+    /// see [`write_file_version`]).
+    pub data_storage_version: Option<FileVersion>,
     /// Arrow schema of the data written.
     pub schema: SchemaRef,
     /// Object store settings (credentials, endpoint, …).
@@ -79,16 +80,25 @@ impl StagePlan {
     fn target(&self) -> Result<(LanceSchema, FileVersion, Option<Dataset>)> {
         if self.appends() {
             let ds = Dataset::open_with(&self.uri, Some(VersionRef::Number(self.read_version)), &self.storage_options)?;
-            let version = dataset_file_version(ds.manifest())?;
+            let version = write_file_version(true, Some(dataset_file_version(ds.manifest())?), self.data_storage_version)?;
             return Ok((ds.lance_schema().clone(), version, Some(ds)));
         }
         if self.schema.fields().is_empty() {
             return Err(Error::invalid_input("cannot write a dataset with no columns"));
         }
-        if self.data_storage_version == FileVersion::Legacy {
-            return Err(Error::unsupported("writing v0.1 (legacy) data files is not supported; use 2.0, 2.1 or 2.2"));
-        }
-        Ok((LanceSchema::from_arrow(&self.schema)?, self.data_storage_version, None))
+        // an overwrite keeps the version of the dataset it replaces
+        let existing = match self.read_version {
+            0 => None,
+            v => {
+                let root = open_root_with(&self.uri, &self.storage_options)?;
+                let loc = list_versions(&root)?.into_iter().find(|l| l.version == v).ok_or_else(|| Error::NotFound {
+                    what: format!("version {v} of dataset {} (the version the write was planned on)", self.uri),
+                })?;
+                Some(dataset_file_version(&read_manifest(&root, &loc.name)?.manifest)?)
+            }
+        };
+        let version = write_file_version(false, existing, self.data_storage_version)?;
+        Ok((LanceSchema::from_arrow(&self.schema)?, version, None))
     }
 
     /// Check the data's schema against the target before anything is written.
@@ -174,6 +184,8 @@ pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_
         build: BuildOptions { enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
         must_not_exist: plan.mode == WriteMode::Create,
         hook: None,
+        // the staged files belong to the job: `WritePlan.abort` removes them
+        owned_files: Vec::new(),
         ..Default::default()
     };
     let v = commit(&root, &txn, &opts)?;
@@ -271,7 +283,7 @@ mod tests {
             uri: uri.into(),
             mode,
             read_version: latest_version(uri, &StorageOptions::new()).unwrap(),
-            data_storage_version: FileVersion::V2_2,
+            data_storage_version: None,
             schema: batch(0, 0).schema(),
             storage_options: StorageOptions::new(),
         }

@@ -120,7 +120,9 @@ pub struct BuildOptions {
     /// Turn stable row ids on (dataset creation only; an existing dataset
     /// keeps its setting).
     pub enable_stable_row_ids: bool,
-    /// Data storage version for a new dataset (`"2.2"`, …).
+    /// Data storage version an Overwrite (or a new dataset) records in the
+    /// manifest (`"2.2"`, …): the version of the files it writes. Other
+    /// operations keep the previous manifest's.
     pub data_storage_version: String,
 }
 
@@ -239,9 +241,9 @@ pub fn build_manifest(
             m.fields = o.schema.clone();
             m.schema_metadata = o.schema_metadata.clone();
             m.config.extend(o.config_upsert_values.clone());
-            if prev.is_none() || m.data_format.is_none() {
-                m.data_format = Some(pb::DataStorageFormat { file_format: "lance".into(), version: opts.data_storage_version.clone() });
-            }
+            // The manifest names the version of the files the overwrite wrote
+            // (pylance refuses files newer than the manifest's version).
+            m.data_format = Some(pb::DataStorageFormat { file_format: "lance".into(), version: opts.data_storage_version.clone() });
             let mut next = 0u64;
             m.fragments = place_new(&o.fragments, &mut next, stable.then_some(&mut next_row_id), version);
             max_id = m.fragments.iter().map(|f| f.id).max();

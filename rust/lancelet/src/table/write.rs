@@ -34,10 +34,10 @@ use crate::file::{FileVersion, FileWriter};
 use crate::io::{Storage, StorageOptions};
 use crate::table::write_schema::write_schema;
 use crate::proto::table as pb;
-use crate::table::commit::{commit, step, CommitOptions, FailHook};
+use crate::table::commit::{commit, remove_files, step, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::deletion::encode_arrow;
-use crate::table::manifest::list_versions;
+use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::{new_data_file_name, new_transaction, BuildOptions};
 
 use pb::transaction::Operation;
@@ -75,8 +75,9 @@ pub struct WriteParams {
     pub mode: WriteMode,
     /// Rows per data file (and fragment).
     pub max_rows_per_file: u64,
-    /// File version of new datasets (appends use the dataset's).
-    pub data_storage_version: FileVersion,
+    /// File version asked for (`None`: the dataset's, 2.2 for a new one);
+    /// see [`write_file_version`].
+    pub data_storage_version: Option<FileVersion>,
     /// Stable row ids for a new dataset.
     pub enable_stable_row_ids: bool,
     /// Failure injection for tests (see [`FailHook`]).
@@ -87,7 +88,7 @@ pub struct WriteParams {
 
 impl Default for WriteParams {
     fn default() -> Self {
-        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: FileVersion::V2_2, enable_stable_row_ids: false, hook: None, storage_options: StorageOptions::new() }
+        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: None, enable_stable_row_ids: false, hook: None, storage_options: StorageOptions::new() }
     }
 }
 
@@ -125,6 +126,32 @@ pub(crate) fn dataset_file_version(m: &pb::Manifest) -> Result<FileVersion> {
     }
 }
 
+/// The file version of a write's data files, as pylance 14 chooses it:
+/// a new dataset gets the version asked for (2.2 by default); an overwrite
+/// keeps the dataset's version unless another is asked for, and the new
+/// manifest then names that version; an append writes files of the version
+/// asked for (2.x versions may mix in one dataset; the manifest keeps its
+/// version and gains the mixed-versions flag) and refuses to mix legacy
+/// (v0.1) with 2.x. Legacy files cannot be written.
+pub fn write_file_version(appending: bool, existing: Option<FileVersion>, requested: Option<FileVersion>) -> Result<FileVersion> {
+    let version = match (existing, requested) {
+        (None, r) => r.unwrap_or(FileVersion::V2_2),
+        (Some(e), None) => e,
+        (Some(e), Some(r)) if appending && (e == FileVersion::Legacy) != (r == FileVersion::Legacy) => {
+            return Err(Error::invalid_input(format!(
+                "cannot append data files of version {} to a dataset of version {}: legacy (0.1) and 2.x files cannot be mixed",
+                r.as_str(),
+                e.as_str()
+            )))
+        }
+        (Some(_), Some(r)) => r,
+    };
+    if version == FileVersion::Legacy {
+        return Err(Error::unsupported("writing v0.1 (legacy) data files is not supported; use 2.0, 2.1 or 2.2"));
+    }
+    Ok(version)
+}
+
 /// Writes batches into data files of at most `max_rows` rows.
 struct FragmentSink<'a> {
     root: &'a Storage,
@@ -149,15 +176,22 @@ struct FragmentSink<'a> {
 }
 
 impl Drop for FragmentSink<'_> {
-    /// A write abandoned (by an error) with a file still finishing: wait
-    /// for it and remove it, so the failed write leaves no data file.
+    /// A write abandoned (by an error): wait for the file still finishing
+    /// and remove it and the files finished before, so the failed write
+    /// leaves no data file. (A successful write takes `done` first.)
     fn drop(&mut self) {
         if let Some(f) = self.finishing.take() {
             if let Ok(Ok(_)) = f.handle.join() {
                 let _ = f.storage.delete();
             }
         }
+        remove_files(self.root, &data_file_paths(&self.done));
     }
+}
+
+/// The paths (relative to the dataset root) of the fragments' data files.
+pub(crate) fn data_file_paths(fragments: &[pb::DataFragment]) -> Vec<String> {
+    fragments.iter().flat_map(|f| &f.files).map(|d| format!("data/{}", d.path)).collect()
 }
 
 /// A data file whose writer finishes in the background.
@@ -393,24 +427,29 @@ pub fn write_dataset(
         _ => None,
     };
     let read_version = latest.as_ref().map(|l| l.version).unwrap_or(0);
-    let (lance_schema, version) = match &existing {
-        Some(ds) => (ds.lance_schema().clone(), dataset_file_version(ds.manifest())?),
+    let existing_version = match (&existing, &latest) {
+        (Some(ds), _) => Some(dataset_file_version(ds.manifest())?),
+        // an overwrite keeps the version of the dataset it replaces
+        (None, Some(l)) => Some(dataset_file_version(&read_manifest(&root, &l.name)?.manifest)?),
+        (None, None) => None,
+    };
+    let version = write_file_version(existing.is_some(), existing_version, params.data_storage_version)?;
+    let lance_schema = match &existing {
+        Some(ds) => ds.lance_schema().clone(),
         None => {
             if schema.fields().is_empty() {
                 return Err(Error::invalid_input("cannot write a dataset with no columns"));
             }
-            (LanceSchema::from_arrow(&schema)?, params.data_storage_version)
+            LanceSchema::from_arrow(&schema)?
         }
     };
-    if version == FileVersion::Legacy {
-        return Err(Error::unsupported("writing v0.1 (legacy) data files is not supported; use 2.0, 2.1 or 2.2"));
-    }
     if existing.is_some() {
         // Check the stream's declared schema before writing anything.
         write_schema(&lance_schema, &schema)?;
     }
     let target_spec = StageTarget { root: &root, schema: &lance_schema, version, max_rows_per_file: params.max_rows_per_file, name_prefix: "", hook: params.hook.clone() };
     let fragments = stage_fragments(&target_spec, batches)?;
+    let owned_files = data_file_paths(&fragments);
     let op = match existing {
         Some(_) => Operation::Append(pb::transaction::Append { fragments }),
         None => Operation::Overwrite(pb::transaction::Overwrite {
@@ -425,6 +464,7 @@ pub fn write_dataset(
         build: BuildOptions { enable_stable_row_ids: params.enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
         must_not_exist: params.mode == WriteMode::Create,
         hook: params.hook.clone(),
+        owned_files,
         ..Default::default()
     };
     let v = commit(&root, &txn, &opts)?;
@@ -433,11 +473,12 @@ pub fn write_dataset(
 
 /// Append batches to an existing dataset (read at `ds`'s version).
 pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, hook: Option<FailHook>) -> Result<Dataset> {
-    let version = dataset_file_version(ds.manifest())?;
+    let version = write_file_version(true, Some(dataset_file_version(ds.manifest())?), None)?;
     let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", hook: hook.clone() };
     let fragments = stage_fragments(&target, batches)?;
+    let owned_files = data_file_paths(&fragments);
     let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
-    let v = commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() })?;
+    let v = commit(ds.root(), &txn, &CommitOptions { hook, owned_files, ..Default::default() })?;
     ds.checkout(VersionRef::Number(v))
 }
 
@@ -531,6 +572,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(&uri);
     }
 
+    /// Every file under a local dataset directory (relative paths, sorted).
+    fn files_under(uri: &str) -> Vec<String> {
+        fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, root, out);
+                } else {
+                    out.push(p.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        let root = std::path::Path::new(uri);
+        let mut out = Vec::new();
+        walk(root, root, &mut out);
+        out.sort();
+        out
+    }
+
     #[test]
     fn failure_at_each_step_leaves_dataset_unchanged() {
         // (step, operation) pairs where the operation goes through that step.
@@ -548,6 +608,7 @@ mod tests {
                 let uri = tmp("fail");
                 let b = batch(0, 20);
                 let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams { max_rows_per_file: 8, ..Default::default() }).unwrap();
+                let before = files_under(&uri);
                 let name = fail_at.to_string();
                 let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) });
                 let r = match op {
@@ -561,6 +622,7 @@ mod tests {
                 };
                 let e = r.unwrap_err();
                 assert!(e.to_string().contains("injected"), "{fail_at} {op}: {e}");
+                assert_eq!(files_under(&uri), before, "{fail_at} {op}: the failed write left files behind");
                 let now = Dataset::open(&uri, None).unwrap();
                 assert_eq!(now.version(), 1, "{fail_at} {op}");
                 assert_eq!(xs(&now), (0..20).collect::<Vec<_>>());
@@ -572,11 +634,51 @@ mod tests {
         let b = batch(0, 3);
         write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()).unwrap();
         let b = batch(3, 3);
+        let before = files_under(&uri);
         let r = write_dataset(&uri, b.schema(), vec![Ok(b), Err(Error::invalid_input("bad batch"))].into_iter(), &WriteParams { mode: WriteMode::Append, max_rows_per_file: 2, ..Default::default() });
         assert!(r.is_err());
+        assert_eq!(files_under(&uri), before, "the failed append left files behind");
         let now = Dataset::open(&uri, None).unwrap();
         assert_eq!((now.version(), xs(&now)), (1, vec![0, 1, 2]));
         let _ = std::fs::remove_dir_all(&uri);
+    }
+
+    #[test]
+    fn file_version_rules_of_pylance() {
+        use FileVersion::*;
+        // new dataset
+        assert_eq!(write_file_version(false, None, None).unwrap(), V2_2);
+        assert_eq!(write_file_version(false, None, Some(V2_0)).unwrap(), V2_0);
+        // overwrite keeps the dataset's version unless asked
+        assert_eq!(write_file_version(false, Some(V2_0), None).unwrap(), V2_0);
+        assert_eq!(write_file_version(false, Some(V2_0), Some(V2_2)).unwrap(), V2_2);
+        assert_eq!(write_file_version(false, Some(Legacy), Some(V2_1)).unwrap(), V2_1);
+        // append: the version asked for, 2.x versions mix, legacy does not
+        assert_eq!(write_file_version(true, Some(V2_1), None).unwrap(), V2_1);
+        assert_eq!(write_file_version(true, Some(V2_1), Some(V2_0)).unwrap(), V2_0);
+        assert!(matches!(write_file_version(true, Some(Legacy), Some(V2_2)), Err(Error::InvalidInput { .. })));
+        assert!(matches!(write_file_version(true, Some(V2_2), Some(Legacy)), Err(Error::InvalidInput { .. })));
+        // legacy files are never written
+        assert!(matches!(write_file_version(true, Some(Legacy), None), Err(Error::Unsupported { .. })));
+        assert!(matches!(write_file_version(false, Some(Legacy), None), Err(Error::Unsupported { .. })));
+    }
+
+    #[test]
+    fn overwrite_keeps_the_storage_version() {
+        for (base, asked, want) in [(FileVersion::V2_0, None, "2.0"), (FileVersion::V2_1, None, "2.1"), (FileVersion::V2_0, Some(FileVersion::V2_2), "2.2")] {
+            let uri = tmp("ow");
+            let b = batch(0, 5);
+            let p = WriteParams { data_storage_version: Some(base), ..Default::default() };
+            write_dataset(&uri, b.schema(), vec![Ok(b.clone())].into_iter(), &p).unwrap();
+            let p = WriteParams { mode: WriteMode::Overwrite, data_storage_version: asked, ..Default::default() };
+            let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap();
+            assert_eq!(ds.manifest().data_format.as_ref().unwrap().version, want);
+            let f = &ds.fragments()[0].files[0];
+            let want_v = FileVersion::parse(want).unwrap().data_file_numbers();
+            assert_eq!((f.file_major_version, f.file_minor_version), want_v);
+            assert_eq!(xs(&ds), (0..5).collect::<Vec<_>>());
+            let _ = std::fs::remove_dir_all(&uri);
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::file::schema::{LanceField, LanceSchema};
 
 /// The subset of `dataset` present in `input`, ordered as in `input`.
 pub fn write_schema(dataset: &LanceSchema, input: &Schema) -> Result<LanceSchema> {
+    crate::file::schema::check_unique_names(input.fields().iter().map(|f| f.as_ref()), "")?;
     let fields = match_fields(&dataset.fields, input.fields(), "")?;
     if fields.is_empty() {
         return Err(Error::invalid_input("the data has none of the dataset's columns"));

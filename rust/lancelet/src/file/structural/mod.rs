@@ -5,6 +5,7 @@
 pub mod blob;
 pub mod compressive;
 pub mod datablock;
+pub(crate) mod direct;
 pub mod levels;
 pub mod pages;
 pub mod sink;

@@ -55,7 +55,7 @@ pub struct PageInput<'a> {
 pub fn decode_page(layout: &PageLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream, bool)> {
     match layout.layout.as_ref().ok_or_else(|| Error::corrupt("page layout with no variant"))? {
         Layout::MiniBlockLayout(m) => decode_miniblock(m, input),
-        Layout::FullZipLayout(f) => decode_fullzip(f, input).map(|(l, s)| (l, s, false)),
+        Layout::FullZipLayout(f) => decode_fullzip(f, input),
         Layout::ConstantLayout(c) => decode_constant(c, input).map(|(l, s)| (l, s, false)),
         Layout::BlobLayout(_) => Err(Error::unsupported("blob page layout")),
     }
@@ -272,7 +272,7 @@ fn control_word_bytes(bits: u32) -> usize {
     }
 }
 
-fn decode_fullzip(f: &FullZipLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream)> {
+fn decode_fullzip(f: &FullZipLayout, input: &PageInput<'_>) -> Result<(Layers, LevelStream, bool)> {
     use crate::proto::encodings21::full_zip_layout::Details;
     let layers = Layers::from_proto(&f.layers)?;
     let data = buffer(input, 0, "zipped values")?;
@@ -339,10 +339,30 @@ fn decode_fullzip(f: &FullZipLayout, input: &PageInput<'_>) -> Result<(Layers, L
             }
         }
     }
+    // Without repetition every entry is a row and a value: only the wanted
+    // rows' values are copied out.
+    let (mut def, mut num_rows, mut selected) = (def, input.num_rows, false);
+    if let Some(wanted) = input.wanted.filter(|_| f.bits_rep == 0 && raw_values.len() == num_levels) {
+        if wanted.iter().any(|&(s, e)| s > e || e > num_levels) {
+            return Err(Error::invalid_input(format!("rows {wanted:?} outside a page of {num_levels}")));
+        }
+        raw_values = pick_rows(&raw_values, wanted);
+        valid = pick_rows(&valid, wanted);
+        def = def.map(|d| pick_rows(&d, wanted));
+        num_rows = raw_values.len();
+        selected = true;
+    }
     let values = fullzip_values(value_enc, details, &raw_values, &valid, input)?;
     let rep = if has_levels { rep } else { None };
     let def = if has_levels { def } else { None };
-    Ok((layers, LevelStream { rep, def, values, num_rows: input.num_rows }))
+    Ok((layers, LevelStream { rep, def, values, num_rows }, selected))
+}
+
+/// The items of `v` in the (checked) ranges `rows`.
+fn pick_rows<T: Copy>(v: &[T], rows: &[(usize, usize)]) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows.iter().map(|(s, e)| e - s).sum());
+    rows.iter().for_each(|&(s, e)| out.extend_from_slice(&v[s..e]));
+    out
 }
 
 fn chunk_word(data: &[u8], at: usize, bytes: usize) -> Option<u32> {

@@ -56,7 +56,7 @@ fn base(n: i64) -> RecordBatch {
 fn dataset(version: FileVersion, stable: bool) -> (String, Arc<Dataset>) {
     let uri = tmp("ds");
     let b = base(25);
-    let p = WriteParams { max_rows_per_file: 10, data_storage_version: version, enable_stable_row_ids: stable, ..Default::default() };
+    let p = WriteParams { max_rows_per_file: 10, data_storage_version: Some(version), enable_stable_row_ids: stable, ..Default::default() };
     let ds = Arc::new(write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap());
     let (ds, n) = delete(&ds, "x = 3 or x = 4 or x = 12", &RetryPolicy::default(), None).unwrap();
     assert_eq!(n, 3);

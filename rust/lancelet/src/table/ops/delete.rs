@@ -19,7 +19,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::{step, FailHook};
+use crate::table::commit::{remove_files, step, FailHook};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
@@ -50,9 +50,25 @@ pub(crate) fn matching_addresses(ds: &Arc<Dataset>, filter: Option<Arc<dyn RowFi
 /// files written relative to the root). Deletion files record
 /// `ds.version()` as their read version.
 pub(crate) fn mark_deleted(ds: &Dataset, rows: &AffectedRows, hook: &Option<FailHook>) -> Result<(Vec<pb::DataFragment>, Vec<u64>, Vec<String>)> {
+    let mut written = Vec::new();
+    match mark_deleted_into(ds, rows, hook, &mut written) {
+        Ok((updated, removed)) => Ok((updated, removed, written)),
+        Err(e) => {
+            // A failed run leaves none of its deletion files behind.
+            remove_files(ds.root(), &written);
+            Err(e)
+        }
+    }
+}
+
+fn mark_deleted_into(
+    ds: &Dataset,
+    rows: &AffectedRows,
+    hook: &Option<FailHook>,
+    written: &mut Vec<String>,
+) -> Result<(Vec<pb::DataFragment>, Vec<u64>)> {
     let mut updated = Vec::new();
     let mut removed = Vec::new();
-    let mut written = Vec::new();
     for (&fid, new) in rows {
         if new.is_empty() {
             continue;
@@ -74,7 +90,7 @@ pub(crate) fn mark_deleted(ds: &Dataset, rows: &AffectedRows, hook: &Option<Fail
         f.deletion_file = Some(d);
         updated.push(f);
     }
-    Ok((updated, removed, written))
+    Ok((updated, removed))
 }
 
 /// Delete the rows matching `filter` (`predicate` is its text, recorded in

@@ -65,7 +65,7 @@ pub fn run_with_retries<T>(
         let Some(txn) = p.txn else {
             return Ok((current.checkout(VersionRef::Number(current.version()))?, p.result));
         };
-        let opts = CommitOptions { hook: hook.clone(), affected_rows: p.affected.map(Arc::new), ..Default::default() };
+        let opts = CommitOptions { hook: hook.clone(), affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..Default::default() };
         let outcome = commit_or_rerun(current.root(), &txn, &opts);
         let why = match outcome {
             Ok(Outcome::Committed(v)) => return Ok((current.checkout(VersionRef::Number(v))?, p.result)),
