@@ -775,7 +775,7 @@ def assert_tables_equal(actual: pa.Table, expected: pa.Table, *, check_metadata:
 
 
 # --------------------------------------------------------------------------
-# expected.json conventions (see shared/fixtures/pylance-14/README.md)
+# expected.json conventions (see tests/fixtures/pylance-14/README.md)
 # --------------------------------------------------------------------------
 
 def jsonable(v):

@@ -123,3 +123,28 @@ def test_wide_isin_pushed_down_from_spark(spark, uri):
     assert df.filter(F.col("id").isin(list(range(0, 4000, 2)))).count() == 2000
     df = spark.read.format("lancelet").option("filter", in_list(5000, 2)).load(uri)
     assert df.count() == N // 2
+
+
+DEEPEST = {  # 126 levels is the most accepted with these shapes; one more is refused
+    "parentheses": lambda k: "(" * k + "id > 5" + ")" * k,
+    "not": lambda k: "NOT " * k + "id > 5",
+    "arithmetic": lambda k: "id" + " + 1" * k + " > 5",
+    "functions": lambda k: "abs(" * k + "id" + ")" * k + " > 5",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEEPEST))
+def test_deepest_accepted_filter_every_path(uri, case):
+    """At the limit, a filter runs in every path (parsed on the caller's
+    thread, evaluated on the scan's workers); one level more is refused."""
+    make = DEEPEST[case]
+    sql = make(126)
+    expected = {"parentheses": N - 6, "not": N - 6, "arithmetic": N, "functions": N - 6}[case]
+    ds = lancelet.dataset(uri)
+    assert ds.count_rows(filter=sql) == expected
+    assert ds.to_table(filter=sql, columns=["id"]).num_rows == expected
+    assert sum(b.num_rows for b in ds.to_batches(filter=sql, columns=["x"])) == expected
+    with pytest.raises(InvalidInputError, match="nests more than 128 levels"):
+        ds.count_rows(filter=make(127))
+    assert ds.delete(sql) == expected
+    assert lancelet.dataset(uri).count_rows() == N - expected

@@ -8,6 +8,8 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod file;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod io;
 pub mod proto;
 pub mod table;

@@ -226,6 +226,26 @@ impl FileReader {
         self.storage.display()
     }
 
+    /// The layout of every page whose encoding decodes (2.1+ files; none
+    /// for others): lets each page-layout fuzz target keep to its files.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn page_kinds(&self) -> Vec<crate::fuzzing::PageKind> {
+        use crate::fuzzing::PageKind;
+        if self.version.traits().is_none_or(|t| t.family != PageFamily::Structural) {
+            return Vec::new();
+        }
+        let layouts = self.columns.iter().flat_map(|c| &c.pages).filter_map(|p| page_layout(p).ok());
+        layouts
+            .filter_map(|l| match l.layout? {
+                Layout::MiniBlockLayout(m) if m.dictionary.is_some() => Some(PageKind::Dictionary),
+                Layout::MiniBlockLayout(_) => Some(PageKind::MiniBlock),
+                Layout::FullZipLayout(_) => Some(PageKind::FullZip),
+                Layout::ConstantLayout(_) => Some(PageKind::Constant),
+                Layout::BlobLayout(_) => Some(PageKind::Blob),
+            })
+            .collect()
+    }
+
     /// Indices of top-level fields by name (all fields if `None`).
     pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
         match columns {

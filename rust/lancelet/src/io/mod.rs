@@ -26,6 +26,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "s3")]
 pub mod s3;
 pub mod upload;
 
@@ -52,6 +53,14 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// Run a future to completion on the I/O runtime.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
+}
+
+#[cfg(any(test, feature = "fuzzing"))]
+thread_local! {
+    /// Set by the fuzz targets on their thread: URIs read from fuzzed bytes
+    /// (base paths of a manifest) must not reach the local disk or the
+    /// network. Per thread, so that other tests of the process are free.
+    pub static MEMORY_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
@@ -196,9 +205,18 @@ impl Storage {
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
             return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
         }
+        #[cfg(any(test, feature = "fuzzing"))]
+        if MEMORY_ONLY.with(|m| m.get()) {
+            return Err(Error::invalid_input(format!("{uri:?}: fuzz targets reach memory:// stores only")));
+        }
         if uri.starts_with("s3://") || uri.starts_with("s3a://") {
-            let (store, path) = s3::open(uri, &options)?;
-            return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            #[cfg(feature = "s3")]
+            {
+                let (store, path) = s3::open(uri, &options)?;
+                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+            }
+            #[cfg(not(feature = "s3"))]
+            return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
         }
         let local = if let Some(rest) = uri.strip_prefix("file://") {
             std::path::PathBuf::from(rest)

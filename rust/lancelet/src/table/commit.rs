@@ -194,7 +194,10 @@ fn try_commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, unsur
             written = Some(txn_name.clone());
         }
         let naming = latest.map(|l| l.naming).unwrap_or(ManifestNaming::V2);
-        let version = latest.map(|l| l.version + 1).unwrap_or(1);
+        let version = match latest {
+            Some(l) => l.version.checked_add(1).ok_or_else(|| Error::corrupt(format!("{} is the last possible version", l.version)))?,
+            None => 1,
+        };
         let restore_file = match restore_version {
             Some(v) => {
                 let loc = versions.iter().find(|l| l.version == v).ok_or_else(|| Error::NotFound { what: format!("version {v} to restore") })?;

@@ -106,10 +106,12 @@ fn tag_version(json: &str) -> Option<u64> {
 fn manifest_summary(m: &pb::Manifest) -> Vec<(String, String)> {
     let frags = &m.fragments;
     let data_files: usize = frags.iter().map(|f| f.files.len()).sum();
-    let size: u64 = frags.iter().flat_map(|f| &f.files).map(|d| d.file_size_bytes).sum();
+    // Saturating: the counts come from the manifest, which may be corrupt.
+    let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    let size = sum(&mut frags.iter().flat_map(|f| &f.files).map(|d| d.file_size_bytes));
     let del_files = frags.iter().filter(|f| f.deletion_file.is_some()).count();
-    let rows: u64 = frags.iter().map(|f| f.physical_rows).sum();
-    let deleted: u64 = frags.iter().filter_map(|f| f.deletion_file.as_ref()).map(|d| d.num_deleted_rows).sum();
+    let rows = sum(&mut frags.iter().map(|f| f.physical_rows));
+    let deleted = sum(&mut frags.iter().filter_map(|f| f.deletion_file.as_ref()).map(|d| d.num_deleted_rows));
     [
         ("total_data_file_rows", rows.to_string()),
         ("total_data_files", data_files.to_string()),
@@ -186,6 +188,14 @@ impl Dataset {
         let arrow_schema = Arc::new(schema.to_arrow());
         let stable = m.reader_feature_flags & STABLE_ROW_IDS != 0;
         for f in &m.fragments {
+            // A row address is `fragment id << 32 | offset`: neither may
+            // need more than 32 bits.
+            if f.id > u64::from(u32::MAX) || f.physical_rows > 1 << 32 {
+                return Err(Error::Corrupt {
+                    path: Some(mpath),
+                    what: format!("fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits", f.id, f.physical_rows),
+                });
+            }
             if stable && f.row_id_sequence.is_none() {
                 return Err(Error::Corrupt {
                     path: Some(mpath),

@@ -19,12 +19,13 @@
 use std::io::Cursor;
 use std::ops::Range;
 
-use arrow_array::{Array, Int32Array, Int64Array, UInt32Array, UInt64Array};
+use arrow_array::UInt32Array;
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
+use crate::table::deletion_arrow::decode_arrow;
 
 /// Directory of deletion files, relative to a dataset (or base path) root.
 pub const DELETIONS_DIR: &str = "_deletions";
@@ -42,9 +43,8 @@ pub fn deletion_file_path(fragment_id: u64, d: &pb::DeletionFile) -> String {
 /// every offset lies below `physical_rows`. Errors carry no path.
 pub fn decode_deletions(file_type: i32, bytes: Bytes, physical_rows: u64) -> Result<RoaringBitmap> {
     let set = match pb::deletion_file::DeletionFileType::try_from(file_type) {
-        Ok(pb::deletion_file::DeletionFileType::ArrowArray) => decode_arrow(bytes)?,
-        Ok(pb::deletion_file::DeletionFileType::Bitmap) => RoaringBitmap::deserialize_from(Cursor::new(&bytes[..]))
-            .map_err(|e| Error::corrupt(format!("deletion bitmap: {e}")))?,
+        Ok(pb::deletion_file::DeletionFileType::ArrowArray) => decode_arrow(&bytes, physical_rows)?,
+        Ok(pb::deletion_file::DeletionFileType::Bitmap) => decode_bitmap(&bytes)?,
         Err(_) => return Err(Error::unsupported(format!("deletion file type {file_type}"))),
     };
     if let Some(max) = set.max() {
@@ -57,38 +57,19 @@ pub fn decode_deletions(file_type: i32, bytes: Bytes, physical_rows: u64) -> Res
     Ok(set)
 }
 
-fn decode_arrow(bytes: Bytes) -> Result<RoaringBitmap> {
-    let reader = arrow_ipc::reader::FileReader::try_new(Cursor::new(bytes), None)
-        .map_err(|e| Error::corrupt(format!("deletion file is not an Arrow IPC file: {e}")))?;
-    let schema = reader.schema();
-    if schema.fields().len() != 1 {
-        return Err(Error::corrupt(format!("deletion file has {} columns, expected one (row_id)", schema.fields().len())));
-    }
-    let mut set = RoaringBitmap::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| Error::corrupt(format!("deletion file: {e}")))?;
-        let col = batch.column(0);
-        let bad = |v: i128| Error::corrupt(format!("deletion file holds row offset {v}, outside 0..2^32"));
-        if let Some(a) = col.as_any().downcast_ref::<UInt32Array>() {
-            set.extend(a.iter().flatten());
-        } else if let Some(a) = col.as_any().downcast_ref::<Int32Array>() {
-            for v in a.iter().flatten() {
-                set.insert(u32::try_from(v).map_err(|_| bad(v as i128))?);
-            }
-        } else if let Some(a) = col.as_any().downcast_ref::<UInt64Array>() {
-            for v in a.iter().flatten() {
-                set.insert(u32::try_from(v).map_err(|_| bad(v as i128))?);
-            }
-        } else if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
-            for v in a.iter().flatten() {
-                set.insert(u32::try_from(v).map_err(|_| bad(v as i128))?);
-            }
-        } else {
-            return Err(Error::corrupt(format!("deletion file column has type {}, expected UInt32", col.data_type())));
-        }
-        if col.null_count() > 0 {
-            return Err(Error::corrupt("deletion file row_id column has nulls"));
-        }
+/// A portable Roaring bitmap; the bytes must hold exactly one. The
+/// `roaring` crate bounds every allocation by the format's limits (at most
+/// 65536 containers of 8 KiB) and reads each container's bytes before the
+/// next, so a short file fails early.
+fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap> {
+    let mut cursor = Cursor::new(bytes);
+    let set = RoaringBitmap::deserialize_from(&mut cursor).map_err(|e| Error::corrupt(format!("deletion bitmap: {e}")))?;
+    if cursor.position() != bytes.len() as u64 {
+        return Err(Error::corrupt(format!(
+            "deletion bitmap ends at byte {} of {}: trailing bytes",
+            cursor.position(),
+            bytes.len()
+        )));
     }
     Ok(set)
 }
@@ -169,6 +150,118 @@ mod tests {
             assert!(e.to_string().contains("only"), "{e}");
         }
         assert!(matches!(decode_deletions(ARROW, Bytes::from_static(b"garbage"), 10), Err(Error::Corrupt { .. })));
+    }
+
+    /// Where `needle` (8 bytes) first occurs in `hay`.
+    fn find(hay: &[u8], needle: [u8; 8]) -> usize {
+        hay.windows(8).position(|w| w == needle).expect("pattern present")
+    }
+
+    fn assert_corrupt(r: Result<RoaringBitmap>, what: &str) {
+        match r {
+            Err(Error::Corrupt { .. }) => {}
+            other => panic!("{what}: expected a corrupt-data error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn allocation_bomb_is_corrupt_not_abort() {
+        // A zstd-compressed values buffer starts with its uncompressed
+        // length (i64 LE): 4000 u32 values = 16000 bytes. Claim 2^60.
+        let vals: Vec<u32> = (0..4000).collect();
+        let good = encode_arrow(&vals).unwrap();
+        let at = find(&good, 16000i64.to_le_bytes());
+        for claim in [1i64 << 60, i64::MAX, 16001, 15999, 1 << 33, -2] {
+            let mut bad = good.clone();
+            bad[at..at + 8].copy_from_slice(&claim.to_le_bytes());
+            assert_corrupt(decode_deletions(ARROW, Bytes::from(bad), 10_000), &format!("claim {claim}"));
+        }
+        // The batch claiming 2^60 rows (the record batch length and its
+        // one field node) is refused before anything is allocated.
+        let mut bad = good.clone();
+        let mut n = 0;
+        while let Some(i) = bad.windows(8).position(|w| w == 4000i64.to_le_bytes()) {
+            bad[i..i + 8].copy_from_slice(&(1i64 << 60).to_le_bytes());
+            n += 1;
+        }
+        assert!(n >= 2, "row count found {n} times");
+        let e = decode_deletions(ARROW, Bytes::from(bad), 10_000).unwrap_err();
+        assert!(e.to_string().contains("only 10000 rows"), "{e}");
+        // A fragment smaller than the file's batch: refused before decoding.
+        assert_corrupt(decode_deletions(ARROW, Bytes::from(good), 3999), "batch larger than the fragment");
+    }
+
+    #[test]
+    fn zstd_bomb_stops_at_the_row_count() {
+        // A real zstd frame of 8 MiB of zeros behind a truthful prefix for
+        // 4000 rows: decompression must stop after 16000 bytes.
+        let vals: Vec<u32> = (0..4000).collect();
+        let good = encode_arrow(&vals).unwrap();
+        let at = find(&good, 16000i64.to_le_bytes());
+        let frame = zstd::bulk::compress(&vec![0u8; 8 << 20], 3).unwrap();
+        assert!(frame.len() < 1000, "bomb frame of {} bytes", frame.len());
+        let mut bad = good.clone();
+        bad[at + 8..at + 8 + frame.len()].copy_from_slice(&frame);
+        assert_corrupt(decode_deletions(ARROW, Bytes::from(bad), 10_000), "zstd bomb");
+    }
+
+    #[test]
+    fn every_byte_flip_is_data_or_corrupt() {
+        // The small file (raw buffers) and the zstd one, every byte
+        // changed three ways: never a panic, never an error other than
+        // Corrupt/Unsupported; a file that still decodes stays in bounds.
+        for vals in [vec![2u32, 1, 50, 0], (0..700).rev().collect::<Vec<u32>>()] {
+            let good = encode_arrow(&vals).unwrap();
+            for i in 0..good.len() {
+                for x in [0x01u8, 0x80, 0xff] {
+                    let mut bad = good.clone();
+                    bad[i] ^= x;
+                    match decode_deletions(ARROW, Bytes::from(bad), 1000) {
+                        Ok(set) => assert!(set.max().is_none_or(|m| m < 1000)),
+                        Err(Error::Corrupt { .. } | Error::Unsupported { .. }) => {}
+                        Err(e) => panic!("byte {i} ^ {x:#x}: {e}"),
+                    }
+                }
+            }
+            // and every truncation
+            for cut in 0..good.len() {
+                assert!(decode_deletions(ARROW, Bytes::copy_from_slice(&good[..cut]), 1000).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn other_integer_columns_and_bad_values() {
+        use std::sync::Arc;
+        let write = |array: arrow_array::ArrayRef| {
+            let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("row_id", array.data_type().clone(), true)]));
+            let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![array]).unwrap();
+            let mut out = Vec::new();
+            let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &schema).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+            drop(w);
+            Bytes::from(out)
+        };
+        let ok = decode_deletions(ARROW, write(Arc::new(arrow_array::Int64Array::from(vec![3i64, 1]))), 5).unwrap();
+        assert_eq!(ok.iter().collect::<Vec<_>>(), vec![1, 3]);
+        let ok = decode_deletions(ARROW, write(Arc::new(arrow_array::Int32Array::from(vec![4]))), 5).unwrap();
+        assert_eq!(ok.len(), 1);
+        assert_corrupt(decode_deletions(ARROW, write(Arc::new(arrow_array::Int32Array::from(vec![-1]))), 5), "negative");
+        assert_corrupt(decode_deletions(ARROW, write(Arc::new(arrow_array::UInt64Array::from(vec![1u64 << 32]))), u64::MAX), "2^32");
+        assert_corrupt(decode_deletions(ARROW, write(Arc::new(arrow_array::Int32Array::from(vec![Some(1), None]))), 5), "null");
+        assert_corrupt(decode_deletions(ARROW, write(Arc::new(arrow_array::StringArray::from(vec!["1"]))), 5), "strings");
+        // several batches count together against the fragment's rows
+        let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("row_id", arrow_schema::DataType::UInt32, false)]));
+        let mut out = Vec::new();
+        let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &schema).unwrap();
+        for part in [[0u32, 1], [2, 3]] {
+            w.write(&arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(UInt32Array::from(part.to_vec()))]).unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+        drop(w);
+        assert_eq!(decode_deletions(ARROW, Bytes::from(out.clone()), 4).unwrap().len(), 4);
+        assert_corrupt(decode_deletions(ARROW, Bytes::from(out), 3), "4 rows in a 3-row fragment");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod commit;
 pub mod conflict;
 pub mod dataset;
 pub mod deletion;
+mod deletion_arrow;
 pub mod evolve;
 pub mod features;
 pub mod fragment;

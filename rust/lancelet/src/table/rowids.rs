@@ -57,58 +57,71 @@ impl Segment {
 
     /// Append the ids at positions `pos` (within this segment) to `out`.
     fn extend_range(&self, pos: Range<u64>, out: &mut Vec<u64>) {
-        match self {
-            Segment::Range(r) => out.extend(r.start + pos.start..r.start + pos.end),
-            Segment::Array(v) => out.extend_from_slice(&v[pos.start as usize..pos.end as usize]),
-            _ => {
-                let mut i = 0u64;
-                self.for_each(|id| {
-                    if i >= pos.start && i < pos.end {
-                        out.push(id);
-                    }
-                    i += 1;
-                    i < pos.end
-                });
-            }
-        }
+        self.for_each_run(pos, |id, _, len| out.extend((0..len).map(|k| id + k)));
     }
 
-    /// Call `f` on every id in order until it returns false.
-    fn for_each(&self, mut f: impl FnMut(u64) -> bool) {
+    /// Call `f(first id, first position, length)` for each run of
+    /// consecutive ids at consecutive positions among positions `pos`
+    /// (within this segment). The work is proportional to the runs and to
+    /// the bytes of the segment, never to the width of a range: a corrupt
+    /// `RangeWithHoles` may span 2^64 ids.
+    fn for_each_run(&self, pos: Range<u64>, mut f: impl FnMut(u64, u64, u64)) {
+        if pos.start >= pos.end {
+            return;
+        }
         match self {
-            Segment::Range(r) => {
-                for id in r.clone() {
-                    if !f(id) {
-                        return;
-                    }
-                }
-            }
+            Segment::Range(r) => f(r.start + pos.start, pos.start, pos.end - pos.start),
             Segment::RangeWithHoles { range, holes } => {
-                let mut h = holes.iter().peekable();
-                for id in range.clone() {
-                    while h.peek().is_some_and(|&&x| x < id) {
-                        h.next();
+                // Position p of the run between holes h[k-1] and h[k] holds
+                // id `range.start + p + k`.
+                let mut p = 0u64;
+                let mut next_id = range.start;
+                for end in holes.iter().copied().chain(std::iter::once(range.end)) {
+                    let run = end - next_id;
+                    let (lo, hi) = (p.max(pos.start), (p + run).min(pos.end));
+                    if lo < hi {
+                        f(next_id + (lo - p), lo, hi - lo);
                     }
-                    if h.peek() == Some(&&id) {
-                        continue;
-                    }
-                    if !f(id) {
+                    p += run;
+                    if p >= pos.end {
                         return;
                     }
+                    // (unused after the last run, where `end` may be 2^64 - 1)
+                    next_id = end.wrapping_add(1);
                 }
             }
             Segment::RangeWithBitmap { range, bitmap, .. } => {
-                for (i, id) in range.clone().enumerate() {
-                    if bitmap[i / 8] & (1 << (i % 8)) != 0 && !f(id) {
-                        return;
+                let mut p = 0u64;
+                let mut run: Option<(u64, u64, u64)> = None;
+                for (i, id) in (0..range.end - range.start).map(|i| (i, range.start + i)) {
+                    if bitmap[(i / 8) as usize] & (1 << (i % 8)) == 0 {
+                        continue;
                     }
+                    if p >= pos.end {
+                        break;
+                    }
+                    if p >= pos.start {
+                        match &mut run {
+                            Some((first, _, len)) if *first + *len == id => *len += 1,
+                            _ => {
+                                if let Some((a, b, c)) = run.take() {
+                                    f(a, b, c);
+                                }
+                                run = Some((id, p, 1));
+                            }
+                        }
+                    }
+                    p += 1;
+                }
+                if let Some((a, b, c)) = run {
+                    f(a, b, c);
                 }
             }
             Segment::Array(v) => {
-                for &id in v {
-                    if !f(id) {
-                        return;
-                    }
+                let end = pos.end.min(v.len() as u64) as usize;
+                let start = (pos.start as usize).min(end);
+                for (k, &id) in v[start..end].iter().enumerate() {
+                    f(id, pos.start + k as u64, 1);
                 }
             }
         }
@@ -133,11 +146,11 @@ fn decode_array(a: &pb::EncodedU64Array) -> Result<Vec<u64>> {
     Ok(match &a.array {
         Some(Array::U16Array(x)) => {
             chunks(&x.offsets, 2)?;
-            x.offsets.chunks_exact(2).map(|c| x.base + u64::from(u16::from_le_bytes([c[0], c[1]]))).collect()
+            x.offsets.chunks_exact(2).map(|c| offset_id(x.base, u64::from(u16::from_le_bytes([c[0], c[1]])))).collect::<Result<_>>()?
         }
         Some(Array::U32Array(x)) => {
             chunks(&x.offsets, 4)?;
-            x.offsets.chunks_exact(4).map(|c| x.base + u64::from(u32::from_le_bytes(c.try_into().expect("4")))).collect()
+            x.offsets.chunks_exact(4).map(|c| offset_id(x.base, u64::from(u32::from_le_bytes(c.try_into().expect("4"))))).collect::<Result<_>>()?
         }
         Some(Array::U64Array(x)) => {
             chunks(&x.values, 8)?;
@@ -145,6 +158,11 @@ fn decode_array(a: &pb::EncodedU64Array) -> Result<Vec<u64>> {
         }
         None => Vec::new(),
     })
+}
+
+/// `base + offset` of an offset-encoded array; past 2^64 is corrupt.
+fn offset_id(base: u64, offset: u64) -> Result<u64> {
+    base.checked_add(offset).ok_or_else(|| Error::corrupt(format!("row id array base {base} + offset {offset} exceeds 2^64")))
 }
 
 fn check_range(start: u64, end: u64) -> Result<Range<u64>> {
@@ -160,6 +178,7 @@ impl RowIdSequence {
         use pb::u64_segment::Segment as S;
         let msg = pb::RowIdSequence::decode(bytes).map_err(|e| Error::corrupt(format!("row id sequence: bad protobuf: {e}")))?;
         let mut segments = Vec::with_capacity(msg.segments.len());
+        let mut total = 0u64;
         for s in msg.segments {
             segments.push(match s.segment {
                 Some(S::Range(r)) => Segment::Range(check_range(r.start, r.end)?),
@@ -185,11 +204,13 @@ impl RowIdSequence {
                 Some(S::SortedArray(a)) | Some(S::Array(a)) => Segment::Array(decode_array(&a)?),
                 None => return Err(Error::corrupt("row id segment with no content")),
             });
+            total = total.checked_add(segments.last().expect("just pushed").len()).ok_or_else(|| Error::corrupt("row id sequence holds more than 2^64 ids"))?;
         }
         Ok(RowIdSequence { segments })
     }
 
-    /// Number of ids (must equal the fragment's physical rows).
+    /// Number of ids (must equal the fragment's physical rows; a decoded
+    /// sequence holds fewer than 2^64).
     pub fn len(&self) -> u64 {
         self.segments.iter().map(Segment::len).sum()
     }
@@ -244,15 +265,7 @@ impl RowIdSequence {
             while rj < ranges.len() && ranges[rj].start < seg_end {
                 let lo = ranges[rj].start.max(seg_start);
                 let hi = ranges[rj].end.min(seg_end);
-                if let Segment::Range(r) = seg {
-                    push_run(&mut out, r.start + (lo - seg_start), lo, hi - lo);
-                } else {
-                    let mut ids = Vec::new();
-                    seg.extend_range(lo - seg_start..hi - seg_start, &mut ids);
-                    for (k, id) in ids.into_iter().enumerate() {
-                        push_run(&mut out, id, lo + k as u64, 1);
-                    }
-                }
+                seg.for_each_run(lo - seg_start..hi - seg_start, |id, p, len| push_run(&mut out, id, seg_start + p, len));
                 rj += 1;
             }
             seg_start = seg_end;
@@ -266,7 +279,7 @@ fn push_run(out: &mut Vec<(u64, u64, u64)>, id: u64, pos: u64, len: u64) {
         return;
     }
     if let Some(last) = out.last_mut() {
-        if last.0 + last.2 == id && last.1 + last.2 == pos {
+        if last.0.checked_add(last.2) == Some(id) && last.1 + last.2 == pos {
             last.2 += len;
             return;
         }
@@ -291,12 +304,16 @@ impl RowIdIndex {
         let mut runs = Vec::new();
         for (frag, seq, live) in fragments {
             for (id, pos, len) in seq.runs(live) {
+                // A row address keeps 32 bits for the position.
+                if pos + len > 1 << 32 {
+                    return Err(Error::corrupt(format!("fragment {frag} has row ids at positions beyond 2^32")));
+                }
                 runs.push((id, (frag << 32) | pos, len));
             }
         }
         runs.sort_unstable_by_key(|r| r.0);
         for w in runs.windows(2) {
-            if w[0].0 + w[0].2 > w[1].0 {
+            if w[1].0 - w[0].0 < w[0].2 {
                 return Err(Error::corrupt(format!(
                     "row id {} is live at two addresses ({} and {})",
                     w[1].0,
@@ -312,7 +329,7 @@ impl RowIdIndex {
     pub fn get(&self, id: u64) -> Option<u64> {
         let i = self.runs.partition_point(|r| r.0 <= id);
         let (start, addr, len) = *self.runs.get(i.checked_sub(1)?)?;
-        (id < start + len).then(|| addr + (id - start))
+        (id - start < len).then(|| addr + (id - start))
     }
 
     /// Number of runs (a measure of how compact the index is).
@@ -329,6 +346,34 @@ mod tests {
 
     fn seg(s: S) -> pb::U64Segment {
         pb::U64Segment { segment: Some(s) }
+    }
+
+    /// A corrupt `RangeWithHoles` may span 2^40 ids in a few bytes: reading
+    /// its ends and indexing it cost the holes, not the width (the ids used
+    /// to be walked one by one).
+    #[test]
+    fn wide_range_with_holes_is_cheap() {
+        let holes = pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: [7u64, 1 << 39].iter().flat_map(|x| x.to_le_bytes()).collect() })) };
+        let msg = pb::RowIdSequence { segments: vec![seg(S::RangeWithHoles(pb::u64_segment::RangeWithHoles { start: 0, end: 1 << 40, holes: Some(holes) }))] };
+        let seq = RowIdSequence::decode(&msg.encode_to_vec()).unwrap();
+        let n = seq.len();
+        assert_eq!(n, (1 << 40) - 2);
+        assert_eq!(seq.select(&[5..9, n - 2..n]), vec![5, 6, 8, 9, (1 << 40) - 2, (1 << 40) - 1]);
+        let index = RowIdIndex::build([(3u64, &seq, &[0..10][..])]).unwrap();
+        assert_eq!(index.get(8), Some(3 << 32 | 7));
+        assert_eq!(index.get(7), None);
+        assert_eq!(index.num_runs(), 2);
+        // Positions past 2^32 have no row address.
+        assert!(matches!(RowIdIndex::build([(3u64, &seq, &[0..n][..])]), Err(Error::Corrupt { .. })));
+    }
+
+    /// `base + offset` past 2^64 is corrupt (it overflowed: a panic in debug
+    /// builds, a wrapped id in release ones).
+    #[test]
+    fn offsets_past_the_end_of_u64_are_corrupt() {
+        let arr = pb::EncodedU64Array { array: Some(Array::U16Array(U16Array { base: u64::MAX - 1, offsets: vec![1, 0, 2, 0] })) };
+        let msg = pb::RowIdSequence { segments: vec![seg(S::SortedArray(arr))] };
+        assert!(matches!(RowIdSequence::decode(&msg.encode_to_vec()), Err(Error::Corrupt { .. })));
     }
 
     #[test]

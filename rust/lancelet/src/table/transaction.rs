@@ -158,19 +158,24 @@ pub fn version_sequence(rows: u64, version: u64) -> Vec<u8> {
 }
 
 /// Give new fragments ids (and row ids / version sequences with stable row ids).
-fn place_new(frags: &[pb::DataFragment], next_id: &mut u64, next_row_id: Option<&mut u64>, version: u64) -> Vec<pb::DataFragment> {
+/// Ids and row ids continue counters read from the previous manifest, so
+/// running out of them is a corrupt manifest, not an overflow.
+fn place_new(frags: &[pb::DataFragment], next_id: &mut u64, next_row_id: Option<&mut u64>, version: u64) -> Result<Vec<pb::DataFragment>> {
     use pb::data_fragment::{CreatedAtVersionSequence as C, LastUpdatedAtVersionSequence as L, RowIdSequence as R};
     let mut out = Vec::with_capacity(frags.len());
     let mut rid = next_row_id;
     for f in frags {
         let mut f = f.clone();
         f.id = *next_id;
-        *next_id += 1;
+        *next_id = next_id.checked_add(1).ok_or_else(|| Error::corrupt("fragment ids exhausted (the latest manifest's max_fragment_id is 2^64 - 1)"))?;
         if let Some(n) = rid.as_deref_mut() {
             if f.row_id_sequence.is_none() {
-                let seq = pb::RowIdSequence { segments: vec![range_segment(*n, *n + f.physical_rows)] };
+                let end = n.checked_add(f.physical_rows).ok_or_else(|| {
+                    Error::corrupt(format!("row ids exhausted: next_row_id {n} + {} rows overflows", f.physical_rows))
+                })?;
+                let seq = pb::RowIdSequence { segments: vec![range_segment(*n, end)] };
                 f.row_id_sequence = Some(R::InlineRowIds(seq.encode_to_vec()));
-                *n += f.physical_rows;
+                *n = end;
                 let vs = version_sequence(f.physical_rows, version);
                 f.last_updated_at_version_sequence = Some(L::InlineLastUpdatedAtVersions(vs.clone()));
                 f.created_at_version_sequence = Some(C::InlineCreatedAtVersions(vs));
@@ -178,7 +183,7 @@ fn place_new(frags: &[pb::DataFragment], next_id: &mut u64, next_row_id: Option<
         }
         out.push(f);
     }
-    out
+    Ok(out)
 }
 
 /// Replace fragments by id and drop removed ones (a Delete's or Update's
@@ -245,13 +250,16 @@ pub fn build_manifest(
             // (pylance refuses files newer than the manifest's version).
             m.data_format = Some(pb::DataStorageFormat { file_format: "lance".into(), version: opts.data_storage_version.clone() });
             let mut next = 0u64;
-            m.fragments = place_new(&o.fragments, &mut next, stable.then_some(&mut next_row_id), version);
+            m.fragments = place_new(&o.fragments, &mut next, stable.then_some(&mut next_row_id), version)?;
             max_id = m.fragments.iter().map(|f| f.id).max();
         }
         Some(Operation::Append(a)) => {
             need_prev()?;
-            let mut next = prev_max.map(|x| x + 1).unwrap_or(0);
-            let new = place_new(&a.fragments, &mut next, stable.then_some(&mut next_row_id), version);
+            let mut next = match prev_max {
+                Some(x) => x.checked_add(1).ok_or_else(|| Error::corrupt("fragment ids exhausted (max_fragment_id is 2^64 - 1)"))?,
+                None => 0,
+            };
+            let new = place_new(&a.fragments, &mut next, stable.then_some(&mut next_row_id), version)?;
             m.fragments.extend(new);
             max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
         }

@@ -110,7 +110,9 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
     // (a sink that grew by doubling copied the whole page again).
     let wanted_items = if selective { wanted.iter().map(|(s, e)| e.saturating_sub(*s)).sum::<usize>().min(num_items) } else { num_items };
     let data_hint = if num_items == 0 { 0 } else { (data.len() as u128 * wanted_items as u128 / num_items as u128) as usize };
-    let mut sink = ValueSink::new(value_enc, wide, wanted_items, data_hint)?;
+    // `num_items` is only a claim: no more values than bits in the chunks
+    // are reserved up front (a corrupt count must not allocate).
+    let mut sink = ValueSink::new(value_enc, wide, wanted_items.min(data.len().saturating_mul(8)), data_hint)?;
     let mut rows: Vec<(usize, usize)> = Vec::new();
     let mut selected_rows = 0usize;
     for (ci, &w) in words.iter().enumerate() {

@@ -45,13 +45,21 @@ impl ValueSink {
     /// space, not memory), so the buffer rarely grows, and growing copies
     /// the page.
     pub fn new(enc: &CompressiveEncoding, wide: bool, items: usize, chunk_bytes: usize) -> Result<Self> {
-        let fixed = |bits: u64, packed: bool| ValueSink::Fixed { bits, packed, data: Vec::with_capacity(items * (bits as usize / 8)), len: 0 };
+        // `items` comes from the page's metadata: reserve no more values
+        // than `chunk_bytes` can encode (raw values take their width,
+        // bit-packed ones at least a bit, variable ones a 4-byte offset).
+        let fixed = |bits: u64, packed: bool| {
+            let width = (bits as usize / 8).max(1);
+            let cap = if packed { items.min(chunk_bytes.saturating_mul(8)) } else { items.min(chunk_bytes / width) };
+            ValueSink::Fixed { bits, packed, data: Vec::with_capacity(cap * width), len: 0 }
+        };
+        let var_items = items.min(chunk_bytes / 4 + 1);
         let variable = |width: usize, fsst: Option<Box<fsst::SymbolTable>>| {
-            let data_bytes = if fsst.is_some() { 5 * chunk_bytes } else { chunk_bytes };
+            let data_bytes = if fsst.is_some() { chunk_bytes.saturating_mul(5) } else { chunk_bytes };
             ValueSink::Variable {
                 width,
                 fsst,
-                offsets: if wide { Offsets::I64(Vec::with_capacity(items + 1)) } else { Offsets::I32(Vec::with_capacity(items + 1)) },
+                offsets: if wide { Offsets::I64(Vec::with_capacity(var_items + 1)) } else { Offsets::I32(Vec::with_capacity(var_items + 1)) },
                 data: Vec::with_capacity(data_bytes),
             }
         };

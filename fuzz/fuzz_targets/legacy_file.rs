@@ -1,0 +1,7 @@
+//! v0.1 (legacy) data files.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    lancelet::fuzzing::data_file_of(data, false);
+});
