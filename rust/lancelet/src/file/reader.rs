@@ -92,11 +92,27 @@ impl FileReader {
     /// Open a file through an existing storage handle.
     pub fn open_storage(storage: Storage) -> Result<Self> {
         let path = storage.display().to_string();
-        Self::open_inner(storage).map_err(|e| e.in_file(&path))
+        Self::open_inner(storage, None).map_err(|e| e.in_file(&path))
     }
 
-    fn open_inner(storage: Storage) -> Result<Self> {
-        let size = storage.size()?;
+    /// Like [`FileReader::open_storage`], given the file's size when it is
+    /// known (a manifest records it), which saves a request to the store.
+    /// If the file does not read as that size says, it is opened as if the
+    /// size were not known (errors then say what the file really holds).
+    pub fn open_storage_sized(storage: Storage, size: Option<u64>) -> Result<Self> {
+        let path = storage.display().to_string();
+        match size {
+            Some(n) => Self::open_inner(storage.clone(), Some(n)).or_else(|_| Self::open_inner(storage, None)),
+            None => Self::open_inner(storage, None),
+        }
+        .map_err(|e| e.in_file(&path))
+    }
+
+    fn open_inner(storage: Storage, known_size: Option<u64>) -> Result<Self> {
+        let size = match known_size {
+            Some(n) => n,
+            None => storage.size()?,
+        };
         if size < 8 {
             return Err(Error::corrupt(format!("file is {size} bytes, too short to be a Lance file")));
         }

@@ -30,6 +30,7 @@ use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::deletion::{decode_deletions, deletion_file_path, live_ranges};
 use crate::table::features::{check_reader_flags, STABLE_ROW_IDS};
+use crate::table::file_cache::FileCache;
 use crate::table::fragment::{resolve, schema_of, FragmentReader};
 use crate::table::manifest::{list_versions, read_manifest, ManifestFile, ManifestLocation};
 use crate::table::rowids::{RowIdIndex, RowIdSequence};
@@ -79,6 +80,8 @@ pub struct Dataset {
     schema: LanceSchema,
     arrow_schema: SchemaRef,
     row_id_index: OnceLock<Arc<RowIdIndex>>,
+    /// Data files opened through this handle (see `file_cache`).
+    files: FileCache,
 }
 
 /// The root storage; local paths are made absolute with `..` resolved
@@ -203,7 +206,7 @@ impl Dataset {
                 });
             }
         }
-        Ok(Dataset { root, uri: uri.to_string(), location, file, schema, arrow_schema, row_id_index: OnceLock::new() })
+        Ok(Dataset { root, uri: uri.to_string(), location, file, schema, arrow_schema, row_id_index: OnceLock::new(), files: FileCache::default() })
     }
 
     /// The same dataset at another version.
@@ -315,16 +318,21 @@ impl Dataset {
         Ok(self.open_data_file(f, &f.files[0])?.num_rows())
     }
 
-    /// Open one data file of a fragment; a missing file is reported with its
-    /// fragment and version.
-    pub fn open_data_file(&self, frag: &pb::DataFragment, df: &pb::DataFile) -> Result<FileReader> {
+    /// Open one data file of a fragment (or take it from the handle's
+    /// cache of opened files); a missing file is reported with its fragment
+    /// and version. The manifest's file size, when it has one, saves asking
+    /// the store for it.
+    pub fn open_data_file(&self, frag: &pb::DataFragment, df: &pb::DataFile) -> Result<Arc<FileReader>> {
         let s = resolve(&self.root, &self.file.manifest.base_paths, df.base_id, "data", &df.path)?;
         let display = s.display().to_string();
-        FileReader::open_storage(s).map_err(|e| match e {
-            Error::NotFound { .. } => Error::NotFound {
-                what: format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version()),
-            },
-            other => other.context(format!("fragment {}", frag.id)),
+        let known_size = (df.file_size_bytes > 0).then_some(df.file_size_bytes);
+        self.files.get_or_open(&display, || {
+            FileReader::open_storage_sized(s, known_size).map_err(|e| match e {
+                Error::NotFound { .. } => Error::NotFound {
+                    what: format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version()),
+                },
+                other => other.context(format!("fragment {}", frag.id)),
+            })
         })
     }
 

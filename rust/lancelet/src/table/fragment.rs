@@ -52,7 +52,7 @@ pub struct FragmentReader {
     fragment_id: u64,
     physical_rows: u64,
     /// Opened files and the top-level field indices read from each.
-    files: Vec<(FileReader, Vec<usize>)>,
+    files: Vec<(Arc<FileReader>, Vec<usize>)>,
     sources: Vec<Source>,
     fields: Vec<LanceField>,
     schema: SchemaRef,
@@ -71,9 +71,9 @@ impl FragmentReader {
         physical_rows: u64,
         fields: &[LanceField],
         schema: SchemaRef,
-        open_file: impl Fn(&pb::DataFile) -> Result<FileReader>,
+        open_file: impl Fn(&pb::DataFile) -> Result<Arc<FileReader>>,
     ) -> Result<Self> {
-        let mut files: Vec<(FileReader, Vec<usize>)> = Vec::new();
+        let mut files: Vec<(Arc<FileReader>, Vec<usize>)> = Vec::new();
         let mut opened: Vec<Option<usize>> = vec![None; fragment.files.len()];
         let mut sources = Vec::with_capacity(fields.len());
         for field in fields {

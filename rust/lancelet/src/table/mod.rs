@@ -30,6 +30,7 @@ pub mod deletion;
 mod deletion_arrow;
 pub mod evolve;
 pub mod features;
+pub mod file_cache;
 pub mod fragment;
 pub mod manifest;
 pub mod ops;

@@ -1,0 +1,88 @@
+//! Opened data files of one dataset handle, kept for its later reads.
+//!
+//! Opening a data file costs a storage round trip or two (its tail: footer,
+//! column metadata, schema) before any page is read; on an object store
+//! that is as much as the read itself for a take of a few rows. Data files
+//! are immutable once a manifest names them, so a [`Dataset`] keeps the
+//! files it has opened (their parsed metadata, not their pages) and every
+//! later scan, take or count through the same handle starts from them.
+//!
+//! The cache holds at most [`MAX_FILES`] files; past that it starts over
+//! (a scan of a huge dataset does not pin every file's metadata).
+//!
+//! [`Dataset`]: crate::table::dataset::Dataset
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+use crate::file::FileReader;
+
+/// Files kept per dataset handle.
+pub const MAX_FILES: usize = 1024;
+
+/// Opened data files by their resolved location.
+#[derive(Default)]
+pub struct FileCache {
+    files: Mutex<HashMap<String, Arc<FileReader>>>,
+}
+
+impl std::fmt::Debug for FileCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileCache({} files)", self.files.lock().map(|m| m.len()).unwrap_or(0))
+    }
+}
+
+impl FileCache {
+    /// The file at `key`, opened by `open` unless an earlier read opened it.
+    /// (Two threads may both open a file not yet cached; one copy is kept.)
+    pub fn get_or_open(&self, key: &str, open: impl FnOnce() -> Result<FileReader>) -> Result<Arc<FileReader>> {
+        if let Some(f) = self.files.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+            return Ok(f.clone());
+        }
+        let opened = Arc::new(open()?);
+        let mut map = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_FILES {
+            map.clear();
+        }
+        Ok(map.entry(key.to_string()).or_insert(opened).clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::Storage;
+
+    fn storage() -> Storage {
+        Storage::open(&crate::testdata::pylance14_data_file("v2_2_encodings").display().to_string()).unwrap()
+    }
+
+    #[test]
+    fn a_known_size_saves_nothing_but_a_request_and_a_wrong_one_is_ignored() {
+        let real = storage().size().unwrap();
+        let plain = FileReader::open_storage(storage()).unwrap();
+        for size in [Some(real), Some(real + 100), Some(real - 1), Some(3), None] {
+            let r = FileReader::open_storage_sized(storage(), size).unwrap();
+            assert_eq!((r.num_rows(), r.schema()), (plain.num_rows(), plain.schema()), "{size:?}");
+        }
+    }
+
+    #[test]
+    fn files_are_opened_once() {
+        let cache = FileCache::default();
+        let mut opened = 0;
+        for _ in 0..3 {
+            cache
+                .get_or_open("k", || {
+                    opened += 1;
+                    FileReader::open_storage(storage())
+                })
+                .unwrap();
+        }
+        assert_eq!(opened, 1);
+        assert!(cache.get_or_open("bad", || Err(crate::error::Error::corrupt("no"))).is_err());
+        // a failed open is not cached
+        assert!(cache.get_or_open("bad", || FileReader::open_storage(storage())).is_ok());
+    }
+}
