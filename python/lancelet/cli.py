@@ -5,7 +5,8 @@
                      [--version V] [--format table|csv|json] [--batch-size N]
 
 ``inspect`` shows a dataset's versions, schema, fragments (data files,
-deletion files), totals and features; ``cat`` streams rows batch by batch
+deletion files), scalar indices (type, column, fragments covered), totals and
+features; ``cat`` streams rows batch by batch
 (nothing is materialized, so it works on datasets of any size).
 
 Errors print one line on stderr and exit with 2 (bad input: unknown column,
@@ -204,6 +205,9 @@ def _collect(ds: Any) -> Dict[str, Any]:
     if config:
         features.append("table_config")
 
+    indices = [{"name": i["name"], "type": i["type"], "columns": i["fields"], "uuid": i["uuid"],
+                "fragments": sorted(i["fragment_ids"]), "dataset_version": i["version"]} for i in ds.list_indices()]
+
     schema = ds.schema
     return {
         "uri": ds.uri,
@@ -216,6 +220,7 @@ def _collect(ds: Any) -> Dict[str, Any]:
         "schema": [{"name": fld.name, "type": str(fld.type), "nullable": fld.nullable} for fld in schema],
         "schema_text": schema.to_string(show_field_metadata=False, show_schema_metadata=False),
         "fragments": fragments,
+        "indices": indices,
         "totals": tot,
     }
 
@@ -266,6 +271,21 @@ def _render(info: Dict[str, Any]) -> str:
                         f["deletion_file"]["path"]] for f in dels],
                       [True, False, True, True, False])
 
+    if info["indices"]:
+        out.append("")
+        out.append(f"Indices ({len(info['indices'])})")
+        all_frags = {f["id"] for f in info["fragments"]}
+        rows = []
+        for i in info["indices"]:
+            covered = [f for f in i["fragments"] if f in all_frags]
+            missing = sorted(all_frags - set(i["fragments"]))
+            cov = _ranges(covered) or "-"
+            if missing and i["type"] != "FragmentReuse":
+                cov += f"  (not: {_ranges(missing)})"
+            rows.append([i["name"], i["type"], ",".join(i["columns"]) or "-", cov, str(i["dataset_version"]), i["uuid"]])
+        out += _table(["name", "type", "column", "fragments covered", "built at", "uuid"], rows,
+                      [False, False, False, False, True, False])
+
     t = info["totals"]
     out.append("")
     out.append("Totals")
@@ -281,6 +301,20 @@ def _render(info: Dict[str, Any]) -> str:
     w = max(len(k) for k, _ in lines)
     out += [f"  {k.ljust(w)}  {v}" for k, v in lines]
     return "\n".join(out)
+
+
+def _ranges(ids: List[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    out: List[str] = []
+    ids = sorted(ids)
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:

@@ -269,7 +269,21 @@ class Scanner:
 
     def count_rows(self) -> int:
         kw = self._kw
-        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"])
+        return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"],
+                                           kw["use_scalar_index"])
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """The scan's plan; when scalar indices answer (part of) the filter
+        it has pylance's ``ScalarIndexQuery: query=[...]@<index>(<type>)``
+        line. Nothing is read but index metadata."""
+        from lancelet.indices import scan_plan
+        return scan_plan(self._ds, self._kw, verbose=verbose)
+
+    def analyze_plan(self) -> str:
+        """Run the scan and return its plan with what happened (rows out,
+        rows the indices selected, fragments scanned without them, times)."""
+        from lancelet.indices import scan_plan
+        return scan_plan(self._ds, self._kw, analyze=True)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self._native_reader().__arrow_c_stream__(requested_schema)
@@ -354,7 +368,7 @@ class Dataset:
                 offset: Optional[int] = None, batch_size: Optional[int] = None,
                 fragments: Optional[Iterable[LanceFragment]] = None, *, with_row_id: bool = False,
                 with_row_address: bool = False, row_range: Optional[Tuple[int, int]] = None,
-                **unsupported: Any) -> Scanner:
+                use_scalar_index: Optional[bool] = None, **unsupported: Any) -> Scanner:
         """Plan a scan. ``row_range=(start, end)`` keeps only the physical
         rows ``start <= offset < end`` of each fragment scanned (how a
         distributed task reads one slice of a large fragment)."""
@@ -372,7 +386,8 @@ class Dataset:
         return Scanner(self, dict(
             columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
             with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
-            filter=filter, row_range=_row_range(row_range)))
+            filter=filter, row_range=_row_range(row_range),
+            use_scalar_index=True if use_scalar_index is None else bool(use_scalar_index)))
 
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                  offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,
@@ -508,6 +523,26 @@ class Dataset:
         from lancelet import _evolve
         self._become(_evolve.merge(self, data_obj, left_on, right_on, schema))
 
+    # -- scalar indices (lancelet.indices) ---------------------------------
+    def create_scalar_index(self, column: str, index_type: str, name: Optional[str] = None, *, replace: bool = True,
+                            **kwargs: Any) -> "Dataset":
+        """Build a BTREE, BITMAP or LABEL_LIST index (see :mod:`lancelet.indices`)."""
+        from lancelet.indices import create_scalar_index
+        return create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
+
+    def list_indices(self) -> List[Dict[str, Any]]:
+        from lancelet.indices import list_indices
+        return list_indices(self)
+
+    def describe_indices(self) -> List[Any]:
+        from lancelet.indices import describe_indices
+        return describe_indices(self)
+
+    def drop_index(self, name: str) -> "Dataset":
+        from lancelet.indices import drop_index
+        drop_index(self, name)
+        return self
+
     def restore(self) -> "Dataset":
         """Make this (old) version the latest one by committing a new version
         with its content."""
@@ -517,7 +552,7 @@ class Dataset:
     # -- maintenance (lancelet.optimize) ------------------------------------
     @property
     def optimize(self) -> "DatasetOptimizer":
-        """Maintenance: ``ds.optimize.compact_files(...)``."""
+        """Maintenance: ``ds.optimize.compact_files(...)``, ``ds.optimize.optimize_indices(...)``."""
         from lancelet.optimize import DatasetOptimizer
 
         return DatasetOptimizer(self)

@@ -258,6 +258,12 @@ class DatasetOptimizer:
         self._dataset._become(native_ds)
         return CompactionMetrics._from_row(metrics)
 
+    def optimize_indices(self, index_names: Optional[Sequence[str]] = None, **kwargs: Any) -> None:
+        """Rebuild indices that do not cover every fragment (see
+        :func:`lancelet.indices.optimize_indices`)."""
+        from lancelet.indices import optimize_indices
+        optimize_indices(self._dataset, index_names, **kwargs)
+
 
 @dataclasses.dataclass(frozen=True)
 class CleanupStats:

@@ -171,7 +171,7 @@ impl NativeDataset {
     }
 
     /// Stream a scan batch by batch.
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None, use_scalar_index=true))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -185,14 +185,26 @@ impl NativeDataset {
         fragments: Option<Vec<u64>>,
         filter: Option<String>,
         row_range: Option<(u64, u64)>,
+        use_scalar_index: bool,
     ) -> PyResult<ArrowStream> {
-        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None, row_range: row_range.map(|(s, e)| s..e) };
+        let opts = ScanOptions {
+            columns,
+            limit,
+            offset,
+            with_row_id,
+            with_row_address,
+            batch_size,
+            fragments,
+            filter: None,
+            row_range: row_range.map(|(s, e)| s..e),
+            disable_scalar_index: !use_scalar_index,
+        };
         let stream = py.detach(|| guard(|| self.scanner(opts, filter)?.stream())).py_err()?;
         Ok(ArrowStream::new(Box::new(StreamReader { schema: stream.schema(), inner: stream })))
     }
 
     /// The whole scan, read before returning (errors keep their types).
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None, use_scalar_index=true))]
     #[allow(clippy::too_many_arguments)]
     fn scan_all(
         &self,
@@ -206,8 +218,20 @@ impl NativeDataset {
         fragments: Option<Vec<u64>>,
         filter: Option<String>,
         row_range: Option<(u64, u64)>,
+        use_scalar_index: bool,
     ) -> PyResult<ArrowStream> {
-        let opts = ScanOptions { columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, filter: None, row_range: row_range.map(|(s, e)| s..e) };
+        let opts = ScanOptions {
+            columns,
+            limit,
+            offset,
+            with_row_id,
+            with_row_address,
+            batch_size,
+            fragments,
+            filter: None,
+            row_range: row_range.map(|(s, e)| s..e),
+            disable_scalar_index: !use_scalar_index,
+        };
         let (schema, batches) = py
             .detach(|| {
                 guard(|| {
@@ -220,7 +244,8 @@ impl NativeDataset {
     }
 
     /// Rows a scan would return.
-    #[pyo3(signature = (limit=None, offset=0, fragments=None, filter=None, row_range=None))]
+    #[pyo3(signature = (limit=None, offset=0, fragments=None, filter=None, row_range=None, use_scalar_index=true))]
+    #[allow(clippy::too_many_arguments)]
     fn count_rows(
         &self,
         py: Python<'_>,
@@ -229,8 +254,17 @@ impl NativeDataset {
         fragments: Option<Vec<u64>>,
         filter: Option<String>,
         row_range: Option<(u64, u64)>,
+        use_scalar_index: bool,
     ) -> PyResult<u64> {
-        let opts = ScanOptions { columns: Some(Vec::new()), limit, offset, fragments, row_range: row_range.map(|(s, e)| s..e), ..Default::default() };
+        let opts = ScanOptions {
+            columns: Some(Vec::new()),
+            limit,
+            offset,
+            fragments,
+            row_range: row_range.map(|(s, e)| s..e),
+            disable_scalar_index: !use_scalar_index,
+            ..Default::default()
+        };
         py.detach(|| guard(|| self.scanner(opts, filter)?.count_rows())).py_err()
     }
 

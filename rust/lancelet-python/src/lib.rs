@@ -10,6 +10,7 @@ mod evolve;
 mod file;
 mod ops;
 mod optimize;
+mod index;
 mod write;
 
 use pyo3::prelude::*;
@@ -46,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     evolve::register(m)?;
     optimize::register(m)?;
+    index::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

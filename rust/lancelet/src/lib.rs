@@ -10,6 +10,7 @@ pub mod expr;
 pub mod file;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod index;
 pub mod io;
 pub mod proto;
 pub mod table;

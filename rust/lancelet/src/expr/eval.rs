@@ -229,7 +229,8 @@ fn operands(e: &Expr) -> (Option<&Expr>, Option<&Expr>) {
         | Kind::IsNull(x)
         | Kind::IsNotNull(x)
         | Kind::Test(_, x)
-        | Kind::Func(_, x) => (Some(x), None),
+        | Kind::Func(_, x)
+        | Kind::ArrayHas { list: x, .. } => (Some(x), None),
         Kind::Cmp(_, l, r) | Kind::Arith(_, l, r) | Kind::Like { expr: l, pattern: r, .. } => (Some(l), Some(r)),
     }
 }
@@ -328,6 +329,10 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
                 other => other,
             })?;
             Val::like(out, v.is_scalar())
+        }
+        Kind::ArrayHas { func, values, .. } => {
+            let v = one(a)?;
+            Val::like(Arc::new(super::array::eval(*func, v.array(), values)?), v.is_scalar())
         }
     })
 }

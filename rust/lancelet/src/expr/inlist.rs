@@ -40,6 +40,9 @@ pub struct InSet {
     sorted: bool,
     /// Whether the list held a null.
     has_null: bool,
+    /// The list's non-null values as written (order and repeats kept), for
+    /// showing the list and answering it from an index.
+    listed: ArrayRef,
     lookup: Lookup,
 }
 
@@ -123,7 +126,7 @@ impl InSet {
         let non_null = arrow_select::filter::filter(list, &arrow_arith::boolean::is_not_null(list)?)?;
         let (values, sorted) = match arrow_ord::sort::sort(&non_null, None).and_then(|s| dedup_sorted(&s)) {
             Ok(v) => (v, true),
-            Err(_) => (non_null, false),
+            Err(_) => (non_null.clone(), false),
         };
         let lookup = match bytes_kind(values.data_type()) {
             Some(kind) if values.len() > SMALL => {
@@ -133,13 +136,24 @@ impl InSet {
             }
             _ => Lookup::Scan,
         };
-        Ok(InSet { values, sorted, has_null, lookup })
+        Ok(InSet { values, sorted, has_null, listed: non_null, lookup })
     }
 
     /// The distinct non-null values, sorted; `None` for types that do not
     /// sort.
     pub fn sorted_values(&self) -> Option<&ArrayRef> {
         self.sorted.then_some(&self.values)
+    }
+
+    /// The non-null values in the order the list gave them.
+    pub fn listed(&self) -> &ArrayRef {
+        &self.listed
+    }
+
+    /// Whether the list held a null (then `x IN list` is null, not false,
+    /// where no value matches).
+    pub fn has_null(&self) -> bool {
+        self.has_null
     }
 
     /// `x IN set` per row (SQL three-valued: see the module docs).

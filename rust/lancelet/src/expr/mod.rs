@@ -19,9 +19,11 @@
 //! `[NOT] BETWEEN`, `[NOT] LIKE|ILIKE`, `+ - * / %` and unary minus,
 //! `CAST(x AS type)` / `x::type`, literals (integers, floats, strings,
 //! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), the
-//! functions `lower`, `upper`, `length`/`char_length`, `abs`, and those of
+//! functions `lower`, `upper`, `length`/`char_length`, `abs`, those of
 //! [`functions`] (strings, `||`, `coalesce`/`nullif`, `CASE`, rounding and
-//! math, `greatest`/`least`, `extract`/`date_part`). `_rowid` and
+//! math, `greatest`/`least`, `extract`/`date_part`), and the list tests
+//! `array_has_any`, `array_has_all`, `array_has`/`array_contains`
+//! ([`array`]). `_rowid` and
 //! `_rowaddr` can be filtered on like UInt64 columns ([`parse_filter`]).
 //! The same expressions produce column values ([`SqlValue`]: new columns
 //! of `add_columns`, and `update` values cast to the column's type); a
@@ -34,9 +36,11 @@
 //! widen, int with float → Float64, int with decimal → decimal, date with
 //! timestamp → timestamp, strings to their common width).
 
+pub mod array;
 mod coerce;
 mod eval;
 pub mod functions;
+pub mod index;
 mod inlist;
 mod parse;
 mod plan;
@@ -53,7 +57,7 @@ use crate::file::stats::{GroupStats, Pruned};
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
 pub use parse::MAX_DEPTH;
-pub use plan::Expr;
+pub use plan::{CmpOp, Expr, Kind};
 pub use value::SqlValue;
 
 /// A parsed, type-checked SQL filter.
@@ -98,6 +102,15 @@ impl RowFilter for SqlFilter {
 
     fn prune(&self, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) -> Pruned {
         prune::prune(&self.expr, stats, rows)
+    }
+
+    fn text(&self) -> String {
+        self.sql.clone()
+    }
+
+    fn index_selection(&self, ds: &crate::table::Dataset) -> Result<Option<Arc<dyn crate::table::indexed::IndexSelection>>> {
+        let indices = crate::table::indexed::DatasetIndices::load(ds)?;
+        Ok(index::IndexedFilter::plan(&self.expr, &indices).map(|f| Arc::new(f) as _))
     }
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {

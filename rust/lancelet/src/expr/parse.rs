@@ -127,6 +127,8 @@ pub enum Syn {
     Func { name: String, args: Vec<Node> },
     /// `CASE [operand] WHEN w THEN v ... [ELSE e] END`.
     Case { operand: Option<Box<Node>>, whens: Vec<(Node, Node)>, otherwise: Option<Box<Node>> },
+    /// `[a, b, ...]`: the values of `array_has_any`/`array_has_all`.
+    Array(Vec<Node>),
 }
 
 /// A syntax node with where it starts and the height of its subtree.
@@ -430,6 +432,22 @@ impl FilterParser {
                 }
                 self.expect(&Token::RParen)?;
                 Ok(x)
+            }
+            Token::LBracket => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                if !self.eat(&Token::RBracket) {
+                    loop {
+                        items.push(self.parse_sub(0)?);
+                        if self.eat(&Token::Comma) {
+                            continue;
+                        }
+                        self.expect(&Token::RBracket)?;
+                        break;
+                    }
+                }
+                let d = items.iter().map(|a| a.depth).max().unwrap_or(0);
+                wrap(Syn::Array(items), loc, d)
             }
             Token::EOF => Err(syntax("expected an expression, found EOF")),
             other => Err(syntax(format!("expected an expression, found `{other}`{}", at(loc)))),

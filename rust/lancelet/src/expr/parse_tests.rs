@@ -124,6 +124,7 @@ fn canon_sql(e: &E) -> String {
             };
             format!("{}({args})", f.name)
         }
+        E::Array(a) => format!("[{}]", a.elem.iter().map(canon_sql).collect::<Vec<_>>().join(", ")),
         other => format!("?{other}"),
     }
 }
@@ -207,6 +208,7 @@ fn canon_ours(n: &Node) -> String {
             }
             out + " END)"
         }
+        Syn::Array(items) => format!("[{}]", items.iter().map(canon_ours).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -257,6 +259,8 @@ fn same_trees_as_sqlparser() {
         "st.x > 1 AND `st`.`Weird Name` = 'q'",
         "lower(s) = 'abc' AND abs(i - 3) = 1",
         "length(s) = 3",
+        "array_has_any(tags, ['a', 'b']) AND array_contains(tags, 'c')",
+        "array_has_all(l, [1, -2, NULL]) OR array_has_any(l, [])",
         "((((a))))",
         "a = 'it''s'",
         "a = \"double\"",

@@ -14,6 +14,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
 use sqlparser::ast;
 
+use super::array::{self, ArrayFunc};
 use super::coerce::{self, cast_literal};
 use super::eval;
 use super::functions;
@@ -87,6 +88,9 @@ pub enum Kind {
     Func(Func, Box<Expr>),
     /// A function of [`super::functions`] (or `CASE`).
     Call(Box<super::functions::Call>),
+    /// `array_has_any/all(list, [values])`, `array_has(list, value)`:
+    /// constant values of the list's element type (see [`super::array`]).
+    ArrayHas { func: ArrayFunc, list: Box<Expr>, values: ArrayRef },
 }
 
 /// A typed expression.
@@ -132,6 +136,7 @@ impl Expr {
                 pattern.columns(out);
             }
             Kind::Call(c) => c.args.iter().for_each(|a| a.columns(out)),
+            Kind::ArrayHas { list, .. } => list.columns(out),
         }
     }
 
@@ -163,6 +168,7 @@ impl Expr {
                 pattern.column_paths(out);
             }
             Kind::Call(c) => c.args.iter().for_each(|a| a.column_paths(out)),
+            Kind::ArrayHas { list, .. } => list.column_paths(out),
         }
     }
 
@@ -181,6 +187,7 @@ impl Expr {
             Kind::And(terms) | Kind::Or(terms) => terms.iter().all(Expr::is_literal),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
             Kind::Call(c) => c.args.iter().all(Expr::is_literal),
+            Kind::ArrayHas { list, .. } => list.is_literal(),
         }
     }
 }
@@ -430,6 +437,10 @@ impl Planner<'_> {
                 self.compare(op, self.plan(left)?, self.plan(right)?)
             }
             Syn::Func { name, args } => self.function(name, args, n),
+            Syn::Array(_) => Err(invalid(format!(
+                "a list literal{} is only supported as the values of array_has_any / array_has_all",
+                at(n.at)
+            ))),
         }
     }
 
@@ -454,6 +465,9 @@ impl Planner<'_> {
 
     fn function(&self, name: &str, args: &[Node], n: &Node) -> Result<Expr> {
         let lower = name.to_ascii_lowercase();
+        if let Some(af) = ArrayFunc::from_name(&lower) {
+            return self.array_function(af, name, args, n);
+        }
         let func = match lower.as_str() {
             "lower" => Func::Lower,
             "upper" => Func::Upper,
@@ -504,13 +518,55 @@ impl Planner<'_> {
         }
         let Some(func) = functions::lookup(lower) else {
             return Err(invalid(format!(
-                "unsupported function `{name}`{} (supported: lower, upper, length, abs, {})",
+                "unsupported function `{name}`{} (supported: lower, upper, length, abs, array_has_any, array_has_all, \
+                 array_has/array_contains, {})",
                 at(n.at),
                 functions::NAMES
             )));
         };
         let planned = args.iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
         functions::plan(func, lower, planned)
+    }
+
+    /// `array_has_any(list, [..])`, `array_has_all(list, [..])`,
+    /// `array_has(list, v)`: the values must be constants.
+    fn array_function(&self, func: ArrayFunc, name: &str, args: &[Node], n: &Node) -> Result<Expr> {
+        let [list, vals] = args else {
+            return Err(invalid(format!(
+                "function `{name}`{} takes two arguments: a list and {}",
+                at(n.at),
+                if func == ArrayFunc::Has { "a value" } else { "a list of values" }
+            )));
+        };
+        let list = self.plan(list)?;
+        let Some(element) = array::element_type(&list.data_type).cloned() else {
+            return Err(invalid(format!("the first argument of `{name}` must be a list, not a value of type {}", list.data_type)));
+        };
+        let constant = |e: &Node| -> Result<ArrayRef> {
+            match self.plan(e)?.kind {
+                Kind::Literal(a) => Ok(a),
+                _ => Err(invalid(format!("the values of `{name}` must be constants{}", at(e.at)))),
+            }
+        };
+        let values: ArrayRef = match (func, &vals.syn) {
+            (ArrayFunc::Has, _) => cast_literal(&Expr::literal(constant(vals)?), &element)
+                .and_then(|e| match e.kind {
+                    Kind::Literal(a) => Ok(a),
+                    _ => Err(Error::Internal { what: "cast literal".into() }),
+                })
+                .map_err(|e| invalid(format!("`{name}`: {e}")))?,
+            (_, Syn::Array(elems)) => {
+                let items = elems.iter().map(|e| constant(e).and_then(|a| array::check_values(func, &element, a))).collect::<Result<Vec<_>>>()?;
+                if items.is_empty() {
+                    arrow_array::new_empty_array(&element)
+                } else {
+                    let refs: Vec<&dyn Array> = items.iter().map(|a| a.as_ref()).collect();
+                    arrow_select::concat::concat(&refs)?
+                }
+            }
+            _ => return Err(invalid(format!("the second argument of `{name}` must be a list of constants like ['a', 'b']"))),
+        };
+        Ok(Expr { kind: Kind::ArrayHas { func, list: Box::new(list), values }, data_type: DataType::Boolean })
     }
 }
 

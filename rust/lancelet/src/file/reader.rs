@@ -52,6 +52,8 @@ pub struct FileReader {
     field_columns: Vec<Range<usize>>,
     /// Set for v0.1 files, which have their own layout and reader.
     legacy: Option<crate::file::legacy::LegacyFileReader>,
+    /// Byte ranges of the global buffers (0 is the schema).
+    global_buffers: Vec<Range<u64>>,
 }
 
 impl std::fmt::Debug for FileReader {
@@ -132,6 +134,7 @@ impl FileReader {
                 columns: Vec::new(),
                 field_columns: Vec::new(),
                 legacy: Some(legacy),
+                global_buffers: Vec::new(),
             });
         }
         let footer = Footer::parse(&tail, size)?;
@@ -205,7 +208,34 @@ impl FileReader {
                 return Err(Error::corrupt(format!("column {i} pages hold {rows} rows, file says {}", desc.length)));
             }
         }
-        Ok(FileReader { storage, size, version, schema, arrow_schema, num_rows: desc.length, columns, field_columns, legacy: None })
+        Ok(FileReader {
+            storage,
+            size,
+            version,
+            schema,
+            arrow_schema,
+            num_rows: desc.length,
+            columns,
+            field_columns,
+            legacy: None,
+            global_buffers: gb_ranges,
+        })
+    }
+
+    /// Number of global buffers (2.x files; buffer 0 holds the schema).
+    pub fn num_global_buffers(&self) -> usize {
+        self.global_buffers.len()
+    }
+
+    /// The bytes of global buffer `i`.
+    pub fn read_global_buffer(&self, i: usize) -> Result<Bytes> {
+        let r = self.global_buffers.get(i).ok_or_else(|| {
+            Error::Corrupt {
+                path: Some(self.storage.display().to_string()),
+                what: format!("no global buffer {i} (the file has {})", self.global_buffers.len()),
+            }
+        })?;
+        self.storage.read_range(r.clone())
     }
 
     /// The file's version.

@@ -14,9 +14,12 @@
 //! ```text
 //! [page buffers]           each starts 64-byte aligned, gaps padded with 0x48
 //! [global buffer 0]        FileDescriptor{schema, length}, 64-byte aligned
+//! (global buffers 1..)     where they were added: before the pages when
+//!                          added first (index files keep e.g. the null
+//!                          rows of a label list there, at offset 0)
 //! [column metadata 0..C-1] ColumnMetadata protobufs, back to back
 //! [CMO table]              C × (u64 position, u64 size)
-//! [GBO table]              1 × (u64 position, u64 size)
+//! [GBO table]              (1 + added) × (u64 position, u64 size)
 //! [footer, 40 bytes]
 //! ```
 //!
@@ -60,6 +63,9 @@ pub struct FileWriter {
     version: FileVersion,
     columns: Columns,
     num_rows: u64,
+    /// `(position, size)` of global buffers 1.. (buffer 0, the schema, is
+    /// written at the end).
+    extra_globals: Vec<(u64, u64)>,
 }
 
 impl std::fmt::Debug for FileWriter {
@@ -284,7 +290,7 @@ impl FileWriter {
             Columns::Structural(c) => c.iter().map(Vec::len).sum(),
             Columns::V20(c) => c.iter().map(Vec::len).sum(),
         };
-        Ok(FileWriter { out: storage.writer(), pages: vec![Vec::new(); num_columns], schema, arrow_schema, version, columns, num_rows: 0 })
+        Ok(FileWriter { out: storage.writer(), pages: vec![Vec::new(); num_columns], schema, arrow_schema, version, columns, num_rows: 0, extra_globals: Vec::new() })
     }
 
     /// Rows written so far.
@@ -376,6 +382,18 @@ impl FileWriter {
                 self.emit(done)
             }
         }
+    }
+
+    /// Write a global buffer now (64-byte aligned) and return its index
+    /// (1, 2, ...; buffer 0 is the schema). Added before the first batch,
+    /// it lands at offset 0, as pylance writes label-list null sets.
+    pub fn add_global_buffer(&mut self, bytes: Bytes) -> Result<u32> {
+        self.pad()?;
+        let pos = self.out.position();
+        let len = bytes.len() as u64;
+        self.out.put(bytes)?;
+        self.extra_globals.push((pos, len));
+        Ok(self.extra_globals.len() as u32)
     }
 
     /// Write finished pages (`done[c]`: new pages of leaf column `c`) and
@@ -490,11 +508,15 @@ impl FileWriter {
         let gbo_table_offset = start + tail.len() as u64;
         tail.extend_from_slice(&gb0_pos.to_le_bytes());
         tail.extend_from_slice(&(gb0.len() as u64).to_le_bytes());
+        for (pos, len) in &self.extra_globals {
+            tail.extend_from_slice(&pos.to_le_bytes());
+            tail.extend_from_slice(&len.to_le_bytes());
+        }
         let footer = Footer {
             column_meta_start,
             cmo_table_offset,
             gbo_table_offset,
-            num_global_buffers: 1,
+            num_global_buffers: 1 + self.extra_globals.len() as u32,
             num_columns: metas.len() as u32,
             version: self.version,
         };

@@ -115,7 +115,13 @@ fn sleep_jitter(attempt: usize) {
 /// Commit `txn` to the dataset at `root`. Returns the new version; a
 /// conflict that would need the operation to re-run is `Error::Conflict`.
 pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<u64> {
-    match commit_or_rerun(root, txn, opts)? {
+    commit_with_frag_reuse(root, txn, opts, None)
+}
+
+/// [`commit`] a Rewrite that defers index remapping, adding (or
+/// replacing) the `__lance_frag_reuse` index entry `frag_reuse`.
+pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<u64> {
+    match commit_or_rerun_with(root, txn, opts, frag_reuse)? {
         Outcome::Committed(v) => Ok(v),
         Outcome::Rerun(what) => Err(Error::Conflict { what }),
     }
@@ -123,9 +129,13 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
 
 /// Commit `txn`, or say that the operation must run again.
 pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<Outcome> {
+    commit_or_rerun_with(root, txn, opts, None)
+}
+
+fn commit_or_rerun_with(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<Outcome> {
     let mut unsure = false;
     let mut txn_files = Vec::new();
-    let r = try_commit(root, txn, opts, &mut unsure, &mut txn_files);
+    let r = try_commit(root, txn, opts, frag_reuse, &mut unsure, &mut txn_files);
     if !matches!(r, Ok(Outcome::Committed(_))) && !unsure {
         let mut ours = opts.owned_files.clone();
         ours.extend(txn_files.iter().map(|n| format!("{TRANSACTIONS_DIR}/{n}")));
@@ -137,7 +147,14 @@ pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptio
 /// The commit loop; sets `unsure` when a manifest put failed in a way that
 /// does not tell whether the manifest was stored, and lists the
 /// transaction files it wrote in `txn_files`.
-fn try_commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, unsure: &mut bool, txn_files: &mut Vec<String>) -> Result<Outcome> {
+fn try_commit(
+    root: &Storage,
+    txn: &pb::Transaction,
+    opts: &CommitOptions,
+    frag_reuse: Option<&pb::IndexMetadata>,
+    unsure: &mut bool,
+    txn_files: &mut Vec<String>,
+) -> Result<Outcome> {
     let restore_version = match &txn.operation {
         Some(pb::transaction::Operation::Restore(r)) => Some(r.version),
         _ => None,
@@ -206,26 +223,26 @@ fn try_commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, unsur
             None => None,
         };
         let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), &txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest), Some(root))?;
-        // Indices stay with the fragments they cover (an Overwrite drops them).
-        let index = match (&txn.operation, &restore_file, &prev) {
-            (Some(pb::transaction::Operation::Overwrite(_)), _, _) => None,
-            (_, Some(r), _) => r.index_section()?,
-            (_, None, Some(p)) => p.index_section()?,
-            _ => None,
-        };
-        let index = match &txn.operation {
-            Some(pb::transaction::Operation::Rewrite(r)) => crate::table::optimize::apply::rewrite_indices(index, r)?,
-            _ => index,
-        };
-        // A dropped or cast column takes its indices with it.
-        let index = index.map(|i| crate::table::evolve::retain_indices(i, &m.fields));
+        // Indices follow the operation (see index_section.rs).
+        let prev_indices = prev.as_ref().map(|p| p.index_section()).transpose()?.flatten().map(|s| s.indices);
+        let restored_indices = restore_file.as_ref().map(|r| r.index_section()).transpose()?.flatten().map(|s| s.indices);
+        let old_ids: std::collections::HashSet<u64> = prev.iter().flat_map(|p| p.manifest.fragments.iter().map(|f| f.id)).collect();
+        let new_ids: Vec<u64> = m.fragments.iter().map(|f| f.id).filter(|id| !old_ids.contains(id)).collect();
+        let indices = crate::table::index_section::next_indices(
+            &txn,
+            prev_indices.as_deref(),
+            restored_indices.as_deref(),
+            &m,
+            &new_ids,
+            frag_reuse,
+        )?;
         m.transaction_file = txn_name.clone();
         // v0.1 dictionary values stay at the positions the fields name.
         let prefix = match restore_file.as_ref().or(prev.as_ref()) {
             Some(src) if m.fields.iter().any(|f| f.dictionary.is_some()) => src.leading_bytes(),
             _ => Bytes::new(),
         };
-        let index_bytes = index.map(|i| i.encode_to_vec());
+        let index_bytes = crate::table::index_section::encode(indices);
         let mut pos = prefix.len() as u64;
         if let Some(b) = &index_bytes {
             m.index_section = Some(pos);

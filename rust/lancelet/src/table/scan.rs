@@ -41,6 +41,7 @@ use crate::file::schema::LanceField;
 use crate::file::stats::{intersect, GroupStats, Pruned};
 use crate::table::dataset::Dataset;
 use crate::table::fragment::FragmentReader;
+use crate::table::indexed::IndexSelection;
 use crate::table::rowids::RowIdSequence;
 use crate::table::select::{select, SelectInput};
 
@@ -68,6 +69,17 @@ pub trait RowFilter: Send + Sync + std::fmt::Debug {
         let _ = stats;
         Pruned::unknown(rows)
     }
+    /// How the dataset's scalar indices answer (parts of) the predicate,
+    /// fragment by fragment ([`crate::table::indexed`]). Nothing unless a
+    /// filter knows better.
+    fn index_selection(&self, ds: &Dataset) -> Result<Option<Arc<dyn IndexSelection>>> {
+        let _ = ds;
+        Ok(None)
+    }
+    /// The predicate as text (for plans).
+    fn text(&self) -> String {
+        format!("{self:?}")
+    }
 }
 
 /// What to scan.
@@ -92,6 +104,9 @@ pub struct ScanOptions {
     /// Only physical rows in this range of each fragment (a task of a
     /// distributed scan reads one slice of a large fragment).
     pub row_range: Option<Range<u64>>,
+    /// Do not answer the filter from scalar indices (pylance's
+    /// `use_scalar_index=False`).
+    pub disable_scalar_index: bool,
 }
 
 /// One fragment's part of the plan.
@@ -120,6 +135,8 @@ pub struct Scanner {
     /// The filter reads `_rowid` / `_rowaddr`.
     filter_row_cols: (bool, bool),
     schema: SchemaRef,
+    /// The scalar indices answering (part of) the filter.
+    index: Option<Arc<dyn IndexSelection>>,
 }
 
 fn row_col_fields() -> (Field, Field) {
@@ -205,12 +222,31 @@ impl Scanner {
             fields.push(raddr);
         }
         let schema = Arc::new(Schema::new(fields).with_metadata(ds.lance_schema().metadata.clone()));
-        Ok(Scanner { ds, opts, read_fields, num_projected, filter_row_cols, schema })
+        let index = match &opts.filter {
+            Some(f) if !opts.disable_scalar_index => f.index_selection(&ds)?,
+            _ => None,
+        };
+        Ok(Scanner { ds, opts, read_fields, num_projected, filter_row_cols, schema, index })
     }
 
     /// The output schema.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// The scalar indices this scan's filter uses, if any.
+    pub fn index_selection(&self) -> Option<&Arc<dyn IndexSelection>> {
+        self.index.as_ref()
+    }
+
+    /// The dataset version scanned.
+    pub fn dataset(&self) -> &Arc<Dataset> {
+        &self.ds
+    }
+
+    /// The options planned.
+    pub fn options(&self) -> &ScanOptions {
+        &self.opts
     }
 
     fn fragment_indices(&self) -> Result<Vec<usize>> {
@@ -283,7 +319,14 @@ impl Scanner {
                 let target = (READ_UNIT_BYTES / per_row).max(1);
                 let units = ((rows as f64 / target as f64).round() as u64).max(1);
                 let unit_rows = rows.div_ceil(units).max(batch).div_ceil(batch) * batch;
+                // Indices answer for the fragments they cover: only rows
+                // they allow are read, rows they prove are kept unfiltered.
+                let (live, index_sure) = match self.index.as_ref().map(|x| x.select(ds, i)).transpose()?.flatten() {
+                    Some(p) => (intersect(&live, &p.maybe), p.sure),
+                    None => (live, Vec::new()),
+                };
                 let (live, sure, reader) = self.prune(i, live)?;
+                let sure = if index_sure.is_empty() { sure } else { crate::file::stats::union(&sure, &index_sure) };
                 Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -401,6 +444,10 @@ impl TaskContext {
     /// other column.
     fn read_unit(&self, p: &FragPlan, ranges: &[Range<u64>]) -> Result<ColumnPieces> {
         let Some(f) = &self.filter else { return self.read_rows(p, ranges) };
+        // Rows the indices or statistics proved need no filter columns.
+        if rows_in(&intersect(ranges, &p.sure)) == rows_in(ranges) {
+            return self.read_rows(p, ranges);
+        }
         let reader = self.reader(p)?;
         let (filter_ids, filter_addrs) = self.filter_row_cols;
         let (ids, addrs) = self.row_cols(p, ranges, filter_ids, filter_addrs);

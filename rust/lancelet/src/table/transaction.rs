@@ -15,6 +15,7 @@
 //! | `Merge{fragments, schema, …}` | add_columns, merge, casts | its schema and complete fragment list (see [`crate::table::evolve`]) |
 //! | `Project{schema}` | drop / rename / nullability | the latest fragments under its schema |
 //! | `ReserveFragments{n}`, `Rewrite{groups, ...}` | compaction | see [`crate::table::optimize::apply`] |
+//! | `CreateIndex{new_indices, removed_indices}` | index create / replace / optimize / drop | latest manifest; only the index section changes |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
 //! ids: both are assigned when the manifest is built, so that a rebased
@@ -303,6 +304,10 @@ pub fn build_manifest(
             need_prev()?;
             crate::table::optimize::apply::apply_rewrite(&mut m.fragments, r)?;
             max_id = prev_max.max(m.fragments.iter().map(|f| f.id).max());
+        }
+        Some(Operation::CreateIndex(_)) => {
+            // Only the index section changes (see index_section.rs).
+            need_prev()?;
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;

@@ -9,13 +9,15 @@
 //! * [`update`]: set columns to SQL values where a predicate holds
 //!   (`Update`, rows rewritten);
 //! * [`merge_insert`]: upsert / delete by key columns (`Update`);
-//! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`).
+//! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
+//! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`).
 
 use std::sync::Arc;
 
 use crate::error::Result;
 
 pub mod delete;
+pub mod index;
 pub(crate) mod keys;
 pub mod merge_insert;
 pub mod retry;

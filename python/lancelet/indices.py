@@ -1,0 +1,164 @@
+"""Scalar indices (BTREE, BITMAP, LABEL_LIST) in pylance 14's format.
+
+>>> ds.create_scalar_index("id", "BTREE")              # name "id_idx"
+>>> ds.create_scalar_index("tags", "LABEL_LIST")
+>>> ds.list_indices()
+>>> ds.scanner(filter="id = 5").explain_plan()          # ... ScalarIndexQuery: query=[id = 5]@id_idx(BTree)
+>>> ds.optimize.optimize_indices()                      # cover fragments appended since
+>>> ds.drop_index("id_idx")
+
+Filters use an index for the fragments it covers (``=``, ``IN``, ``<``,
+``<=``, ``>``, ``>=``, ``BETWEEN``, ``IS NULL`` on BTREE/BITMAP;
+``array_has_any``, ``array_has_all``, ``array_contains`` on LABEL_LIST; and
+``AND``/``OR``/``NOT`` of those); other fragments are scanned, and the rest
+of the filter is applied on top, so results always equal an unindexed scan
+(``use_scalar_index=False``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+
+from lancelet import _native
+from lancelet.exceptions import InvalidInputError
+
+if TYPE_CHECKING:
+    from lancelet.dataset import Dataset
+
+__all__ = ["IndexDescription", "IndexSegmentDescription", "create_scalar_index", "list_indices", "describe_indices",
+           "drop_index", "optimize_indices"]
+
+INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST")
+
+
+class FragmentIds(set):
+    """The fragment ids an index covers (a set, shown like pylance's Bitmap)."""
+
+    def __repr__(self) -> str:
+        return f"Bitmap({{{', '.join(str(i) for i in sorted(self))}}})"
+
+
+@dataclasses.dataclass
+class IndexSegmentDescription:
+    """One segment (manifest entry) of an index."""
+    uuid: str
+    fragment_ids: set
+    dataset_version_at_last_update: int
+    index_version: int
+    created_at: Optional[datetime.datetime]
+    size_bytes: Optional[int]
+
+
+@dataclasses.dataclass
+class IndexDescription:
+    """An index (all segments of one name), as pylance's ``describe_indices``."""
+    name: str
+    type_url: str
+    index_type: str
+    num_rows_indexed: int
+    fields: List[int]
+    field_names: List[str]
+    segments: List[IndexSegmentDescription]
+    details: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    @property
+    def total_size_bytes(self) -> int:
+        return sum(s.size_bytes or 0 for s in self.segments)
+
+
+def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optional[str] = None, *,
+                        replace: bool = True, progress: Any = None, **kwargs: Any) -> "Dataset":
+    """Build a scalar index on ``column`` and commit it (``ds`` moves to the
+    new version). ``index_type``: ``"BTREE"``, ``"BITMAP"`` or
+    ``"LABEL_LIST"``; ``name`` defaults to ``f"{column}_idx"``; an existing
+    index of that name is replaced unless ``replace=False``
+    (:class:`~lancelet.exceptions.AlreadyExistsError`)."""
+    if not isinstance(column, str):
+        if isinstance(column, (list, tuple)) and len(column) == 1 and isinstance(column[0], str):
+            column = column[0]
+        else:
+            raise InvalidInputError(f"create_scalar_index takes one column name, not {column!r}")
+    if not isinstance(index_type, str):
+        raise InvalidInputError(f"index_type must be a string like 'BTREE', not {type(index_type).__name__}")
+    if name is not None and not isinstance(name, str):
+        raise InvalidInputError(f"name must be a string, not {type(name).__name__}")
+    for k, v in kwargs.items():
+        if v is not None:
+            raise InvalidInputError(f"create_scalar_index does not take {k!r} for {index_type} indices")
+    native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace))
+    ds._become(native)
+    if progress is not None and hasattr(progress, "update"):
+        progress.update(1)
+    return ds
+
+
+def _rows(ds: "Dataset"):
+    return [a + b for a, b in _native.dataset_list_indices(ds._native)]
+
+
+def list_indices(ds: "Dataset") -> List[Dict[str, Any]]:
+    """Every index segment: ``name``, ``type`` (``BTree``, ``Bitmap``,
+    ``LabelList``, ...), ``uuid``, ``fields`` (column names), ``version``
+    (dataset version it was built from), ``fragment_ids``, ``base_id``."""
+    out = []
+    for (name, type_name, uuid, fields, _ids, version, frags, base_id, *_rest) in _rows(ds):
+        out.append({"name": name, "type": type_name, "uuid": uuid, "fields": list(fields), "version": version,
+                    "fragment_ids": FragmentIds(frags), "base_id": base_id})
+    out.sort(key=lambda d: d["name"])
+    return out
+
+
+def describe_indices(ds: "Dataset") -> List[IndexDescription]:
+    """One description per index name (system indices left out)."""
+    by_name: Dict[str, IndexDescription] = {}
+    for (name, type_name, uuid, fields, field_ids, version, frags, _base, type_url, index_version, created_at,
+         files, rows) in _rows(ds):
+        if name.startswith("__"):
+            continue
+        seg = IndexSegmentDescription(
+            uuid=uuid, fragment_ids=FragmentIds(frags), dataset_version_at_last_update=version,
+            index_version=index_version,
+            created_at=None if created_at is None else datetime.datetime.fromtimestamp(created_at / 1000,
+                                                                                       datetime.timezone.utc),
+            size_bytes=sum(size for _, size in files) if files else None)
+        d = by_name.get(name)
+        if d is None:
+            by_name[name] = IndexDescription(name=name, type_url=type_url, index_type=type_name, num_rows_indexed=rows,
+                                             fields=list(field_ids), field_names=list(fields), segments=[seg])
+        else:
+            d.segments.append(seg)
+            d.num_rows_indexed += rows
+    return sorted(by_name.values(), key=lambda d: d.name)
+
+
+def drop_index(ds: "Dataset", name: str) -> None:
+    """Remove the index ``name`` (all its segments);
+    :class:`~lancelet.exceptions.NotFoundError` when there is none."""
+    if not isinstance(name, str):
+        raise InvalidInputError(f"index name must be a string, not {type(name).__name__}")
+    ds._become(_native.dataset_drop_index(ds._native, name))
+
+
+def optimize_indices(ds: "Dataset", index_names: Optional[Sequence[str]] = None, **kwargs: Any) -> None:
+    """Make each index (or those named) cover every fragment in one new
+    segment, replacing the old; nothing is committed when all do already."""
+    if isinstance(index_names, str):
+        index_names = [index_names]
+    names = None if index_names is None else [str(n) for n in index_names]
+    for k, v in kwargs.items():
+        if v is not None and k not in ("num_indices_to_merge", "retrain"):
+            raise InvalidInputError(f"optimize_indices does not take {k!r}")
+    ds._become(_native.dataset_optimize_indices(ds._native, names))
+
+
+def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analyze: bool = False) -> str:
+    """The plan text of a scan (see ``Scanner.explain_plan``)."""
+    return _native.scan_plan(ds._native, kw.get("columns"), kw.get("filter"), kw.get("limit"), kw.get("offset") or 0,
+                             kw.get("with_row_id", False), kw.get("with_row_address", False), kw.get("fragments"),
+                             kw.get("use_scalar_index", True), verbose, analyze)

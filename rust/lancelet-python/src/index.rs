@@ -1,0 +1,125 @@
+//! Python glue for scalar indices: create / drop / optimize (each returns
+//! the new version as a `Dataset`), list, and scan plans. The GIL is
+//! released for every core call.
+
+use std::sync::Arc;
+
+use lancelet::table::ops::index as ops;
+use lancelet::table::{ScanOptions, Scanner};
+use pyo3::prelude::*;
+use pyo3::wrap_pyfunction;
+
+use crate::dataset::NativeDataset;
+use crate::errors::{guard, IntoPy};
+
+/// `((name, type, uuid, field names, field ids, dataset_version),
+/// (fragment ids, base_id, type_url, index_version, created_at ms, files,
+/// rows indexed))`.
+type IndexRow = (
+    (String, String, String, Vec<String>, Vec<i32>, u64),
+    (Vec<u32>, Option<u32>, String, i32, Option<u64>, Vec<(String, u64)>, u64),
+);
+
+/// Build (or with `replace`, rebuild) a scalar index.
+#[pyfunction]
+#[pyo3(signature = (ds, column, index_type, name=None, replace=true))]
+fn dataset_create_scalar_index(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    column: String,
+    index_type: String,
+    name: Option<String>,
+    replace: bool,
+) -> PyResult<NativeDataset> {
+    let inner = ds.inner.clone();
+    let out = py.detach(move || guard(move || ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace))).py_err()?;
+    Ok(NativeDataset { inner: Arc::new(out) })
+}
+
+/// Drop every segment of the named index.
+#[pyfunction]
+fn dataset_drop_index(py: Python<'_>, ds: &NativeDataset, name: String) -> PyResult<NativeDataset> {
+    let inner = ds.inner.clone();
+    let out = py.detach(move || guard(move || ops::drop_index(&inner, &name))).py_err()?;
+    Ok(NativeDataset { inner: Arc::new(out) })
+}
+
+/// Rebuild indices that do not cover every fragment in one segment.
+#[pyfunction]
+#[pyo3(signature = (ds, index_names=None))]
+fn dataset_optimize_indices(py: Python<'_>, ds: &NativeDataset, index_names: Option<Vec<String>>) -> PyResult<NativeDataset> {
+    let inner = ds.inner.clone();
+    let out = py.detach(move || guard(move || ops::optimize_indices(&inner, index_names.as_deref()))).py_err()?;
+    Ok(NativeDataset { inner: Arc::new(out) })
+}
+
+/// Every index entry (see `IndexRow`).
+#[pyfunction]
+fn dataset_list_indices(py: Python<'_>, ds: &NativeDataset) -> PyResult<Vec<IndexRow>> {
+    let inner = ds.inner.clone();
+    let rows = py.detach(move || guard(move || ops::list_indices(&inner))).py_err()?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            (
+                (r.name, r.type_name, r.uuid, r.fields, r.field_ids, r.version),
+                (r.fragment_ids, r.base_id, r.type_url, r.index_version, r.created_at, r.files, r.num_rows_indexed),
+            )
+        })
+        .collect())
+}
+
+/// The plan of a scan (`analyze`: run it and report what happened).
+#[pyfunction]
+#[pyo3(signature = (ds, columns=None, filter=None, limit=None, offset=0, with_row_id=false, with_row_address=false, fragments=None, use_scalar_index=true, verbose=false, analyze=false))]
+#[allow(clippy::too_many_arguments)]
+fn scan_plan(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    columns: Option<Vec<String>>,
+    filter: Option<String>,
+    limit: Option<u64>,
+    offset: u64,
+    with_row_id: bool,
+    with_row_address: bool,
+    fragments: Option<Vec<u64>>,
+    use_scalar_index: bool,
+    verbose: bool,
+    analyze: bool,
+) -> PyResult<String> {
+    let inner = ds.inner.clone();
+    py.detach(move || {
+        guard(move || {
+            let mut opts = ScanOptions {
+                columns,
+                limit,
+                offset,
+                with_row_id,
+                with_row_address,
+                fragments,
+                disable_scalar_index: !use_scalar_index,
+                ..Default::default()
+            };
+            if let Some(f) = filter {
+                opts.filter = Some(lancelet::expr::parse_filter(&f, inner.schema())?);
+            }
+            let s = Scanner::new(inner, opts)?;
+            if analyze {
+                lancelet::table::explain::analyze(&s)
+            } else {
+                lancelet::table::explain::explain(&s, verbose)
+            }
+        })
+    })
+    .py_err()
+}
+
+/// Add the functions to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(dataset_create_scalar_index, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_drop_index, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_optimize_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_list_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_plan, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! Index operations: create (or replace), drop and optimize scalar
+//! indices, list and describe them. Each change is one `CreateIndex`
+//! transaction (`new_indices` and/or `removed_indices`) through the commit
+//! loop; the files of replaced or dropped indices stay for cleanup, as in
+//! pylance.
+//!
+//! Building reads the column with its row ids through a scan of the
+//! version (deleted rows left out), hands values and ids to the index
+//! builder ([`crate::index::build`]), which writes `_indices/{uuid}/` as
+//! Lance files of the dataset's data storage version, and records the
+//! index as covering every fragment of that version. Nothing is visible
+//! until the commit; a failed build or commit removes the new directory.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, ArrayRef, UInt64Array};
+
+use crate::error::{Error, Result};
+use crate::file::FileVersion;
+use crate::index::meta::{new_metadata, read_indices, IndexInfo, INDICES_DIR};
+use crate::index::{IndexKind, TrainingData};
+use crate::proto::table as pb;
+use crate::table::commit::{commit, CommitOptions};
+use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
+use crate::table::transaction::{new_transaction, new_uuid};
+use crate::table::write::dataset_file_version;
+
+use pb::transaction::Operation;
+
+/// The file version of a dataset's index files: its data storage version
+/// (legacy datasets get 2.0 files).
+fn index_file_version(ds: &Dataset) -> Result<FileVersion> {
+    Ok(match dataset_file_version(ds.manifest())? {
+        FileVersion::Legacy => FileVersion::V2_0,
+        v => v,
+    })
+}
+
+/// The top-level field named `column`.
+fn field<'a>(ds: &'a Dataset, column: &str) -> Result<&'a crate::file::schema::LanceField> {
+    ds.lance_schema().fields.iter().find(|f| f.arrow.name() == column).ok_or_else(|| {
+        let names: Vec<&str> = ds.lance_schema().fields.iter().map(|f| f.arrow.name().as_str()).collect();
+        Error::invalid_input(format!("cannot index column {column:?}: dataset {} has no such column (columns: {})", ds.uri(), names.join(", ")))
+    })
+}
+
+/// The column's values and the row ids/addresses the index will hold.
+fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind) -> Result<TrainingData> {
+    let by_id = kind.keyed_by_row_id(ds.has_stable_row_ids());
+    let opts = ScanOptions {
+        columns: Some(vec![column.to_string()]),
+        with_row_id: by_id,
+        with_row_address: !by_id,
+        batch_size: Some(1 << 16),
+        ..Default::default()
+    };
+    let batches = Scanner::new(ds.clone(), opts)?.collect()?;
+    let id_col = if by_id { ROW_ID } else { ROW_ADDR };
+    let mut values: Vec<ArrayRef> = Vec::with_capacity(batches.len());
+    let mut ids: Vec<u64> = Vec::new();
+    for b in &batches {
+        values.push(b.column(0).clone());
+        let c = b.column_by_name(id_col).ok_or_else(|| Error::Internal { what: format!("scan returned no {id_col}") })?;
+        ids.extend_from_slice(c.as_primitive::<UInt64Type>().values());
+    }
+    let values = if values.is_empty() {
+        arrow_array::new_empty_array(field(ds, column)?.arrow.data_type())
+    } else {
+        let refs: Vec<&dyn Array> = values.iter().map(|a| a.as_ref()).collect();
+        arrow_select::concat::concat(&refs)?
+    };
+    Ok(TrainingData { values, ids: UInt64Array::from(ids) })
+}
+
+/// Build index files for `column` over every fragment of `ds` into a new
+/// uuid directory; returns the metadata (removing the directory on error).
+fn build_segment(ds: &Arc<Dataset>, column: &str, kind: IndexKind, name: &str, dataset_version: u64) -> Result<pb::IndexMetadata> {
+    let f = field(ds, column)?;
+    kind.check_type(column, f.arrow.data_type())?;
+    let field_id = f.id;
+    let uuid = new_uuid();
+    let dir = ds.root().child(&format!("{INDICES_DIR}/{uuid}"))?;
+    let result = (|| {
+        let data = training_data(ds, column, kind)?;
+        let files = crate::index::build(kind, &dir, index_file_version(ds)?, &data)?;
+        let frags = ds.fragments().iter().map(|f| u32::try_from(f.id).map_err(|_| Error::corrupt(format!("fragment id {} exceeds 32 bits", f.id))));
+        let frags = frags.collect::<Result<Vec<u32>>>()?;
+        new_metadata(&uuid, name, field_id, kind, dataset_version, frags, ds.has_stable_row_ids(), &files)
+    })();
+    if result.is_err() {
+        remove_dir(&dir);
+    }
+    result
+}
+
+/// Best-effort removal of an index directory nobody references.
+fn remove_dir(dir: &crate::io::Storage) {
+    if let Ok(files) = dir.list() {
+        for (name, _) in files {
+            if let Ok(f) = dir.child(&name) {
+                let _ = f.delete();
+            }
+        }
+    }
+}
+
+/// Commit a `CreateIndex`; on failure remove the new indices' directories.
+fn commit_index_change(ds: &Dataset, new: Vec<pb::IndexMetadata>, removed: Vec<pb::IndexMetadata>) -> Result<Dataset> {
+    let dirs: Vec<String> = new.iter().map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default())).collect();
+    let txn = new_transaction(ds.version(), Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed }));
+    match commit(ds.root(), &txn, &CommitOptions::default()) {
+        Ok(v) => ds.checkout(VersionRef::Number(v)),
+        Err(e) => {
+            for d in dirs {
+                if let Ok(dir) = ds.root().child(&format!("{INDICES_DIR}/{d}")) {
+                    remove_dir(&dir);
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The default index name of a column.
+pub fn default_name(column: &str) -> String {
+    format!("{column}_idx")
+}
+
+/// `Dataset.create_scalar_index(column, index_type, name, replace)`.
+pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, name: Option<&str>, replace: bool) -> Result<Dataset> {
+    let kind = IndexKind::parse(index_type)?;
+    let f = field(ds, column)?;
+    kind.check_type(column, f.arrow.data_type())?;
+    let name = name.map(str::to_string).unwrap_or_else(|| default_name(column));
+    if name.is_empty() {
+        return Err(Error::invalid_input("an index name may not be empty"));
+    }
+    if name.starts_with("__") {
+        return Err(Error::invalid_input(format!("index names starting with \"__\" are reserved for system indices ({name:?})")));
+    }
+    let existing: Vec<IndexInfo> = read_indices(ds.manifest_file())?.into_iter().filter(|i| i.name() == name).collect();
+    if !existing.is_empty() && !replace {
+        return Err(Error::AlreadyExists {
+            what: format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri()),
+        });
+    }
+    let meta = build_segment(ds, column, kind, &name, ds.version())?;
+    commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect())
+}
+
+/// `Dataset.drop_index(name)`: remove every segment named `name`.
+pub fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
+    let removed: Vec<pb::IndexMetadata> = read_indices(ds.manifest_file())?.into_iter().filter(|i| i.name() == name).map(|i| i.pb).collect();
+    if removed.is_empty() {
+        return Err(Error::NotFound { what: format!("index {name:?} in dataset {} (version {})", ds.uri(), ds.version()) });
+    }
+    commit_index_change(ds, Vec::new(), removed)
+}
+
+/// `optimize.optimize_indices(index_names)`: every named (default: every)
+/// scalar index that does not cover all fragments in one segment becomes
+/// one new segment covering all of them, replacing the old ones. Returns
+/// the new version, or `ds` reopened when nothing needed doing.
+pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Result<Dataset> {
+    let infos = read_indices(ds.manifest_file())?;
+    if let Some(names) = index_names {
+        for n in names {
+            if !infos.iter().any(|i| i.name() == n) {
+                return Err(Error::NotFound { what: format!("index {n:?} in dataset {} (version {})", ds.uri(), ds.version()) });
+            }
+        }
+    }
+    let all: roaring::RoaringBitmap = ds.fragments().iter().map(|f| f.id as u32).collect();
+    let mut seen = HashSet::new();
+    let mut new = Vec::new();
+    let mut removed = Vec::new();
+    for info in &infos {
+        if info.is_system() || !seen.insert(info.name().to_string()) {
+            continue;
+        }
+        if index_names.is_some_and(|ns| !ns.iter().any(|n| n == info.name())) {
+            continue;
+        }
+        let segments: Vec<&IndexInfo> = infos.iter().filter(|i| i.name() == info.name()).collect();
+        let Some(kind) = info.kind else { continue };
+        if segments.len() == 1 && (&all - &info.fragment_bitmap).is_empty() {
+            continue;
+        }
+        let [field_id] = info.pb.fields[..] else { continue };
+        let Some(f) = ds.lance_schema().fields.iter().find(|f| f.id == field_id) else { continue };
+        let dataset_version = segments.iter().map(|s| s.pb.dataset_version).min().unwrap_or(ds.version());
+        let column = f.arrow.name().clone();
+        match build_segment(ds, &column, kind, info.name(), dataset_version) {
+            Ok(m) => new.push(m),
+            Err(e) => {
+                for m in &new {
+                    let u = crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default());
+                    if let Ok(dir) = ds.root().child(&format!("{INDICES_DIR}/{u}")) {
+                        remove_dir(&dir);
+                    }
+                }
+                return Err(e);
+            }
+        }
+        removed.extend(segments.iter().map(|s| s.pb.clone()));
+    }
+    if new.is_empty() {
+        return ds.checkout(VersionRef::Number(ds.version()));
+    }
+    commit_index_change(ds, new, removed)
+}
+
+/// One row of `list_indices()`.
+#[derive(Debug, Clone)]
+pub struct IndexListing {
+    /// Index name.
+    pub name: String,
+    /// `BTree`, `Bitmap`, `LabelList`, `FragmentReuse`, ...
+    pub type_name: String,
+    /// Hyphenated uuid.
+    pub uuid: String,
+    /// Names of the indexed columns.
+    pub fields: Vec<String>,
+    /// Field ids.
+    pub field_ids: Vec<i32>,
+    /// `dataset_version` of the entry.
+    pub version: u64,
+    /// Fragments covered (after deferred remaps).
+    pub fragment_ids: Vec<u32>,
+    /// `base_id`.
+    pub base_id: Option<u32>,
+    /// The details' type URL.
+    pub type_url: String,
+    /// `index_version`.
+    pub index_version: i32,
+    /// `created_at` in ms.
+    pub created_at: Option<u64>,
+    /// Files and sizes.
+    pub files: Vec<(String, u64)>,
+    /// Rows covered: live rows of the covered fragments that exist.
+    pub num_rows_indexed: u64,
+}
+
+/// Every index entry of `ds` (segments separately), in manifest order.
+pub fn list_indices(ds: &Dataset) -> Result<Vec<IndexListing>> {
+    let infos = read_indices(ds.manifest_file())?;
+    let usable = crate::table::indexed::DatasetIndices::load(ds)?;
+    let mut out = Vec::new();
+    for info in infos {
+        let coverage = usable
+            .indices
+            .iter()
+            .find(|u| u.info.uuid == info.uuid)
+            .map(|u| u.coverage.clone())
+            .unwrap_or_else(|| info.fragment_bitmap.clone());
+        let fields = info
+            .pb
+            .fields
+            .iter()
+            .map(|id| {
+                ds.lance_schema()
+                    .fields
+                    .iter()
+                    .flat_map(|f| f.preorder())
+                    .find(|f| f.id == *id)
+                    .map(|f| f.arrow.name().clone())
+                    .unwrap_or_else(|| format!("<field {id}>"))
+            })
+            .collect();
+        let mut rows = 0u64;
+        for (i, f) in ds.fragments().iter().enumerate() {
+            if coverage.contains(f.id as u32) {
+                rows += ds.live_rows(i)?;
+            }
+        }
+        out.push(IndexListing {
+            name: info.name().to_string(),
+            type_name: info.type_name(),
+            uuid: info.uuid.clone(),
+            fields,
+            field_ids: info.pb.fields.clone(),
+            version: info.pb.dataset_version,
+            fragment_ids: coverage.iter().collect(),
+            base_id: info.pb.base_id,
+            type_url: info.type_url().to_string(),
+            index_version: info.pb.index_version.unwrap_or(0),
+            created_at: info.pb.created_at,
+            files: info.pb.files.iter().map(|f| (f.path.clone(), f.size_bytes)).collect(),
+            num_rows_indexed: rows,
+        });
+    }
+    Ok(out)
+}
