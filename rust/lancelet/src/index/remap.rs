@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
 use crate::table::ops::index::index_file_version;
+use crate::table::optimize::remap::{IndexRemapper, RowAddressMap};
 use crate::table::transaction::new_uuid;
 use pb::transaction::RewrittenIndex;
 use crate::file::{FileReader, FileVersion};
@@ -99,6 +100,17 @@ pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) 
         new_index_version: index.index_version.unwrap_or(0).max(0) as u32,
         new_index_files: files.into_iter().map(|(path, size_bytes)| pb::IndexFile { path, size_bytes }).collect(),
     }))
+}
+
+/// The compaction hook ([`crate::table::optimize::remap`]) for lancelet's
+/// scalar indices: [`remap_index`] with the compaction's address map.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScalarIndexRemapper;
+
+impl IndexRemapper for ScalarIndexRemapper {
+    fn remap(&self, ds: &Dataset, index: &pb::IndexMetadata, map: &RowAddressMap) -> Result<Option<RewrittenIndex>> {
+        remap_index(ds, index, &|a| map.get(a))
+    }
 }
 
 /// Rewrite the `kind` index in `src` into `dst` (files of `version`) with

@@ -186,6 +186,7 @@ pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_
         hook: None,
         // the staged files belong to the job: `WritePlan.abort` removes them
         owned_files: Vec::new(),
+        ..Default::default()
     };
     let v = commit(&root, &txn, &opts)?;
     Dataset::open_with(&plan.uri, Some(VersionRef::Number(v)), &plan.storage_options)
