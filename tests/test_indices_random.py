@@ -133,6 +133,20 @@ def test_history(tmp_path, stable):
     assert remapped == ({"id_idx"} if stable else set(before)), remapped
     assert all(set(i["fragment_ids"]) == frags for i in after.values())
     check(path, rng, "lancelet compaction")
+    if not stable:
+        lancelet.dataset(path).insert(make_table(200, seed=8, start=7000))
+        lancelet.dataset(path).optimize.optimize_indices()
+        lancelet.dataset(path).delete("id % 6 = 5")
+        ds = lancelet.dataset(path)
+        uuids = {i["uuid"] for i in ds.list_indices() if i["name"] in names}
+        ds.optimize.compact_files(target_rows_per_fragment=5000, defer_index_remap=True)
+        pl = lance.dataset(path)
+        listed = {i["name"]: i for i in pl.list_indices()}
+        assert "__lance_frag_reuse" in listed
+        assert {listed[n]["uuid"] for n in names} == uuids  # files kept
+        frags = {f.fragment_id for f in pl.get_fragments()}
+        assert all(set(listed[n]["fragment_ids"]) == frags for n in names)  # as pylance shows them
+        check(path, rng, "lancelet deferred-remap compaction")
     # pylance keeps using what lancelet maintained
     pl = lance.dataset(path)
     assert {i["name"] for i in pl.list_indices()} >= {f"{c}_idx" for c in KINDS}
