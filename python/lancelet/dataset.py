@@ -451,25 +451,6 @@ class Dataset:
         self._become(native_ds)
         return n
 
-    # -- scalar indices (lancelet.indices) ---------------------------------
-    def create_scalar_index(self, column: str, index_type: str, name: Optional[str] = None, *, replace: bool = True,
-                            **kwargs: Any) -> "Dataset":
-        """Build a BTREE, BITMAP or LABEL_LIST index (see :mod:`lancelet.indices`)."""
-        from lancelet.indices import create_scalar_index
-        return create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
-
-    def list_indices(self) -> List[Dict[str, Any]]:
-        from lancelet.indices import list_indices
-        return list_indices(self)
-
-    def describe_indices(self) -> List[Any]:
-        from lancelet.indices import describe_indices
-        return describe_indices(self)
-
-    def drop_index(self, name: str) -> "Dataset":
-        from lancelet.indices import drop_index
-        drop_index(self, name)
-        return self
     def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
                retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30),
                progress: Any = None) -> Dict[str, int]:
@@ -542,6 +523,26 @@ class Dataset:
         from lancelet import _evolve
         self._become(_evolve.merge(self, data_obj, left_on, right_on, schema))
 
+    # -- scalar indices (lancelet.indices) ---------------------------------
+    def create_scalar_index(self, column: str, index_type: str, name: Optional[str] = None, *, replace: bool = True,
+                            **kwargs: Any) -> "Dataset":
+        """Build a BTREE, BITMAP or LABEL_LIST index (see :mod:`lancelet.indices`)."""
+        from lancelet.indices import create_scalar_index
+        return create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
+
+    def list_indices(self) -> List[Dict[str, Any]]:
+        from lancelet.indices import list_indices
+        return list_indices(self)
+
+    def describe_indices(self) -> List[Any]:
+        from lancelet.indices import describe_indices
+        return describe_indices(self)
+
+    def drop_index(self, name: str) -> "Dataset":
+        from lancelet.indices import drop_index
+        drop_index(self, name)
+        return self
+
     def restore(self) -> "Dataset":
         """Make this (old) version the latest one by committing a new version
         with its content."""
@@ -551,7 +552,7 @@ class Dataset:
     # -- maintenance (lancelet.optimize) ------------------------------------
     @property
     def optimize(self) -> "DatasetOptimizer":
-        """Maintenance: ``ds.optimize.compact_files(...)``."""
+        """Maintenance: ``ds.optimize.compact_files(...)``, ``ds.optimize.optimize_indices(...)``."""
         from lancelet.optimize import DatasetOptimizer
 
         return DatasetOptimizer(self)

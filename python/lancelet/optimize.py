@@ -1,5 +1,5 @@
-"""Table maintenance: compaction, index optimization and cleanup of old
-versions, with pylance's names.
+"""Table maintenance: compaction and cleanup of old versions, with
+pylance's names.
 
 >>> ds.optimize.compact_files(target_rows_per_fragment=1_000_000)
 CompactionMetrics(fragments_removed=200, fragments_added=2, files_removed=240, files_added=2)
@@ -259,8 +259,7 @@ class DatasetOptimizer:
         return CompactionMetrics._from_row(metrics)
 
     def optimize_indices(self, index_names: Optional[Sequence[str]] = None, **kwargs: Any) -> None:
-        """Rebuild every named (default: every) scalar index that does not
-        cover every fragment as one new segment covering all of them (see
+        """Rebuild indices that do not cover every fragment (see
         :func:`lancelet.indices.optimize_indices`)."""
         from lancelet.indices import optimize_indices
         optimize_indices(self._dataset, index_names, **kwargs)

@@ -8,9 +8,9 @@ mod dataset;
 mod errors;
 mod evolve;
 mod file;
-mod index;
 mod ops;
 mod optimize;
+mod index;
 mod write;
 
 use pyo3::prelude::*;
@@ -44,10 +44,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
     write::register(m)?;
-    index::register(m)?;
     ops::register(m)?;
     evolve::register(m)?;
     optimize::register(m)?;
+    index::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -125,10 +125,10 @@ pub enum Syn {
     /// `POSITION(a IN s)` arrive as the calls `substring(s, a, b)`,
     /// `ltrim/rtrim/trim(s, c)`, `date_part('f', t)` and `strpos(s, a)`.
     Func { name: String, args: Vec<Node> },
-    /// `[a, b, ...]`: the values of `array_has_any`/`array_has_all`.
-    Array(Vec<Node>),
     /// `CASE [operand] WHEN w THEN v ... [ELSE e] END`.
     Case { operand: Option<Box<Node>>, whens: Vec<(Node, Node)>, otherwise: Option<Box<Node>> },
+    /// `[a, b, ...]`: the values of `array_has_any`/`array_has_all`.
+    Array(Vec<Node>),
 }
 
 /// A syntax node with where it starts and the height of its subtree.

@@ -195,7 +195,6 @@ fn canon_ours(n: &Node) -> String {
         }
         Syn::Distinct { left, right, negated } => format!("({} {}DISTINCT {})", canon_ours(left), neg(*negated), canon_ours(right)),
         Syn::Func { name, args } => format!("{name}({})", args.iter().map(canon_ours).collect::<Vec<_>>().join(", ")),
-        Syn::Array(items) => format!("[{}]", items.iter().map(canon_ours).collect::<Vec<_>>().join(", ")),
         Syn::Case { operand, whens, otherwise } => {
             let mut out = String::from("(CASE");
             if let Some(o) = operand {
@@ -209,6 +208,7 @@ fn canon_ours(n: &Node) -> String {
             }
             out + " END)"
         }
+        Syn::Array(items) => format!("[{}]", items.iter().map(canon_ours).collect::<Vec<_>>().join(", ")),
     }
 }
 

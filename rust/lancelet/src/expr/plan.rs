@@ -86,11 +86,11 @@ pub enum Kind {
     Test(BoolTest, Box<Expr>),
     Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
     Func(Func, Box<Expr>),
+    /// A function of [`super::functions`] (or `CASE`).
+    Call(Box<super::functions::Call>),
     /// `array_has_any/all(list, [values])`, `array_has(list, value)`:
     /// constant values of the list's element type (see [`super::array`]).
     ArrayHas { func: ArrayFunc, list: Box<Expr>, values: ArrayRef },
-    /// A function of [`super::functions`] (or `CASE`).
-    Call(Box<super::functions::Call>),
 }
 
 /// A typed expression.
@@ -135,8 +135,8 @@ impl Expr {
                 expr.columns(out);
                 pattern.columns(out);
             }
-            Kind::ArrayHas { list, .. } => list.columns(out),
             Kind::Call(c) => c.args.iter().for_each(|a| a.columns(out)),
+            Kind::ArrayHas { list, .. } => list.columns(out),
         }
     }
 
@@ -186,8 +186,8 @@ impl Expr {
             Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => a.is_literal() && b.is_literal(),
             Kind::And(terms) | Kind::Or(terms) => terms.iter().all(Expr::is_literal),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
-            Kind::ArrayHas { list, .. } => list.is_literal(),
             Kind::Call(c) => c.args.iter().all(Expr::is_literal),
+            Kind::ArrayHas { list, .. } => list.is_literal(),
         }
     }
 }
@@ -506,6 +506,28 @@ impl Planner<'_> {
 }
 
 impl Planner<'_> {
+    /// A function of [`functions`] (`date_part('f', x)` takes its part by name).
+    fn call(&self, name: &str, lower: &str, args: &[Node], n: &Node) -> Result<Expr> {
+        if lower == "date_part" || lower == "datepart" {
+            let [part, x] = args else { return Err(invalid(format!("{lower}() takes 2 arguments"))) };
+            let Syn::Str(p) = &part.syn else {
+                return Err(invalid(format!("{lower}() needs the part as a string, like 'year'")));
+            };
+            let part = functions::date_part_named(p)?;
+            return functions::plan(functions::Builtin::DatePart(part), lower, vec![self.plan(x)?]);
+        }
+        let Some(func) = functions::lookup(lower) else {
+            return Err(invalid(format!(
+                "unsupported function `{name}`{} (supported: lower, upper, length, abs, array_has_any, array_has_all, \
+                 array_has/array_contains, {})",
+                at(n.at),
+                functions::NAMES
+            )));
+        };
+        let planned = args.iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
+        functions::plan(func, lower, planned)
+    }
+
     /// `array_has_any(list, [..])`, `array_has_all(list, [..])`,
     /// `array_has(list, v)`: the values must be constants.
     fn array_function(&self, func: ArrayFunc, name: &str, args: &[Node], n: &Node) -> Result<Expr> {
@@ -545,27 +567,6 @@ impl Planner<'_> {
             _ => return Err(invalid(format!("the second argument of `{name}` must be a list of constants like ['a', 'b']"))),
         };
         Ok(Expr { kind: Kind::ArrayHas { func, list: Box::new(list), values }, data_type: DataType::Boolean })
-    }
-
-    /// A function of [`functions`] (`date_part('f', x)` takes its part by name).
-    fn call(&self, name: &str, lower: &str, args: &[Node], n: &Node) -> Result<Expr> {
-        if lower == "date_part" || lower == "datepart" {
-            let [part, x] = args else { return Err(invalid(format!("{lower}() takes 2 arguments"))) };
-            let Syn::Str(p) = &part.syn else {
-                return Err(invalid(format!("{lower}() needs the part as a string, like 'year'")));
-            };
-            let part = functions::date_part_named(p)?;
-            return functions::plan(functions::Builtin::DatePart(part), lower, vec![self.plan(x)?]);
-        }
-        let Some(func) = functions::lookup(lower) else {
-            return Err(invalid(format!(
-                "unsupported function `{name}`{} (supported: lower, upper, length, abs, {})",
-                at(n.at),
-                functions::NAMES
-            )));
-        };
-        let planned = args.iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
-        functions::plan(func, lower, planned)
     }
 }
 

@@ -121,7 +121,7 @@ pub fn commit(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Re
 /// [`commit`] a Rewrite that defers index remapping, adding (or
 /// replacing) the `__lance_frag_reuse` index entry `frag_reuse`.
 pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<u64> {
-    match commit_inner(root, txn, opts, frag_reuse)? {
+    match commit_or_rerun_with(root, txn, opts, frag_reuse)? {
         Outcome::Committed(v) => Ok(v),
         Outcome::Rerun(what) => Err(Error::Conflict { what }),
     }
@@ -129,10 +129,10 @@ pub fn commit_with_frag_reuse(root: &Storage, txn: &pb::Transaction, opts: &Comm
 
 /// Commit `txn`, or say that the operation must run again.
 pub fn commit_or_rerun(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions) -> Result<Outcome> {
-    commit_inner(root, txn, opts, None)
+    commit_or_rerun_with(root, txn, opts, None)
 }
 
-fn commit_inner(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<Outcome> {
+fn commit_or_rerun_with(root: &Storage, txn: &pb::Transaction, opts: &CommitOptions, frag_reuse: Option<&pb::IndexMetadata>) -> Result<Outcome> {
     let mut unsure = false;
     let mut txn_files = Vec::new();
     let r = try_commit(root, txn, opts, frag_reuse, &mut unsure, &mut txn_files);

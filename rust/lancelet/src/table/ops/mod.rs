@@ -10,8 +10,7 @@
 //!   (`Update`, rows rewritten);
 //! * [`merge_insert`]: upsert / delete by key columns (`Update`);
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
-//! * [`index`]: create / replace / drop / optimize scalar indices
-//!   (`CreateIndex`).
+//! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`).
 
 use std::sync::Arc;
 
