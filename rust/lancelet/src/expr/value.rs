@@ -55,7 +55,6 @@ pub fn nullable(e: &Expr, schema: &Schema) -> bool {
         Kind::Arith(_, a, b) => nullable(a, schema) || nullable(b, schema),
         Kind::And(terms) | Kind::Or(terms) => terms.iter().any(|t| nullable(t, schema)),
         Kind::InList { expr, .. } => nullable(expr, schema),
-        Kind::ArrayHas { list, .. } => nullable(list, schema),
         Kind::IsNull(_) | Kind::IsNotNull(_) | Kind::Test(..) => false,
         Kind::Like { expr, pattern, .. } => nullable(expr, schema) || nullable(pattern, schema),
         Kind::Func(..) | Kind::ArrayHas { .. } => true,
