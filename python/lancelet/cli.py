@@ -3,6 +3,7 @@
     lancelet inspect URI [--version V] [--json]
     lancelet cat URI [--columns a,b] [--filter SQL] [--limit N] [--offset N]
                      [--version V] [--format table|csv|json] [--batch-size N]
+    lancelet ns COMMAND ROOT [ID] ...   (directory namespaces, see cli_ns.py)
 
 ``inspect`` shows a dataset's versions, schema, fragments (data files,
 deletion files), scalar indices (type, column, fragments covered), totals and
@@ -543,6 +544,10 @@ def _parser() -> argparse.ArgumentParser:
     pc.add_argument("--count", action="store_true", help="table format: print the row count on stderr")
     pc.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     pc.set_defaults(func=_cmd_cat)
+
+    from lancelet.cli_ns import add_parser as add_ns_parser
+
+    add_ns_parser(sub, _Parser)
     return p
 
 
@@ -612,7 +617,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if debug:
             raise
         sys.stdout.flush()
-        cmd = f"lancelet {argv[0]}" if argv and argv[0] in ("inspect", "cat") else "lancelet"
+        cmd = f"lancelet {argv[0]}" if argv and argv[0] in ("inspect", "cat", "ns") else "lancelet"
         print(f"{cmd}: error: {_describe(e)}", file=sys.stderr)
         return _exit_code(e)
 

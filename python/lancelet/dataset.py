@@ -679,9 +679,10 @@ def _check_names(have: pa.Schema, want: pa.Schema) -> None:
                             f"fields only in the schema: {only_schema}")
 
 
-def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, mode: str = "create",
+def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa.Schema] = None, mode: str = "create",
                   max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None,
                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
+                  namespace_client: Any = None, table_id: Optional[List[str]] = None,
                   **kwargs: Any) -> Dataset:
     """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
     ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
@@ -690,7 +691,29 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
     ``data_storage_version`` (``"2.0"``, ``"2.1"``, ``"2.2"``/``"stable"``):
     a new dataset's file version (2.2 when None); as in pylance 14, an
     overwrite keeps the dataset's version unless another is given, and an
-    append writes files of the version given (the dataset's when None)."""
+    append writes files of the version given (the dataset's when None).
+
+    Instead of ``uri``, ``namespace_client`` (any ``LanceNamespace``) and
+    ``table_id`` name a table of a catalog: ``create`` declares it and writes
+    at the location the namespace gives (a failed first write takes the
+    declaration back), ``append``/``overwrite`` write where
+    ``describe_table`` says it is."""
+    if namespace_client is not None or table_id is not None:
+        from lancelet.namespace.resolve import table_location, undo_declare
+
+        _namespace_args(uri, namespace_client, table_id)
+        uri, storage_options = table_location(namespace_client, table_id, mode, storage_options)
+        try:
+            return write_dataset(data, uri, schema=schema, mode=mode, max_rows_per_file=max_rows_per_file,
+                                 data_storage_version=data_storage_version,
+                                 enable_stable_row_ids=enable_stable_row_ids, storage_options=storage_options,
+                                 **kwargs)
+        except BaseException:
+            if mode == "create":
+                undo_declare(namespace_client, table_id)
+            raise
+    if uri is None:
+        raise InvalidInputError("write_dataset needs a uri, or namespace_client and table_id")
     uri = _args.uri(uri)
     options = _storage_options(storage_options)
     for k, v in kwargs.items():
@@ -706,14 +729,30 @@ def write_dataset(data: Any, uri: PathLike, schema: Optional[pa.Schema] = None, 
     return Dataset(uri, _native_ds=native_ds)
 
 
-def dataset(uri: PathLike, version: Union[int, str, None] = None,
-            storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> Dataset:
+def _namespace_args(uri: Any, namespace_client: Any, table_id: Any) -> None:
+    if uri is not None:
+        raise InvalidInputError("pass either uri or namespace_client and table_id, not both")
+    if namespace_client is None or table_id is None:
+        raise InvalidInputError("namespace_client and table_id must be given together")
+
+
+def dataset(uri: Optional[PathLike] = None, version: Union[int, str, None] = None,
+            storage_options: Optional[Dict[str, str]] = None, *, namespace_client: Any = None,
+            table_id: Optional[List[str]] = None, **kwargs: Any) -> Dataset:
     """Open the dataset at ``uri`` (local path, ``file://``, ``s3://`` or
     ``memory://``) at ``version`` (a number or a tag name; the latest when
     None). ``storage_options`` configure the object store as in pylance
     (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_endpoint``,
     ``aws_region``, ``allow_http``, ...; ``AWS_*`` environment variables
-    fill in the rest)."""
+    fill in the rest). Instead of ``uri``, ``namespace_client`` (any
+    ``LanceNamespace``) and ``table_id`` open a table of a catalog."""
+    if namespace_client is not None or table_id is not None:
+        from lancelet.namespace.resolve import table_location
+
+        _namespace_args(uri, namespace_client, table_id)
+        uri, storage_options = table_location(namespace_client, table_id, "read", storage_options)
+    if uri is None:
+        raise InvalidInputError("dataset() needs a uri, or namespace_client and table_id")
     for k, v in kwargs.items():
         if v is not None:
             raise UnsupportedError(f"dataset option {k!r} is not implemented yet")

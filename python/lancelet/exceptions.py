@@ -58,3 +58,18 @@ class LanceletIOError(LanceletError, OSError):
 class InternalError(LanceletError):
     """A bug in lancelet (for example a caught Rust panic), not a problem
     with the data. Please report it."""
+
+
+_NAMESPACE_ERRORS = ("NamespaceNotFoundError", "TableNotFoundError", "NamespaceAlreadyExistsError",
+                     "TableAlreadyExistsError", "NamespaceNotEmptyError")
+
+
+def __getattr__(name: str):
+    # The namespace errors also derive from lance_namespace's exceptions, so
+    # they live in lancelet.namespace.errors, imported only when asked for
+    # (``import lancelet`` does not load lance_namespace).
+    if name in _NAMESPACE_ERRORS:
+        from lancelet.namespace import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

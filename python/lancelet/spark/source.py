@@ -27,10 +27,17 @@ DataFrames loaded per query (``spark.read...load()`` each time); the
 ``filter`` option is the always-safe way to filter in the scan. Write options: ``max_rows_per_file``,
 ``data_storage_version``, ``vector_columns`` (``"vec:128,emb:64"``),
 ``enable_stable_row_ids``, ``storage_options.<key>``.
+
+Instead of a URI, a table of a directory namespace:
+``.option("namespace.root", R).option("table_id", "prod.clicks")`` (other
+``namespace.<property>`` options are passed to the namespace, e.g.
+``namespace.manifest_enabled``, ``namespace.storage.<key>``); writing to an
+id that does not exist declares it first (see :mod:`lancelet.spark.catalog`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -48,6 +55,7 @@ from pyspark.sql.types import StructType
 import lancelet
 from lancelet.distributed import WritePlan, plan_write
 from lancelet.exceptions import InvalidInputError, NotFoundError
+from lancelet.spark import catalog as _catalog
 from lancelet.spark import filters as _filters
 from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema
 
@@ -73,18 +81,28 @@ class LanceOptions:
     vector_columns: Optional[Dict[str, int]] = None
     enable_stable_row_ids: bool = False
     pushdown: bool = False
+    #: ``namespace.<property>`` options (a directory namespace) and
+    #: ``table_id``, when the table is named in a catalog instead of by URI;
+    #: ``uri`` is then its location ("" while the table does not exist).
+    namespace: Optional[Dict[str, str]] = None
+    table_id: Optional[List[str]] = None
 
     @classmethod
     def parse(cls, options: Dict[str, str]) -> "LanceOptions":
         opts = {str(k).lower(): v for k, v in options.items()}
         uri = opts.get("path") or opts.get("uri")
-        if not uri:
-            raise InvalidInputError("the lancelet data source needs a dataset URI: .load(uri) / .save(uri)")
+        storage = {k[len("storage_options."):]: v for k, v in opts.items() if k.startswith("storage_options.")}
+        namespace, table_id = _catalog.options(opts, uri)
+        if namespace is not None:
+            uri, storage = _catalog.locate(namespace, table_id, storage or None)
+            storage = storage or {}
+        elif not uri:
+            raise InvalidInputError("the lancelet data source needs a dataset URI (.load(uri) / .save(uri)) "
+                                    "or the options namespace.root and table_id")
         version: Any = opts.get("version")
         if version is not None and str(version).isdigit():
             version = int(version)
         cols = opts.get("columns")
-        storage = {k[len("storage_options."):]: v for k, v in opts.items() if k.startswith("storage_options.")}
         return cls(
             uri=uri,
             version=version,
@@ -98,10 +116,14 @@ class LanceOptions:
             vector_columns=_vector_columns(opts.get("vector_columns")),
             enable_stable_row_ids=_flag(opts, "enable_stable_row_ids"),
             pushdown=_flag(opts, "pushdown"),
+            namespace=namespace,
+            table_id=table_id,
         )
 
     def open(self, version: Any = None) -> lancelet.Dataset:
         """The dataset at ``version`` (default: the option, else the latest)."""
+        if not self.uri:
+            _catalog.missing(self.namespace, self.table_id)
         v = self.version if version is None else version
         return _open_cached(self.uri, v, self.storage_options)
 
@@ -247,6 +269,12 @@ class LanceletWriter(DataSourceArrowWriter):
     """Tasks stage fragments; the driver commits them in one transaction."""
 
     def __init__(self, opts: LanceOptions, schema: StructType, overwrite: bool) -> None:
+        self.declared = False
+        if not opts.uri:  # a catalog table that does not exist yet: declare it
+            uri, storage = _catalog.locate(opts.namespace, opts.table_id, opts.storage_options, create=True)
+            opts = dataclasses.replace(opts, uri=uri, storage_options=storage)
+            self.declared = True
+        self.opts = opts
         try:
             existing: Optional[pa.Schema] = lancelet.dataset(opts.uri, storage_options=opts.storage_options).schema
         except NotFoundError:
@@ -267,6 +295,8 @@ class LanceletWriter(DataSourceArrowWriter):
 
     def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
         self.plan.abort()
+        if self.declared:
+            _catalog.undeclare(self.opts.namespace, self.opts.table_id)
 
 
 class LanceletDataSource(DataSource):

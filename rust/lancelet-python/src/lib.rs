@@ -11,6 +11,7 @@ mod file;
 mod ops;
 mod optimize;
 mod index;
+mod namespace;
 mod write;
 
 use pyo3::prelude::*;
@@ -43,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::NativeFileReader>()?;
     m.add_class::<file::NativeFileWriter>()?;
     m.add_class::<dataset::NativeDataset>()?;
+    m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
     ops::register(m)?;
     evolve::register(m)?;

@@ -12,6 +12,7 @@ pub mod file;
 pub mod fuzzing;
 pub mod index;
 pub mod io;
+pub mod namespace;
 pub mod proto;
 pub mod table;
 #[cfg(test)]

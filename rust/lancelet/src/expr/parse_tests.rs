@@ -109,8 +109,8 @@ fn canon_sql(e: &E) -> String {
         E::Function(f) if OPERATOR_WORDS.contains(&f.name.to_string().to_uppercase().as_str()) => {
             format!("{KEYWORD_AS_NAME}{}", f.name)
         }
-        // `st.x()`: a qualified function name, which filters refuse on
-        // purpose too (no function lives in a schema).
+        // A qualified function name (`st.x()`): no such functions exist, and
+        // we refuse it on purpose, like an operator keyword taken for a name.
         E::Function(f) if f.name.0.len() > 1 => format!("{KEYWORD_AS_NAME}{}", f.name),
         E::Function(f) => {
             let args = match &f.args {

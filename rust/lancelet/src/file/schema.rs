@@ -358,8 +358,22 @@ fn legacy_encoding(dt: &DataType) -> pb::Encoding {
     }
 }
 
+/// Field metadata that declares an (unenforced) primary key column, and
+/// its position in a compound key: Lance also records them in `Field`
+/// fields 12/13, as pylance does for the namespace `__manifest` table.
+const PK_POSITION_KEY: &str = "lance-schema:unenforced-primary-key:position";
+const PK_KEY: &str = "lance-schema:unenforced-primary-key";
+
+fn primary_key(md: &arrow_schema::Metadata) -> (bool, u32) {
+    if let Some(pos) = md.get(PK_POSITION_KEY).and_then(|v| v.trim().parse::<u32>().ok()) {
+        return (true, pos);
+    }
+    (md.get(PK_KEY).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")), 0)
+}
+
 fn push_pb(f: &LanceField, parent: i32, out: &mut Vec<pb::Field>) -> Result<()> {
     let md = f.arrow.metadata().iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect();
+    let (unenforced_primary_key, unenforced_primary_key_position) = primary_key(f.arrow.metadata());
     out.push(pb::Field {
         r#type: pb::field::Type::Parent as i32,
         name: f.arrow.name().clone(),
@@ -369,6 +383,8 @@ fn push_pb(f: &LanceField, parent: i32, out: &mut Vec<pb::Field>) -> Result<()> 
         nullable: f.arrow.is_nullable(),
         encoding: legacy_encoding(f.arrow.data_type()) as i32,
         metadata: md,
+        unenforced_primary_key,
+        unenforced_primary_key_position,
         ..Default::default()
     });
     for c in &f.children {

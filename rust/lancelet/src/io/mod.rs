@@ -28,8 +28,10 @@ use crate::error::{Error, Result};
 
 #[cfg(feature = "s3")]
 pub mod s3;
+pub mod tree;
 pub mod upload;
 
+pub use tree::Listing;
 pub use upload::ObjectWriter;
 
 /// Storage options (pylance's `storage_options`): credentials, endpoint,
@@ -149,6 +151,9 @@ pub struct Storage {
     reads: Arc<AtomicU64>,
     bytes_read: Arc<AtomicU64>,
     options: Arc<StorageOptions>,
+    /// The directory this path is on a local file system (`None` for
+    /// object stores and memory), for cleaning up empty directories.
+    local_dir: Option<std::path::PathBuf>,
     /// What one request costs, in bytes transferred (see `request_cost`).
     request_cost: u64,
 }
@@ -203,7 +208,7 @@ impl Storage {
         if let Some(rest) = uri.strip_prefix("memory://") {
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
-            return Ok(Self::new(memory_store(name), path, uri.to_string(), options));
+            return Ok(Self::new(memory_store(name), path, uri.to_string(), options, None));
         }
         #[cfg(any(test, feature = "fuzzing"))]
         if MEMORY_ONLY.with(|m| m.get()) {
@@ -213,7 +218,7 @@ impl Storage {
             #[cfg(feature = "s3")]
             {
                 let (store, path) = s3::open(uri, &options)?;
-                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options));
+                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options, None));
             }
             #[cfg(not(feature = "s3"))]
             return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
@@ -232,13 +237,13 @@ impl Storage {
         );
         let path = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
-        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string(), options))
+        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string(), options, Some(abs)))
     }
 
-    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>) -> Self {
+    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
         let remote = display.starts_with("s3://") || display.starts_with("s3a://");
         let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, request_cost }
+        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, local_dir, request_cost }
     }
 
     /// What one read request costs here, in bytes transferred in the same
@@ -332,14 +337,27 @@ impl Storage {
     /// their manifests, data and deletion files from the root.
     pub fn child(&self, rel: &str) -> Result<Storage> {
         let mut path = self.path.clone();
+        let mut local_dir = self.local_dir.clone();
         for part in rel.split('/').filter(|p| !p.is_empty()) {
             if part == "." || part == ".." {
                 return Err(Error::invalid_input(format!("relative path {rel:?} may not contain . or ..")));
             }
             path = path.join(part);
+            if let Some(d) = local_dir.as_mut() {
+                d.push(part);
+            }
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
-        Ok(Storage { store: self.store.clone(), path, display, reads: self.reads.clone(), bytes_read: self.bytes_read.clone(), options: self.options.clone(), request_cost: self.request_cost })
+        Ok(Storage {
+            store: self.store.clone(),
+            path,
+            display,
+            reads: self.reads.clone(),
+            bytes_read: self.bytes_read.clone(),
+            options: self.options.clone(),
+            local_dir,
+            request_cost: self.request_cost,
+        })
     }
 
     /// The objects directly below this path (treated as a directory): names

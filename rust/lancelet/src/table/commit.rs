@@ -68,6 +68,11 @@ pub struct CommitOptions {
     /// be rebased over a concurrent delete of other rows of the same
     /// fragments (without them such overlaps re-run).
     pub affected_rows: Option<Arc<AffectedRows>>,
+    /// Commit exactly as version `read_version + 1`, or fail with
+    /// `Error::Conflict` when another writer got there first: no rebase,
+    /// no retry, so the caller can re-read and re-check (the namespace
+    /// catalog's `__manifest` changes are decided on what they read).
+    pub exact_version: bool,
     /// Files (relative to the dataset root) written for this commit only:
     /// removed when the commit surely failed.
     pub owned_files: Vec<String>,
@@ -170,6 +175,9 @@ fn try_commit(
             return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display()) });
         }
         let latest = versions.last();
+        if opts.exact_version && latest.map(|l| l.version).unwrap_or(0) != txn.read_version {
+            return Err(Error::Conflict { what: format!("{} moved past version {} since it was read", root.display(), txn.read_version) });
+        }
         let concurrent: Vec<_> = versions.iter().filter(|l| l.version > txn.read_version).collect();
         if !concurrent.is_empty() && read_manifest_cache.is_none() && !replaces_all {
             if let Some(loc) = versions.iter().find(|l| l.version == txn.read_version) {
@@ -264,6 +272,9 @@ fn try_commit(
                 let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
                 let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
                 return Ok(Outcome::Committed(version));
+            }
+            Err(Error::AlreadyExists { .. }) if opts.exact_version => {
+                return Err(Error::Conflict { what: format!("version {version} of {} was committed concurrently", root.display()) });
             }
             Err(Error::AlreadyExists { .. }) => {
                 sleep_jitter(attempt);

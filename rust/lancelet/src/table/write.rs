@@ -494,6 +494,27 @@ pub fn encode_deletions(set: &RoaringBitmap) -> Result<(pb::deletion_file::Delet
     }
 }
 
+/// Write the deletion files that remove `per_frag` (physical row offsets
+/// per fragment id, added to the fragments' existing deletions) and return
+/// the Delete transaction committing them (read at `ds`'s version) with the
+/// files written (to remove if the commit fails); a fragment left with no
+/// rows is removed instead. On error the files written so far are removed.
+/// (The namespace catalog's deletes; `Dataset.delete` is
+/// [`crate::table::ops::delete`].)
+pub fn deletion_transaction(
+    ds: &Dataset,
+    per_frag: std::collections::BTreeMap<u64, RoaringBitmap>,
+    predicate: &str,
+    hook: &Option<FailHook>,
+) -> Result<(pb::Transaction, Vec<String>)> {
+    let (updated, removed, written) = crate::table::ops::delete::mark_deleted(ds, &per_frag, hook)?;
+    let txn = new_transaction(
+        ds.version(),
+        Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
+    );
+    Ok((txn, written))
+}
+
 /// Make `ds`'s version the latest again (a new version with its content).
 pub fn restore(ds: &Dataset) -> Result<Dataset> {
     let latest = ds.latest_version()?;

@@ -1,0 +1,144 @@
+"""Process races on one catalog, lancelet and pylance together, locally
+and on S3 (SeaweedFS): of several creators of one id exactly one wins,
+lancelet's losers get TableAlreadyExistsError / NamespaceAlreadyExistsError
+and leave no directory behind, and concurrent creates of different ids
+lose nothing. (pylance 14's losers may raise ConcurrentModificationError
+and leave their ``<hash>_<id>`` directories: those are only counted.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import lance_namespace as ln
+import pytest
+
+import lancelet
+import lancelet.namespace as lns
+
+lance = pytest.importorskip("lance")
+
+WORKER = str(Path(__file__).with_name("ns_race_worker.py"))
+
+
+def race(root, racers, storage_options=None):
+    """Run ``racers`` = [(lib, ["kind:a.b", ...]), ...] at once (each sets
+    up, then all start together); returns [(lib, outcome dict), ...]."""
+    env = dict(os.environ, NS_STORAGE_OPTIONS=json.dumps(storage_options or {}))
+    go = Path(tempfile.mkdtemp()) / "go"
+    procs = [subprocess.Popen([sys.executable, WORKER, lib, str(root), str(go), *jobs],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for lib, jobs in racers]
+    for p in procs:
+        line = p.stdout.readline()
+        assert line.strip() == "READY", (line, p.stderr.read() if p.poll() is not None else "")
+    go.touch()
+    out = []
+    for p, (lib, jobs) in zip(procs, racers):
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr
+        lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+        assert len(lines) == len(jobs), (stdout, stderr)
+        out += [(lib, o) for o in lines]
+    return out
+
+
+def of(outcomes, kind, ident):
+    return [(lib, o) for lib, o in outcomes if o["kind"] == kind and o["id"] == ident.split(".")]
+
+
+def one_winner(outcomes, expected_error):
+    """The library of the only successful attempt; lancelet's losers got
+    ``expected_error``."""
+    wins = [lib for lib, o in outcomes if o["ok"]]
+    assert len(wins) == 1, outcomes
+    for lib, o in outcomes:
+        if not o["ok"] and lib == "lancelet":
+            assert o["error"] == expected_error and o["lancelet"], o
+    return wins[0]
+
+
+def table_dirs(root):
+    return sorted(d for d in os.listdir(root) if d != "__manifest")
+
+
+def who(ns, ident, version=None):
+    ds = lancelet.dataset(namespace_client=ns, table_id=ident.split("."), version=version)
+    return {r["who"] for r in ds.to_table().to_pylist()}
+
+
+def check_winner_data(ns, ident, winner):
+    """The table holds the winner's rows. A root table's directory is
+    ``<name>.lance`` for both libraries, and a pylance 14 loser whose
+    version-1 commit lost retries it as the next version of the same
+    directory (its Create rebased, then its catalog step fails): then the
+    winner's rows are version 1 and only pylance's later versions follow."""
+    if who(ns, ident) == {winner}:
+        return
+    ds = lancelet.dataset(namespace_client=ns, table_id=ident.split("."))
+    assert "." not in ident and ds.version > 1, (ident, winner, who(ns, ident), ds.version)
+    assert who(ns, ident, version=1) == {winner}, (ident, winner)
+    assert all(who(ns, ident, version=v) == {"pylance"} for v in range(2, ds.version + 1)), ident
+
+
+def test_same_ids_both_libraries(tmp_path):
+    root = tmp_path / "root"
+    ns = lns.DirectoryNamespace(root=str(root))
+    ns.create_namespace(id=["ns"])
+    jobs = ["namespace:a", "table:ns.t", "table:t"]
+    outcomes = race(root, [("lancelet", jobs)] * 2 + [("pylance", jobs)] * 2)
+    one_winner(of(outcomes, "namespace", "a"), "NamespaceAlreadyExistsError")
+    for ident in ("ns.t", "t"):
+        winner = one_winner(of(outcomes, "table", ident), "TableAlreadyExistsError")
+        check_winner_data(ns, ident, winner)
+    pylance_losers = sum(1 for lib, o in outcomes if lib == "pylance" and not o["ok"] and o["kind"] == "table")
+    assert 2 <= len(table_dirs(root)) <= 2 + pylance_losers, table_dirs(root)
+    assert ns.list_namespaces(id=[]).namespaces == ["a", "ns"]
+
+
+def test_same_ids_lancelet_losers_leave_nothing(tmp_path):
+    root = tmp_path / "root"
+    lns.DirectoryNamespace(root=str(root)).create_namespace(id=["ns"])
+    outcomes = race(root, [("lancelet", ["table:ns.t", "table:u", "declare:ns.d"])] * 3)
+    one_winner(of(outcomes, "table", "ns.t"), "TableAlreadyExistsError")
+    one_winner(of(outcomes, "table", "u"), "TableAlreadyExistsError")
+    one_winner(of(outcomes, "declare", "ns.d"), "TableAlreadyExistsError")
+    dirs = table_dirs(root)
+    assert len(dirs) == 3 and "u.lance" in dirs, dirs
+    assert sorted(d.split("_", 1)[1] for d in dirs if d != "u.lance") == ["ns$d", "ns$t"]
+    assert not os.path.exists(root / "u.lance" / ".lance-reserved")
+
+
+def test_different_ids_lose_nothing(tmp_path):
+    root = tmp_path / "root"
+    racers = [(lib, [f"namespace:{lib[0]}{i}_{j}" for j in range(4)]) for i in range(2) for lib in ("lancelet", "pylance")]
+    outcomes = race(root, racers)
+    assert all(o["ok"] for lib, o in outcomes if lib == "lancelet"), outcomes
+    created = sorted(o["id"][0] for _, o in outcomes if o["ok"])
+    assert len(created) >= 8  # every lancelet create, and pylance's that reported success
+    assert lns.DirectoryNamespace(root=str(root)).list_namespaces(id=[]).namespaces == created
+    import lance.namespace
+
+    theirs = lance.namespace.DirectoryNamespace(root=str(root))
+    assert theirs.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == created
+
+
+def test_races_on_s3(s3_server):
+    so = s3_server.storage_options
+    root = f"s3://lancelet/ns-race-{uuid.uuid4().hex[:8]}"
+    ns = lns.DirectoryNamespace(root=root, storage_options=so)
+    ns.create_namespace(id=["ns"])
+    racers = [(lib, ["table:ns.t", "table:r"] + [f"namespace:{lib[0]}{i}_{j}" for j in range(3)])
+              for i, lib in enumerate(["lancelet", "lancelet", "pylance"])]
+    outcomes = race(root, racers, storage_options=so)
+    for ident in ("ns.t", "r"):
+        winner = one_winner(of(outcomes, "table", ident), "TableAlreadyExistsError")
+        check_winner_data(ns, ident, winner)
+    assert all(o["ok"] for lib, o in outcomes if lib == "lancelet" and o["kind"] == "namespace"), outcomes
+    created = {o["id"][0] for _, o in outcomes if o["ok"] and o["kind"] == "namespace"}
+    assert set(ns.list_namespaces(id=[]).namespaces) == created | {"ns"}
