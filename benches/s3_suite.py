@@ -211,7 +211,7 @@ def main() -> None:
                 hd.take(draws[0])
                 it = iter(draws * 2)
                 record(name, f"take {TAKE_ROWS}", timed(lambda: hd.take(next(it)), a.takes),
-                       requests_per_value=round(per_take["requests"] / (TAKE_ROWS * len(table.column_names)), 4),
+                       requests_per_value=round(per_take["requests"] / (TAKE_ROWS * len(table.column_names)), 6),
                        **per_take)
                 for fam, sel, flt in filters:
                     t, c = proxy.counted(lambda: mod.dataset(uri, storage_options=counted).to_table(filter=flt))

@@ -12,7 +12,8 @@ Figures, each system on its own dataset, warm page cache:
 - filtered scans at selectivities 0, 0.01 %, 1 %, 10 % and 50 % on a sorted
   key, a string equality, a ``LIKE``, a numeric range and a conjunction
   (all columns), each with the bytes and storage requests it issued
-  (lancelet: its I/O counters; pylance: its scan statistics, ``iops``);
+  (lancelet: its process-wide I/O counters, ranges after merging;
+  pylance: its scan statistics, ``iops``);
 - ``count_rows`` with each of those filters;
 - the issue's case of ``columns=["kind", "emb"]`` and a filter matching
   nothing.
@@ -81,11 +82,14 @@ class Lancelet:
     mod = lancelet
 
     def io(self, ds, fn):
-        """(result, requests, bytes) of fn()."""
-        r0, b0 = ds._native.io_stats()
+        """(result, requests, bytes) of fn(): storage requests as ranges
+        after merging touching ones (what the local store issues; the
+        counterpart of pylance's ``iops``), not read calls (one call may
+        fetch many ranges)."""
+        s0 = lancelet._native._io_stats()
         out = fn()
-        r1, b1 = ds._native.io_stats()
-        return out, r1 - r0, b1 - b0
+        s1 = lancelet._native._io_stats()
+        return out, s1["requests"] - s0["requests"], s1["bytes"] - s0["bytes"]
 
     def scan_io(self, ds, **kw):
         return self.io(ds, lambda: ds.to_table(**kw))
