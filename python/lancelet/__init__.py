@@ -7,7 +7,7 @@ PyCapsule interface without copies.
 
 from __future__ import annotations
 
-from lancelet import file
+from lancelet import file, optimize
 from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet._native import __version__
 from lancelet.exceptions import (
@@ -24,6 +24,7 @@ from lancelet.exceptions import (
 __all__ = [
     "__version__",
     "file",
+    "optimize",
     "dataset",
     "write_dataset",
     "Dataset",

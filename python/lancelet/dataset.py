@@ -14,13 +14,17 @@ import dataclasses
 import datetime
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
 from lancelet import _args, _native
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 _storage_options = _args.storage_options
+
+if TYPE_CHECKING:
+    from lancelet.merge_insert import MergeInsertBuilder
+    from lancelet.optimize import CleanupStats, DatasetOptimizer
 
 __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]
 
@@ -430,16 +434,94 @@ class Dataset:
         self._become(_native.dataset_insert(self._native, _stream(data, convert_schema=self._schema)))
         return self
 
-    def delete(self, predicate: Any) -> int:
+    def delete(self, predicate: Any, *, conflict_retries: int = 10,
+               retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30)) -> int:
         """Delete the rows matching a SQL predicate; returns how many were
-        deleted. This object moves to the new version."""
+        deleted. This object moves to the new version (a delete matching
+        nothing still commits one, as pylance's does).
+
+        If a concurrent commit removed rows this delete read, it runs again
+        on the latest version, at most ``conflict_retries`` more times and
+        not after ``retry_timeout``; then :class:`CommitConflictError`."""
         if not isinstance(predicate, str):
             if type(predicate).__module__.startswith("pyarrow"):
                 raise UnsupportedError("delete predicates must be SQL strings (pyarrow expressions are not supported)")
             raise TypeError(f"the delete predicate must be an SQL string, got {type(predicate).__name__}")
-        native_ds, n = _native.dataset_delete(self._native, predicate)
+        native_ds, n = _native.dataset_delete(self._native, predicate, *_retry_args(conflict_retries, retry_timeout))
         self._become(native_ds)
         return n
+
+    def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
+               retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30),
+               progress: Any = None) -> Dict[str, int]:
+        """Set columns to SQL expressions in the rows where ``where`` holds
+        (all rows when ``None``); returns ``{"num_rows_updated": n}``.
+
+        ``updates`` maps column names to SQL expressions evaluated on each
+        row as it was (``{"a": "b", "b": "a"}`` swaps), cast to the column's
+        type: ``{"price": "price * 1.1", "name": "upper(name)"}``. Updated
+        rows are rewritten into new fragments (pylance's ``Update``
+        transaction); an update matching nothing still commits a version.
+        ``conflict_retries``/``retry_timeout`` bound re-runs after a
+        concurrent commit changed the rows read (see :meth:`delete`);
+        ``progress`` is a callable receiving ``{"stage", "done", "total"}``
+        per fragment scanned, or ``True`` for a line on stderr."""
+        if not isinstance(updates, dict):
+            raise InvalidInputError(f"updates must be a dict of column name -> SQL expression, got {type(updates).__name__}")
+        pairs = []
+        for k, v in updates.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidInputError(f"updates must map column names to SQL expression strings, got {k!r}: {v!r}")
+            pairs.append((k, v))
+        if where is not None and not isinstance(where, str):
+            raise UnsupportedError("update predicates must be SQL strings")
+        native_ds, n = _native.dataset_update(self._native, pairs, where, *_retry_args(conflict_retries, retry_timeout),
+                                              _progress(progress))
+        self._become(native_ds)
+        return {"num_rows_updated": n}
+
+    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
+        """Start a merge_insert (upsert) keyed on ``on``: see
+        :class:`lancelet.merge_insert.MergeInsertBuilder`."""
+        from lancelet.merge_insert import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
+    # -- schema evolution (lancelet/_evolve.py) -----------------------------
+    def add_columns(self, transforms: Any, read_columns: Optional[List[str]] = None,
+                    reader_schema: Optional[pa.Schema] = None, batch_size: Optional[int] = None, *,
+                    progress: Any = None) -> None:
+        """Add columns (one new version, a ``Merge``): ``transforms`` is a
+        dict of name -> SQL expression; a function ``fn(pa.RecordBatch) ->
+        pa.RecordBatch | pandas.DataFrame`` called with ``read_columns``
+        (all when None; ``_rowid``/``_rowaddr`` allowed) of the live rows,
+        ``batch_size`` rows at a time; a Table/RecordBatchReader/DataFrame
+        with one row per live row in scan order (``reader_schema`` for an
+        iterator of batches); or a ``pa.Field``/list of them/``pa.Schema``
+        of all-null columns (metadata only). ``progress``: True or a
+        callable getting ``{"stage", "done", "total"}`` per fragment."""
+        from lancelet import _evolve
+        self._become(_evolve.add_columns(self, transforms, read_columns, reader_schema, batch_size, progress))
+
+    def drop_columns(self, columns: List[str]) -> None:
+        """Drop columns (names, or dotted paths of struct fields): a
+        ``Project``; data files are not rewritten."""
+        from lancelet import _evolve
+        self._become(_evolve.drop_columns(self, columns))
+
+    def alter_columns(self, *alterations: Dict[str, Any]) -> None:
+        """Rename (``name``), change nullability (``nullable``) or cast
+        (``data_type``) columns given by ``path`` ("a" or "a.b"). Casts
+        write the cast columns anew (a ``Merge``); the rest is a ``Project``."""
+        from lancelet import _evolve
+        self._become(_evolve.alter_columns(self, alterations))
+
+    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
+        """Left-join ``data_obj`` on ``left_on == right_on``, adding its
+        other columns (nulls where no row matches; the last of repeated
+        keys wins)."""
+        from lancelet import _evolve
+        self._become(_evolve.merge(self, data_obj, left_on, right_on, schema))
 
     # -- scalar indices (lancelet.indices) ---------------------------------
     def create_scalar_index(self, column: str, index_type: str, name: Optional[str] = None, *, replace: bool = True,
@@ -456,12 +538,6 @@ class Dataset:
         from lancelet.indices import describe_indices
         return describe_indices(self)
 
-    @property
-    def optimize(self) -> "Any":
-        """Maintenance: ``ds.optimize.optimize_indices(...)``."""
-        from lancelet.optimize import DatasetOptimizer
-        return DatasetOptimizer(self)
-
     def drop_index(self, name: str) -> "Dataset":
         from lancelet.indices import drop_index
         drop_index(self, name)
@@ -472,6 +548,30 @@ class Dataset:
         with its content."""
         self._become(_native.dataset_restore(self._native))
         return self
+
+    # -- maintenance (lancelet.optimize) ------------------------------------
+    @property
+    def optimize(self) -> "DatasetOptimizer":
+        """Maintenance: ``ds.optimize.compact_files(...)``, ``ds.optimize.optimize_indices(...)``."""
+        from lancelet.optimize import DatasetOptimizer
+
+        return DatasetOptimizer(self)
+
+    def cleanup_old_versions(self, older_than: Optional[datetime.timedelta] = None,
+                             retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
+                             error_if_tagged_old_versions: bool = True, progress: Any = None) -> "CleanupStats":
+        """Remove versions older than ``older_than`` (default 14 days, when
+        ``retain_versions`` is not given either) and beyond the newest
+        ``retain_versions``, and the files only they use. The latest version,
+        versions after this object's and tagged versions stay; unreferenced
+        files younger than 7 days stay unless ``delete_unverified``. With a
+        tagged version in range and ``error_if_tagged_old_versions``, nothing
+        is removed and :class:`~lancelet.exceptions.InvalidInputError` names
+        the tags."""
+        from lancelet.optimize import cleanup_old_versions
+
+        return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions, progress=progress)
 
     def __len__(self) -> int:
         return self.count_rows()
@@ -484,6 +584,40 @@ class Dataset:
 
 
 LanceDataset = Dataset
+
+
+def _retry_args(conflict_retries: Any, retry_timeout: Any) -> Tuple[int, float]:
+    """``(conflict_retries, retry_timeout in seconds)`` checked."""
+    if isinstance(conflict_retries, bool) or not isinstance(conflict_retries, int) or conflict_retries < 0:
+        raise InvalidInputError(f"conflict_retries must be a non-negative integer, got {conflict_retries!r}")
+    if isinstance(retry_timeout, datetime.timedelta):
+        seconds = retry_timeout.total_seconds()
+    elif isinstance(retry_timeout, (int, float)) and not isinstance(retry_timeout, bool):
+        seconds = float(retry_timeout)
+    else:
+        raise InvalidInputError(f"retry_timeout must be a datetime.timedelta, got {type(retry_timeout).__name__}")
+    if not seconds >= 0:
+        raise InvalidInputError(f"retry_timeout must not be negative, got {retry_timeout!r}")
+    return min(conflict_retries, 2**32 - 1), seconds
+
+
+def _progress(progress: Any) -> Any:
+    """The native progress callback ``(stage, done, total)`` for a user's
+    ``progress`` argument: a callable getting ``{"stage", "done", "total"}``,
+    ``True`` for a progress line on stderr, or ``None``/``False``."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        import sys
+
+        def show(stage: str, done: int, total: int) -> None:
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\rlancelet {stage}: {done}/{total}{end}")
+            sys.stderr.flush()
+        return show
+    if not callable(progress):
+        raise InvalidInputError(f"progress must be a callable or True, got {type(progress).__name__}")
+    return lambda stage, done, total: progress({"stage": stage, "done": done, "total": total})
 
 
 def _stream(data: Any, schema: Optional[pa.Schema] = None, convert_schema: Optional[pa.Schema] = None) -> Any:

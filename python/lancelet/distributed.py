@@ -14,13 +14,19 @@ and removes the job's files that it did not reference (from failed or
 duplicate task attempts); :meth:`WritePlan.abort` closes it and removes all
 of them. A task that finishes writing after its job was closed removes its
 own files and raises :class:`~lancelet.exceptions.CommitConflictError`.
+
+Adding columns works the same way (:func:`plan_add_columns`):
+
+>>> plan = lancelet.distributed.plan_add_columns(uri, pa.schema([("emb", ...)]), read_columns=["text"])
+>>> staged = [plan.write(fid, embed) for fid in plan.fragment_ids]   # anywhere
+>>> ds = plan.commit(staged)                                        # one Merge
 """
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -29,7 +35,7 @@ from lancelet.dataset import Dataset, _stream, _uri
 from lancelet.exceptions import CommitConflictError, InvalidInputError
 from lancelet.file import _storage_options
 
-__all__ = ["WritePlan", "plan_write"]
+__all__ = ["WritePlan", "plan_write", "AddColumnsPlan", "plan_add_columns"]
 
 _MODES = ("create", "append", "overwrite")
 
@@ -112,3 +118,88 @@ def plan_write(uri: Any, schema: pa.Schema, mode: str = "append", data_storage_v
                      storage_options=so)
     _native.staged_check(plan.uri, plan.mode, plan.read_version, plan.data_storage_version, plan.schema, so)
     return plan
+
+
+@dataclasses.dataclass(frozen=True)
+class AddColumnsPlan:
+    """A distributed ``add_columns`` (picklable): every task computes the
+    new columns of some fragments of version ``read_version`` with
+    :meth:`write`; the driver commits all of them with :meth:`commit` (one
+    ``Merge``, which conflicts if the dataset changed since planning)."""
+
+    uri: str
+    read_version: int
+    schema: pa.Schema
+    read_columns: Optional[Tuple[str, ...]]
+    batch_size: Optional[int]
+    job_id: str
+    fragment_ids: Tuple[int, ...]
+    storage_options: Optional[Dict[str, str]] = None
+
+    @property
+    def file_prefix(self) -> str:
+        """Every data file of this job starts with this."""
+        return f"{self.job_id}-"
+
+    def _cols(self) -> Optional[List[str]]:
+        return None if self.read_columns is None else list(self.read_columns)
+
+    def write(self, fragment_id: int, func: Callable[[pa.RecordBatch], Any]) -> bytes:
+        """Compute the new columns of one fragment with ``func`` (called with
+        batches of ``read_columns`` of its live rows, returning a RecordBatch
+        or DataFrame of ``schema``) and write them; returns the staged
+        fragment for :meth:`commit`."""
+        from lancelet._evolve import udf_caller
+
+        so = self.storage_options
+        staged = bytes(_native.columns_job_write(self.uri, self.read_version, self.schema, int(fragment_id),
+                                                 udf_caller(func), self._cols(), self.batch_size, self.file_prefix, so))
+        if _native.staged_job_closed(self.uri, self.file_prefix, so):
+            names = [n for n in _native.staged_file_names([staged]) if n.startswith(self.file_prefix)]
+            _native.staged_remove_files(self.uri, names, so)
+            raise CommitConflictError(f"add_columns job {self.job_id} on {self.uri} was already committed or aborted; "
+                                      "this task's data files were removed")
+        return staged
+
+    def commit(self, staged: Iterable[bytes]) -> Dataset:
+        """Commit the staged fragments (in any order; every fragment exactly
+        once) as one new version, then remove this job's unused files."""
+        frags = [bytes(f) for f in staged]
+        so = self.storage_options
+        native_ds = _native.columns_job_commit(self.uri, self.read_version, self.schema, frags, self._cols(),
+                                               self.batch_size, self.file_prefix, so)
+        _native.staged_close_job(self.uri, self.file_prefix, so)
+        _native.staged_cleanup(self.uri, self.file_prefix, _native.staged_file_names(frags), so)
+        return Dataset(self.uri, storage_options=so, _native_ds=native_ds)
+
+    def abort(self) -> int:
+        """Close the job and remove every data file it wrote; returns how many."""
+        _native.staged_close_job(self.uri, self.file_prefix, self.storage_options)
+        return _native.staged_cleanup(self.uri, self.file_prefix, [], self.storage_options)
+
+
+def plan_add_columns(uri: Any, schema: pa.Schema, read_columns: Optional[Sequence[str]] = None,
+                     storage_options: Optional[Dict[str, str]] = None, *, batch_size: Optional[int] = None,
+                     read_version: Optional[int] = None) -> AddColumnsPlan:
+    """Plan adding the columns of ``schema`` to the latest version (or
+    ``read_version``) of the dataset at ``uri``, computed from
+    ``read_columns`` (all when None; ``_rowid``/``_rowaddr`` allowed). The
+    new names and the read columns are checked here, before any task runs."""
+    if not isinstance(schema, pa.Schema):
+        raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if read_columns is not None and isinstance(read_columns, str):
+        raise TypeError("read_columns must be a list of column names, not a string")
+    if batch_size is not None and int(batch_size) <= 0:
+        raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
+    uri = _uri(uri)
+    so = _storage_options(storage_options)
+    rv = _native.staged_latest_version(uri, so) if read_version is None else int(read_version)
+    if rv == 0:
+        from lancelet.exceptions import NotFoundError
+        raise NotFoundError(f"not found: dataset at {uri}")
+    cols = None if read_columns is None else tuple(str(c) for c in read_columns)
+    job_id = secrets.token_hex(6)
+    bs = None if batch_size is None else int(batch_size)
+    ids = _native.columns_job_fragments(uri, rv, schema, None if cols is None else list(cols), bs, f"{job_id}-", so)
+    return AddColumnsPlan(uri=uri, read_version=rv, schema=schema, read_columns=cols, batch_size=bs, job_id=job_id,
+                          fragment_ids=tuple(ids), storage_options=so)

@@ -12,6 +12,11 @@
       fw = lancelet.spark.write_fragments(uri, df.schema, mode="append")
       staged = df.mapInArrow(fw, fw.output_schema)
       lancelet.spark.commit(fw, staged)                       # one new version
+
+* ``add_columns(uri, func, schema)``: new columns computed by a task per
+  fragment, one ``Merge`` commit (:mod:`lancelet.spark.evolve`).
+* ``compact_files(uri, **options)``: compaction with one Spark task per
+  compaction task and one commit (:mod:`lancelet.spark.compact`).
 """
 
 # No `from __future__ import annotations` here: pandas_udf reads the type
@@ -30,6 +35,7 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 import lancelet
 from lancelet.distributed import WritePlan, plan_write
 from lancelet.exceptions import InvalidInputError, NotFoundError
+from lancelet.spark.compact import compact_files
 from lancelet.spark.source import (
     DEFAULT_ROWS_PER_PARTITION,
     FragmentSlice,
@@ -39,6 +45,7 @@ from lancelet.spark.source import (
     read_slice,
     stage_batches,
 )
+from lancelet.spark.evolve import add_columns
 from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema, spark_type
 
 __all__ = [
@@ -50,8 +57,10 @@ __all__ = [
     "take_udf",
     "write_fragments",
     "commit",
+    "compact_files",
     "FragmentWriter",
     "FRAGMENT_TASK_SCHEMA",
+    "add_columns",
 ]
 
 #: Columns of the DataFrame :func:`fragments` returns.

@@ -6,7 +6,10 @@
 mod arrow_ffi;
 mod dataset;
 mod errors;
+mod evolve;
 mod file;
+mod ops;
+mod optimize;
 mod index;
 mod namespace;
 mod write;
@@ -43,6 +46,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::NativeDataset>()?;
     m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
+    ops::register(m)?;
+    evolve::register(m)?;
+    optimize::register(m)?;
     index::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;

@@ -65,9 +65,11 @@ fn dataset_insert(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>) -
 
 /// Delete rows matching a predicate: `(new dataset, rows deleted)`.
 #[pyfunction]
-fn dataset_delete(py: Python<'_>, ds: &NativeDataset, predicate: String) -> PyResult<(NativeDataset, u64)> {
+#[pyo3(signature = (ds, predicate, conflict_retries=10, retry_timeout=30.0))]
+fn dataset_delete(py: Python<'_>, ds: &NativeDataset, predicate: String, conflict_retries: u32, retry_timeout: f64) -> PyResult<(NativeDataset, u64)> {
     let inner = ds.inner.clone();
-    let (out, n) = py.detach(move || guard(move || write::delete(&inner, &predicate, None))).py_err()?;
+    let policy = crate::ops::retry_policy(conflict_retries, retry_timeout)?;
+    let (out, n) = py.detach(move || guard(move || lancelet::table::ops::delete::delete(&inner, &predicate, &policy, None))).py_err()?;
     Ok((wrap(out), n))
 }
 

@@ -39,7 +39,8 @@ use crate::table::deletion::{decode_deletions, live_ranges};
 use crate::table::manifest::{decode_manifest, list_versions, parse_manifest_name, ManifestNaming};
 use crate::table::rowids::{RowIdIndex, RowIdSequence};
 use crate::table::scan::{ScanOptions, Scanner};
-use crate::table::transaction::{build_manifest, check_compatible, new_transaction, BuildOptions};
+use crate::table::conflict::Rebase;
+use crate::table::transaction::{build_manifest, new_transaction, BuildOptions};
 use crate::table::{Dataset, VersionRef};
 
 use pb::transaction::Operation;
@@ -339,8 +340,9 @@ pub fn transaction(data: &[u8]) {
     ];
     for op in mine {
         let t = new_transaction(1, op);
-        let _ = ok(check_compatible(&t, &theirs, 2));
-        let _ = ok(check_compatible(&theirs, &t, 2));
+        // the conflict table, both ways
+        let _ = ok(Rebase::new(&t, None, None).check(&theirs, 2).map_err(|c| c.into_error()));
+        let _ = ok(Rebase::new(&theirs, None, None).check(&t, 2).map_err(|c| c.into_error()));
     }
     let _ = crate::table::transaction::transaction_file_name(&theirs);
     let _g = store_lock();
@@ -367,7 +369,7 @@ pub fn transaction(data: &[u8]) {
     }
     // And lancelet's manifest builder on the decoded transaction (as for a
     // caller's staged operation).
-    let _ = ok(build_manifest(Some(&prev.manifest), &theirs, 3, &BuildOptions::default(), Some(&prev.manifest)));
+    let _ = ok(build_manifest(Some(&prev.manifest), &theirs, 3, &BuildOptions::default(), Some(&prev.manifest), Some(&b.root)));
     reset_base(b);
 }
 

@@ -191,7 +191,7 @@ fn unit_rank(u: &TimeUnit) -> u8 {
 }
 
 /// A type both sides of a comparison convert to.
-fn common_type(l: &DataType, r: &DataType) -> Option<DataType> {
+pub(crate) fn common_type(l: &DataType, r: &DataType) -> Option<DataType> {
     use DataType as D;
     if l == r {
         return Some(l.clone());
@@ -255,6 +255,13 @@ pub fn coerce_arithmetic(l: Expr, r: Expr) -> Result<(Expr, Expr)> {
         return Ok((l, r));
     }
     let num = |t: &DataType| is_numeric(t) || matches!(t, DataType::Null);
+    // A number literal takes the other side's type when it keeps its value
+    // there (`i32_col + 1` stays int32, as in DataFusion/pylance).
+    if is_numeric(lt) && is_numeric(rt) && l.is_literal() != r.is_literal() {
+        if let Ok(pair) = literal_side(l.clone(), r.clone())? {
+            return Ok(pair);
+        }
+    }
     if num(lt) && num(rt) {
         let t = match (lt, rt) {
             (DataType::Null, DataType::Null) => DataType::Int64,

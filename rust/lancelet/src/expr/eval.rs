@@ -6,13 +6,14 @@ use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_arith::numeric;
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    make_array, new_empty_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch,
+    make_array, new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch,
     Scalar, StringArray, UInt32Array,
 };
 use arrow_buffer::NullBuffer;
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{ArrowError, DataType};
 
+use super::functions::{Builtin, Call};
 use super::plan::{ArithOp, BoolTest, CmpOp, Expr, Func, Kind};
 use crate::error::{Error, Result};
 
@@ -220,7 +221,7 @@ fn combine(and: bool, acc: Option<Val>, v: Val, n: usize) -> Result<(Val, bool)>
 /// The operands of a node other than `AND`/`OR` (evaluated before it).
 fn operands(e: &Expr) -> (Option<&Expr>, Option<&Expr>) {
     match &e.kind {
-        Kind::Column { .. } | Kind::Literal(_) | Kind::And(_) | Kind::Or(_) => (None, None),
+        Kind::Column { .. } | Kind::Literal(_) | Kind::And(_) | Kind::Or(_) | Kind::Call(_) => (None, None),
         Kind::Cast(x)
         | Kind::Neg(x)
         | Kind::InList { expr: x, .. }
@@ -242,6 +243,9 @@ fn operands(e: &Expr) -> (Option<&Expr>, Option<&Expr>) {
 pub fn eval(e: &Expr, batch: &RecordBatch) -> Result<Val> {
     if let Kind::And(terms) | Kind::Or(terms) = &e.kind {
         return logic(matches!(e.kind, Kind::And(_)), terms, batch);
+    }
+    if let Kind::Call(c) = &e.kind {
+        return call(c, &e.data_type, batch);
     }
     let (a, b) = operands(e);
     let a = match a {
@@ -265,7 +269,7 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
     Ok(match &e.kind {
         Kind::Column { name, path } => Val::Array(column(batch, name, path)?),
         Kind::Literal(a) => Val::Scalar(a.clone()),
-        Kind::And(_) | Kind::Or(_) => return Err(Error::Internal { what: "AND/OR reached apply".into() }),
+        Kind::And(_) | Kind::Or(_) | Kind::Call(_) => return Err(Error::Internal { what: "AND/OR/call reached apply".into() }),
         Kind::Cast(_) => {
             let v = one(a)?;
             let out = cast_with_options(v.array(), &e.data_type, &STRICT).map_err(ae)?;
@@ -331,6 +335,83 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
             Val::like(Arc::new(super::array::eval(*func, v.array(), values)?), v.is_scalar())
         }
     })
+}
+
+/// A function of [`super::functions`]: its arguments, then the kernel;
+/// `CASE` computes each branch's value only for the rows it takes.
+fn call(c: &Call, out_type: &DataType, batch: &RecordBatch) -> Result<Val> {
+    if matches!(c.func, Builtin::Case { .. }) {
+        return Ok(Val::Array(case(&c.args, out_type, batch)?));
+    }
+    let n = batch.num_rows();
+    let vals = c.args.iter().map(|a| eval(a, batch)).collect::<Result<Vec<_>>>()?;
+    let scalar = vals.iter().all(Val::is_scalar);
+    let m = if scalar { 1 } else { n };
+    let arrays = vals.into_iter().map(|v| v.into_array(m)).collect::<Result<Vec<_>>>()?;
+    let out = super::functions::eval(c, out_type, &arrays, m).map_err(|err| match err {
+        Error::Corrupt { what, .. } => Error::invalid_input(what),
+        other => other,
+    })?;
+    Ok(Val::like(out, scalar))
+}
+
+/// The rows `idx` of `batch` (also for batches without columns).
+fn take_rows(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
+    let cols = batch.columns().iter().map(|c| arrow_select::take::take(c, idx, None)).collect::<std::result::Result<Vec<_>, _>>()?;
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(idx.len()));
+    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &opts)?)
+}
+
+/// `CASE` (arguments `[condition, value]*` then an optional `ELSE` value,
+/// as planned by [`super::functions`]): each branch's value is computed
+/// only for the rows it takes, so `CASE WHEN x = 0 THEN 0 ELSE 1 / x END`
+/// never divides by zero (as in DataFusion and PostgreSQL).
+fn case(args: &[Expr], out_type: &DataType, batch: &RecordBatch) -> Result<ArrayRef> {
+    let n = batch.num_rows();
+    let has_else = args.len() % 2 == 1;
+    let pairs = args.len() / 2;
+    let mut remaining: Vec<u32> = (0..n as u32).collect();
+    let mut values: Vec<ArrayRef> = Vec::new();
+    let mut pick: Vec<(usize, usize)> = vec![(0, 0); n];
+    let mut take_value = |rows: Vec<u32>, value: Option<&Expr>, values: &mut Vec<ArrayRef>| -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let idx = UInt32Array::from(rows);
+        let v = match value {
+            Some(value) => eval(value, &take_rows(batch, &idx)?)?.into_array(idx.len())?,
+            None => new_null_array(out_type, idx.len()),
+        };
+        for (k, &row) in idx.values().iter().enumerate() {
+            pick[row as usize] = (values.len(), k);
+        }
+        values.push(v);
+        Ok(())
+    };
+    for p in 0..pairs {
+        if remaining.is_empty() {
+            break;
+        }
+        let idx = UInt32Array::from(remaining.clone());
+        let sub = take_rows(batch, &idx)?;
+        let c = bools(&eval(&args[2 * p], &sub)?, idx.len())?;
+        let (mut hit, mut miss) = (Vec::new(), Vec::new());
+        for (k, &row) in remaining.iter().enumerate() {
+            if c.is_valid(k) && c.value(k) {
+                hit.push(row);
+            } else {
+                miss.push(row);
+            }
+        }
+        take_value(hit, Some(&args[2 * p + 1]), &mut values)?;
+        remaining = miss;
+    }
+    take_value(remaining, if has_else { args.last() } else { None }, &mut values)?;
+    if values.is_empty() {
+        return Ok(new_empty_array(out_type));
+    }
+    let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
+    Ok(arrow_select::interleave::interleave(&refs, &pick)?)
 }
 
 /// Evaluate a boolean expression to one value per row.

@@ -18,11 +18,16 @@
 //! `IS [NOT] NULL|TRUE|FALSE|DISTINCT FROM`, `[NOT] IN (list)`,
 //! `[NOT] BETWEEN`, `[NOT] LIKE|ILIKE`, `+ - * / %` and unary minus,
 //! `CAST(x AS type)` / `x::type`, literals (integers, floats, strings,
-//! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), and the
-//! functions `lower`, `upper`, `length`/`char_length`, `abs`, and the list
-//! tests `array_has_any`, `array_has_all`, `array_has`/`array_contains`
+//! booleans, `NULL`, `date '…'`, `timestamp '…'`, `decimal '…'`), the
+//! functions `lower`, `upper`, `length`/`char_length`, `abs`, those of
+//! [`functions`] (strings, `||`, `coalesce`/`nullif`, `CASE`, rounding and
+//! math, `greatest`/`least`, `extract`/`date_part`), and the list tests
+//! `array_has_any`, `array_has_all`, `array_has`/`array_contains`
 //! ([`array`]). `_rowid` and
 //! `_rowaddr` can be filtered on like UInt64 columns ([`parse_filter`]).
+//! The same expressions produce column values ([`SqlValue`]: new columns
+//! of `add_columns`, and `update` values cast to the column's type); a
+//! `CASE` branch's value is computed only for the rows it takes.
 //!
 //! Coercion (DataFusion-like, a little more lenient than pylance): a literal
 //! compared with a column takes the column's type when that is exact (`u8 >
@@ -34,11 +39,13 @@
 pub mod array;
 mod coerce;
 mod eval;
+pub mod functions;
 pub mod index;
 mod inlist;
 mod parse;
 mod plan;
 mod prune;
+mod value;
 
 use std::sync::Arc;
 
@@ -51,6 +58,7 @@ use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
 
 pub use parse::MAX_DEPTH;
 pub use plan::{CmpOp, Expr, Kind};
+pub use value::SqlValue;
 
 /// A parsed, type-checked SQL filter.
 #[derive(Debug, Clone)]
@@ -67,6 +75,13 @@ impl SqlFilter {
         let mut columns = Vec::new();
         expr.columns(&mut columns);
         Ok(SqlFilter { sql: sql.to_string(), expr, columns })
+    }
+
+    /// Every column reference as (top-level column, struct path below it).
+    pub fn column_paths(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        self.expr.column_paths(&mut out);
+        out
     }
 
     /// The filter's text.
@@ -124,5 +139,7 @@ pub fn parse_filter(sql: &str, schema: &Schema) -> Result<Arc<dyn RowFilter>> {
 mod parse_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod value_tests;
 #[cfg(test)]
 mod wide_tests;

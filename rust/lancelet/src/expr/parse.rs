@@ -92,6 +92,8 @@ pub enum IsTest {
 pub enum BinOp {
     Cmp(CmpOp),
     Arith(ArithOp),
+    /// `a || b` (string concatenation).
+    Concat,
 }
 
 /// A syntax node.
@@ -118,7 +120,13 @@ pub enum Syn {
     Is { expr: Box<Node>, test: IsTest },
     /// `IS [NOT] DISTINCT FROM`.
     Distinct { left: Box<Node>, right: Box<Node>, negated: bool },
+    /// A function call; the SQL forms `SUBSTRING(s FROM a FOR b)`,
+    /// `TRIM([LEADING|TRAILING|BOTH] [c FROM] s)`, `EXTRACT(f FROM t)` and
+    /// `POSITION(a IN s)` arrive as the calls `substring(s, a, b)`,
+    /// `ltrim/rtrim/trim(s, c)`, `date_part('f', t)` and `strpos(s, a)`.
     Func { name: String, args: Vec<Node> },
+    /// `CASE [operand] WHEN w THEN v ... [ELSE e] END`.
+    Case { operand: Option<Box<Node>>, whens: Vec<(Node, Node)>, otherwise: Option<Box<Node>> },
     /// `[a, b, ...]`: the values of `array_has_any`/`array_has_all`.
     Array(Vec<Node>),
 }
@@ -300,7 +308,7 @@ impl FilterParser {
                 _ => 0,
             },
             Token::Eq | Token::DoubleEq | Token::Neq | Token::Lt | Token::LtEq | Token::Gt | Token::GtEq => CMP,
-            Token::Plus | Token::Minus => PLUS_MINUS,
+            Token::Plus | Token::Minus | Token::StringConcat => PLUS_MINUS,
             Token::Mul | Token::Div | Token::Mod => MUL_DIV,
             Token::DoubleColon => DOUBLE_COLON,
             Token::Spaceship
@@ -313,7 +321,6 @@ impl FilterParser {
             | Token::DoubleTildeAsterisk
             | Token::ExclamationMarkDoubleTilde
             | Token::ExclamationMarkDoubleTildeAsterisk
-            | Token::StringConcat
             | Token::DuckIntDiv
             | Token::Pipe
             | Token::Caret
@@ -377,7 +384,7 @@ impl FilterParser {
                         Keyword::INTERVAL if matches!(self.peek_nth(1).token, Token::SingleQuotedString(_) | Token::Number(..)) => {
                             return Err(self.unsupported_construct(&w.value, loc));
                         }
-                        Keyword::CASE if self.starts_expression(1) => return Err(self.unsupported_construct(&w.value, loc)),
+                        Keyword::CASE if self.starts_expression(1) => return self.case(loc),
                         Keyword::SELECT => return Err(self.unsupported_construct(&w.value, loc)),
                         Keyword::AND | Keyword::OR | Keyword::IS | Keyword::IN | Keyword::BETWEEN | Keyword::LIKE | Keyword::ILIKE => {
                             return Err(syntax(format!("expected an expression, found `{}`{}", w.value, at(loc))));
@@ -450,7 +457,7 @@ impl FilterParser {
     fn unsupported_construct(&self, word: &str, loc: Location) -> Error {
         unsupported(format!(
             "expression `{word} ...`{} (supported: comparisons, AND/OR/NOT, IS, IN, BETWEEN, LIKE, arithmetic, CAST and \
-             the functions lower, upper, length, abs)",
+             the functions lower, upper, length, abs and those of expr::functions)",
             at(loc)
         ))
     }
@@ -492,6 +499,9 @@ impl FilterParser {
 
     fn function(&mut self, name: String, loc: Location) -> Result<Node> {
         self.pos += 2; // name (
+        if let Some(node) = self.special_function(&name, loc)? {
+            return Ok(node);
+        }
         let mut args = Vec::new();
         if !self.eat(&Token::RParen) {
             if matches!(self.keyword(0), Some(Keyword::DISTINCT | Keyword::ALL)) || self.peek().token == Token::Mul {
@@ -511,6 +521,115 @@ impl FilterParser {
         }
         let d = args.iter().map(|a| a.depth).max().unwrap_or(0);
         wrap(Syn::Func { name, args }, loc, d)
+    }
+
+    /// `CASE [operand] WHEN w THEN v ... [ELSE e] END` (at `CASE`).
+    fn case(&mut self, loc: Location) -> Result<Node> {
+        self.pos += 1; // CASE
+        let operand = if self.keyword(0) == Some(Keyword::WHEN) { None } else { Some(Box::new(self.parse_sub(0)?)) };
+        let mut whens = Vec::new();
+        while self.eat_keyword(Keyword::WHEN) {
+            let w = self.parse_sub(0)?;
+            self.expect_keyword(Keyword::THEN)?;
+            let v = self.parse_sub(0)?;
+            whens.push((w, v));
+        }
+        if whens.is_empty() {
+            let found = self.peek();
+            return Err(syntax(format!("expected WHEN after CASE, found `{}`{}", found.token, at(found.span.start))));
+        }
+        let otherwise = if self.eat_keyword(Keyword::ELSE) { Some(Box::new(self.parse_sub(0)?)) } else { None };
+        self.expect_keyword(Keyword::END)?;
+        let d = whens
+            .iter()
+            .flat_map(|(w, v)| [w.depth, v.depth])
+            .chain(operand.iter().map(|o| o.depth))
+            .chain(otherwise.iter().map(|o| o.depth))
+            .max()
+            .unwrap_or(0);
+        wrap(Syn::Case { operand, whens, otherwise }, loc, d)
+    }
+
+    /// The keyword forms of `SUBSTRING`, `TRIM`, `EXTRACT` and `POSITION`
+    /// (after `name (`), as plain calls; `None` for an ordinary argument list.
+    fn special_function(&mut self, name: &str, loc: Location) -> Result<Option<Node>> {
+        let lower = name.to_ascii_lowercase();
+        let call = |name: &str, args: Vec<Node>| {
+            let d = args.iter().map(|a| a.depth).max().unwrap_or(0);
+            wrap(Syn::Func { name: name.to_string(), args }, loc, d)
+        };
+        match lower.as_str() {
+            "extract" => {
+                let field = match &self.peek().token {
+                    Token::Word(w) if self.keyword(1) == Some(Keyword::FROM) => w.value.clone(),
+                    Token::SingleQuotedString(s) if self.keyword(1) == Some(Keyword::FROM) => s.clone(),
+                    _ => return Ok(None),
+                };
+                let floc = self.peek().span.start;
+                self.pos += 2; // field FROM
+                let x = self.parse_sub(0)?;
+                self.expect(&Token::RParen)?;
+                call("date_part", vec![leaf(Syn::Str(field), floc), x]).map(Some)
+            }
+            "position" => {
+                // POSITION(a IN s): `a` binds tighter than IN.
+                let save = self.pos;
+                let a = self.parse_sub(CMP)?;
+                if !self.eat_keyword(Keyword::IN) {
+                    self.pos = save;
+                    return Ok(None);
+                }
+                let s = self.parse_sub(0)?;
+                self.expect(&Token::RParen)?;
+                call("strpos", vec![s, a]).map(Some)
+            }
+            "substring" => {
+                let save = self.pos;
+                let x = self.parse_sub(0)?;
+                let from = if self.eat_keyword(Keyword::FROM) { Some(self.parse_sub(0)?) } else { None };
+                let len = if self.eat_keyword(Keyword::FOR) { Some(self.parse_sub(0)?) } else { None };
+                if from.is_none() && len.is_none() {
+                    self.pos = save;
+                    return Ok(None);
+                }
+                self.expect(&Token::RParen)?;
+                let from = from.unwrap_or_else(|| leaf(Syn::Number("1".into()), loc));
+                let mut args = vec![x, from];
+                args.extend(len);
+                call("substring", args).map(Some)
+            }
+            "trim" => {
+                let side = match self.keyword(0) {
+                    Some(Keyword::LEADING) => Some("ltrim"),
+                    Some(Keyword::TRAILING) => Some("rtrim"),
+                    Some(Keyword::BOTH) => Some("trim"),
+                    _ => None,
+                };
+                let save = self.pos;
+                if side.is_some() {
+                    self.pos += 1;
+                }
+                let func = side.unwrap_or("trim");
+                if side.is_some() && self.eat_keyword(Keyword::FROM) {
+                    let s = self.parse_sub(0)?;
+                    self.expect(&Token::RParen)?;
+                    return call(func, vec![s]).map(Some);
+                }
+                let first = self.parse_sub(0)?;
+                if self.eat_keyword(Keyword::FROM) {
+                    let s = self.parse_sub(0)?;
+                    self.expect(&Token::RParen)?;
+                    return call(func, vec![s, first]).map(Some);
+                }
+                if side.is_some() {
+                    self.expect(&Token::RParen)?;
+                    return call(func, vec![first]).map(Some);
+                }
+                self.pos = save;
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// `TYPE 'text'` (a typed literal) at the current position, if it is one.
@@ -585,7 +704,8 @@ impl FilterParser {
             Token::Mod => Some(ArithOp::Rem),
             _ => None,
         };
-        if let Some(op) = cmp.map(BinOp::Cmp).or(arith.map(BinOp::Arith)) {
+        let concat = (tok.token == Token::StringConcat).then_some(BinOp::Concat);
+        if let Some(op) = cmp.map(BinOp::Cmp).or(arith.map(BinOp::Arith)).or(concat) {
             if matches!(self.keyword(0), Some(Keyword::ANY | Keyword::ALL | Keyword::SOME)) {
                 return Err(unsupported(format!("`{} {:?}`{}", tok.token, self.keyword(0).unwrap(), at(loc))));
             }

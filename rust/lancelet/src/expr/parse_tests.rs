@@ -167,6 +167,7 @@ fn canon_ours(n: &Node) -> String {
                 BinOp::Arith(ArithOp::Mul) => "*",
                 BinOp::Arith(ArithOp::Div) => "/",
                 BinOp::Arith(ArithOp::Rem) => "%",
+                BinOp::Concat => "||",
             };
             format!("({} {op} {})", canon_ours(left), canon_ours(right))
         }
@@ -197,6 +198,19 @@ fn canon_ours(n: &Node) -> String {
         }
         Syn::Distinct { left, right, negated } => format!("({} {}DISTINCT {})", canon_ours(left), neg(*negated), canon_ours(right)),
         Syn::Func { name, args } => format!("{name}({})", args.iter().map(canon_ours).collect::<Vec<_>>().join(", ")),
+        Syn::Case { operand, whens, otherwise } => {
+            let mut out = String::from("(CASE");
+            if let Some(o) = operand {
+                out += &format!(" {}", canon_ours(o));
+            }
+            for (w, v) in whens {
+                out += &format!(" WHEN {} THEN {}", canon_ours(w), canon_ours(v));
+            }
+            if let Some(e) = otherwise {
+                out += &format!(" ELSE {}", canon_ours(e));
+            }
+            out + " END)"
+        }
         Syn::Array(items) => format!("[{}]", items.iter().map(canon_ours).collect::<Vec<_>>().join(", ")),
     }
 }

@@ -17,6 +17,7 @@ use sqlparser::ast;
 use super::array::{self, ArrayFunc};
 use super::coerce::{self, cast_literal};
 use super::eval;
+use super::functions;
 use super::inlist::{self, InSet};
 use super::parse::{self, at, BinOp, IsTest, Node, Syn};
 use crate::error::{Error, Result};
@@ -85,6 +86,8 @@ pub enum Kind {
     Test(BoolTest, Box<Expr>),
     Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
     Func(Func, Box<Expr>),
+    /// A function of [`super::functions`] (or `CASE`).
+    Call(Box<super::functions::Call>),
     /// `array_has_any/all(list, [values])`, `array_has(list, value)`:
     /// constant values of the list's element type (see [`super::array`]).
     ArrayHas { func: ArrayFunc, list: Box<Expr>, values: ArrayRef },
@@ -132,7 +135,40 @@ impl Expr {
                 expr.columns(out);
                 pattern.columns(out);
             }
+            Kind::Call(c) => c.args.iter().for_each(|a| a.columns(out)),
             Kind::ArrayHas { list, .. } => list.columns(out),
+        }
+    }
+
+    /// Every column reference as (top-level column, struct path below it).
+    pub fn column_paths(&self, out: &mut Vec<(String, Vec<String>)>) {
+        match &self.kind {
+            Kind::Column { name, path } => {
+                let c = (name.clone(), path.clone());
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            Kind::Literal(_) => {}
+            Kind::Cast(e)
+            | Kind::Neg(e)
+            | Kind::Not(e)
+            | Kind::IsNull(e)
+            | Kind::IsNotNull(e)
+            | Kind::Test(_, e)
+            | Kind::Func(_, e)
+            | Kind::InList { expr: e, .. } => e.column_paths(out),
+            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => {
+                a.column_paths(out);
+                b.column_paths(out);
+            }
+            Kind::And(terms) | Kind::Or(terms) => terms.iter().for_each(|t| t.column_paths(out)),
+            Kind::Like { expr, pattern, .. } => {
+                expr.column_paths(out);
+                pattern.column_paths(out);
+            }
+            Kind::Call(c) => c.args.iter().for_each(|a| a.column_paths(out)),
+            Kind::ArrayHas { list, .. } => list.column_paths(out),
         }
     }
 
@@ -150,6 +186,7 @@ impl Expr {
             Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => a.is_literal() && b.is_literal(),
             Kind::And(terms) | Kind::Or(terms) => terms.iter().all(Expr::is_literal),
             Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
+            Kind::Call(c) => c.args.iter().all(Expr::is_literal),
             Kind::ArrayHas { list, .. } => list.is_literal(),
         }
     }
@@ -166,22 +203,36 @@ const PLAN_STACK: usize = 64 << 20;
 /// in unoptimized builds and the caller's thread may have a small stack (a
 /// Python thread, a Spark worker).
 pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
+    let expr = plan_expr(sql, schema, "filter")?;
+    match expr.data_type {
+        DataType::Boolean => Ok(expr),
+        ref t => Err(Error::invalid_input(format!(
+            "filter `{}`: the filter must be a boolean expression, but it is of type {t}",
+            shorten(sql)
+        ))),
+    }
+}
+
+/// Parse and plan an expression of any type (`what` names it in errors:
+/// "filter", "expression", "update value of column ..."), on a thread with
+/// a [`PLAN_STACK`] stack as [`plan_filter`].
+pub(crate) fn plan_expr(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("lancelet-filter".into())
             .stack_size(PLAN_STACK)
-            .spawn_scoped(s, || plan_filter_here(sql, schema))
+            .spawn_scoped(s, || plan_expr_here(sql, schema, what))
             .map_err(|e| Error::Internal { what: format!("cannot start the filter planning thread: {e}") })?
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     })
 }
 
-fn plan_filter_here(sql: &str, schema: &Schema) -> Result<Expr> {
+fn plan_expr_here(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
     let shown = shorten(sql);
-    let bad = |what: String| Error::invalid_input(format!("filter `{shown}`: {what}"));
+    let bad = |msg: String| Error::invalid_input(format!("{what} `{shown}`: {msg}"));
     if sql.trim().is_empty() {
-        return Err(bad("empty filter".into()));
+        return Err(bad(format!("empty {what}")));
     }
     let strip = |e: Error| match e {
         Error::InvalidInput { what } => bad(what),
@@ -191,10 +242,7 @@ fn plan_filter_here(sql: &str, schema: &Schema) -> Result<Expr> {
     let planner = Planner { schema };
     let expr = planner.plan(&tree).map_err(strip)?;
     drop(tree);
-    match expr.data_type {
-        DataType::Boolean => Ok(expr),
-        ref t => Err(bad(format!("the filter must be a boolean expression, but it is of type {t}"))),
-    }
+    Ok(expr)
 }
 
 /// The filter text as error messages show it: long filters (an `IN` list
@@ -320,6 +368,24 @@ impl Planner<'_> {
                 Ok(Expr { kind: Kind::Neg(Box::new(inner)), data_type: dt })
             }
             Syn::Binary { op: BinOp::Cmp(op), left, right } => self.compare(*op, self.plan(left)?, self.plan(right)?),
+            Syn::Binary { op: BinOp::Concat, left, right } => {
+                functions::plan(functions::Builtin::ConcatOp, "||", vec![self.plan(left)?, self.plan(right)?])
+            }
+            Syn::Case { operand, whens, otherwise } => {
+                let operand = operand.as_ref().map(|o| self.plan(o)).transpose()?;
+                let mut args = Vec::with_capacity(whens.len() * 2 + 1);
+                for (w, v) in whens {
+                    args.push(match &operand {
+                        Some(o) => self.compare(CmpOp::Eq, o.clone(), self.plan(w)?)?,
+                        None => self.plan(w)?,
+                    });
+                    args.push(self.plan(v)?);
+                }
+                if let Some(x) = otherwise {
+                    args.push(self.plan(x)?);
+                }
+                functions::plan(functions::Builtin::Case { has_else: otherwise.is_some() }, "CASE", args)
+            }
             Syn::Binary { op: BinOp::Arith(op), left, right } => {
                 let (l, r) = coerce::coerce_arithmetic(self.plan(left)?, self.plan(right)?)?;
                 let dt = eval::arith_type(*op, &l.data_type, &r.data_type)?;
@@ -407,13 +473,7 @@ impl Planner<'_> {
             "upper" => Func::Upper,
             "length" | "char_length" | "character_length" => Func::Length,
             "abs" => Func::Abs,
-            _ => {
-                return Err(invalid(format!(
-                    "unsupported function `{name}`{} (supported: lower, upper, length, abs, array_has_any, array_has_all, \
-                     array_has/array_contains)",
-                    at(n.at)
-                )))
-            }
+            _ => return self.call(name, &lower, args, n),
         };
         let [arg] = args else {
             return Err(invalid(format!("function `{name}` takes one argument")));
@@ -446,6 +506,28 @@ impl Planner<'_> {
 }
 
 impl Planner<'_> {
+    /// A function of [`functions`] (`date_part('f', x)` takes its part by name).
+    fn call(&self, name: &str, lower: &str, args: &[Node], n: &Node) -> Result<Expr> {
+        if lower == "date_part" || lower == "datepart" {
+            let [part, x] = args else { return Err(invalid(format!("{lower}() takes 2 arguments"))) };
+            let Syn::Str(p) = &part.syn else {
+                return Err(invalid(format!("{lower}() needs the part as a string, like 'year'")));
+            };
+            let part = functions::date_part_named(p)?;
+            return functions::plan(functions::Builtin::DatePart(part), lower, vec![self.plan(x)?]);
+        }
+        let Some(func) = functions::lookup(lower) else {
+            return Err(invalid(format!(
+                "unsupported function `{name}`{} (supported: lower, upper, length, abs, array_has_any, array_has_all, \
+                 array_has/array_contains, {})",
+                at(n.at),
+                functions::NAMES
+            )));
+        };
+        let planned = args.iter().map(|x| self.plan(x)).collect::<Result<Vec<_>>>()?;
+        functions::plan(func, lower, planned)
+    }
+
     /// `array_has_any(list, [..])`, `array_has_all(list, [..])`,
     /// `array_has(list, v)`: the values must be constants.
     fn array_function(&self, func: ArrayFunc, name: &str, args: &[Node], n: &Node) -> Result<Expr> {

@@ -44,6 +44,11 @@ impl ColumnPieces {
         &self.columns[i]
     }
 
+    /// Column `i` as one array (its pieces concatenated).
+    pub fn concat_column(&self, i: usize) -> Result<ArrayRef> {
+        concat(&self.columns[i])
+    }
+
     /// Keep the first `n` columns and append `more` (one piece each).
     pub fn truncate_and_extend(mut self, n: usize, more: impl IntoIterator<Item = ArrayRef>) -> Result<Self> {
         self.columns.truncate(n);

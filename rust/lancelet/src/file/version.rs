@@ -47,6 +47,9 @@ pub struct VersionTraits {
     pub struct_validity: bool,
     /// Map columns can be stored.
     pub maps: bool,
+    /// Fields may be added to an existing struct column, their data in a
+    /// later data file of the fragment (pylance allows it from 2.2 on).
+    pub struct_fields_added: bool,
 }
 
 impl FileVersion {
@@ -115,6 +118,7 @@ impl FileVersion {
             compressed_dictionaries: false,
             struct_validity: true,
             maps: false,
+            struct_fields_added: false,
         };
         match self {
             FileVersion::Legacy => None,
@@ -130,6 +134,7 @@ impl FileVersion {
                 fixed_width_dictionaries: true,
                 compressed_dictionaries: true,
                 maps: true,
+                struct_fields_added: true,
                 ..structural
             }),
         }

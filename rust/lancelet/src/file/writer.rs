@@ -298,6 +298,12 @@ impl FileWriter {
         self.num_rows
     }
 
+    /// Bytes handed to storage so far (pages already encoded; buffered
+    /// pages and the metadata tail are not counted yet).
+    pub fn bytes_written(&self) -> u64 {
+        self.out.position()
+    }
+
     /// Lower the page-size threshold (tests use it to force several pages).
     pub fn set_page_bytes(&mut self, bytes: usize) {
         match &mut self.columns {

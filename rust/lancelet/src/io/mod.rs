@@ -158,6 +158,17 @@ pub struct Storage {
     request_cost: u64,
 }
 
+/// One object found by [`Storage::list_recursive`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedObject {
+    /// Path relative to the listed directory (`/`-separated).
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification time.
+    pub last_modified: std::time::SystemTime,
+}
+
 /// What a request to local storage costs, in bytes it would take to read
 /// in the same time: a `pread` and a buffer per range, a few microseconds
 /// against memory bandwidth of several GB/s.
@@ -363,6 +374,29 @@ impl Storage {
             .objects
             .into_iter()
             .filter_map(|m| m.location.filename().map(|n| (n.to_string(), m.size)))
+            .collect())
+    }
+
+    /// Every object below this path (treated as a directory), at any
+    /// depth: paths relative to it, sizes and modification times. A missing
+    /// directory lists as empty.
+    pub fn list_recursive(&self) -> Result<Vec<ListedObject>> {
+        use futures::TryStreamExt;
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let prefix = if self.path.as_ref().is_empty() { None } else { Some(&self.path) };
+        let metas: Vec<object_store::ObjectMeta> = match block_on(self.store.list(prefix).try_collect()) {
+            Ok(m) => m,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&self.display, e)),
+        };
+        Ok(metas
+            .into_iter()
+            .filter_map(|m| {
+                let rel: Vec<String> = m.location.prefix_match(&self.path)?.map(|p| p.as_ref().to_string()).collect();
+                let t = m.last_modified;
+                let since_epoch = std::time::Duration::new(t.timestamp().max(0) as u64, t.timestamp_subsec_nanos());
+                Some(ListedObject { path: rel.join("/"), size: m.size, last_modified: std::time::UNIX_EPOCH + since_epoch })
+            })
             .collect())
     }
 

@@ -5,9 +5,14 @@
 //! a row id sequence. Each `DataFile` (`data/{path}`, or under a base path
 //! when `base_id` is set) holds the columns of the field ids in its
 //! `fields` list; `-2` marks a field whose column moved to another file.
-//! Columns are split across files after `add_columns`/`merge`: the first
-//! file holds the original fields, later files the new ones. A field of the
-//! dataset schema that no file of a fragment holds reads as nulls.
+//! Columns are split across files after `add_columns`/`merge`/casts: the
+//! first file holds the original fields, later files the new ones (a cast
+//! column's new id lives in a later file; its old id, no longer in the
+//! schema, stays in the old one and is ignored). A field is read from the
+//! last file holding any of its ids, except a struct whose children live in
+//! several files (a child added or cast later), which is read from each and
+//! joined by child id. A field of the dataset schema that no file of a
+//! fragment holds reads as nulls.
 //!
 //! Field ids in a data file's own schema equal the dataset's ids, so a
 //! dataset field is found in a file by id; names and nullability come from
@@ -33,6 +38,10 @@ pub const TOMBSTONE: i32 = -2;
 enum Source {
     /// Column `slot` of the batch read from file `file`.
     File { file: usize, slot: usize, file_field: LanceField },
+    /// A struct whose children live in several files (a child added or
+    /// cast by `add_columns`/`alter_columns`): each part is the struct as
+    /// one file stores it, in file order; children are matched by id.
+    Split { parts: Vec<(usize, usize, LanceField)> },
     /// No file of the fragment has it: nulls.
     Nulls,
 }
@@ -69,56 +78,73 @@ impl FragmentReader {
         let mut sources = Vec::with_capacity(fields.len());
         for field in fields {
             let ids = subtree_ids(field);
-            // The last file holding any id of this field wins.
-            let holder = fragment.files.iter().rposition(|df| df.fields.iter().any(|id| *id != TOMBSTONE && ids.contains(id)));
-            let Some(fi) = holder else {
-                sources.push(Source::Nulls);
-                continue;
+            let holds = |df: &pb::DataFile| df.fields.iter().any(|id| *id != TOMBSTONE && ids.contains(id));
+            let holders: Vec<usize> = (0..fragment.files.len()).filter(|&i| holds(&fragment.files[i])).collect();
+            // One file per field, except structs whose children were added
+            // or cast later (each file holds some of them); otherwise the
+            // last file holding any id of the field wins.
+            let chosen: Vec<usize> = match holders.as_slice() {
+                [] => {
+                    sources.push(Source::Nulls);
+                    continue;
+                }
+                [.., last] if !matches!(field.arrow.data_type(), DataType::Struct(_)) => vec![*last],
+                all => all.to_vec(),
             };
-            let slot_file = match opened[fi] {
-                Some(i) => i,
-                None => {
-                    let df = &fragment.files[fi];
-                    let reader = open_file(df)?;
-                    if reader.num_rows() != physical_rows {
-                        return Err(Error::Corrupt {
-                            path: Some(reader.path().to_string()),
-                            what: format!(
-                                "data file has {} rows but fragment {} has {physical_rows}",
-                                reader.num_rows(),
-                                fragment.id
-                            ),
-                        });
+            let mut parts = Vec::with_capacity(chosen.len());
+            for fi in chosen {
+                let slot_file = match opened[fi] {
+                    Some(i) => i,
+                    None => {
+                        let df = &fragment.files[fi];
+                        let reader = open_file(df)?;
+                        if reader.num_rows() != physical_rows {
+                            return Err(Error::Corrupt {
+                                path: Some(reader.path().to_string()),
+                                what: format!(
+                                    "data file has {} rows but fragment {} has {physical_rows}",
+                                    reader.num_rows(),
+                                    fragment.id
+                                ),
+                            });
+                        }
+                        files.push((reader, Vec::new()));
+                        opened[fi] = Some(files.len() - 1);
+                        files.len() - 1
                     }
-                    files.push((reader, Vec::new()));
-                    opened[fi] = Some(files.len() - 1);
-                    files.len() - 1
+                };
+                let (reader, proj) = &mut files[slot_file];
+                let top = reader.lance_schema().fields.iter().position(|f| f.id == field.id);
+                let Some(top) = top else {
+                    // The file lists the id but its schema has no such
+                    // top-level field: not a layout any writer produces.
+                    return Err(Error::Unsupported {
+                        path: Some(reader.path().to_string()),
+                        what: format!(
+                            "field {:?} (id {}) of fragment {} is not a top-level field of this data file",
+                            field.arrow.name(),
+                            field.id,
+                            fragment.id
+                        ),
+                    });
+                };
+                let file_field = reader.lance_schema().fields[top].clone();
+                let slot = match proj.iter().position(|&p| p == top) {
+                    Some(s) => s,
+                    None => {
+                        proj.push(top);
+                        proj.len() - 1
+                    }
+                };
+                parts.push((slot_file, slot, file_field));
+            }
+            sources.push(match parts.len() {
+                1 => {
+                    let (file, slot, file_field) = parts.pop().expect("one part");
+                    Source::File { file, slot, file_field }
                 }
-            };
-            let (reader, proj) = &mut files[slot_file];
-            let top = reader.lance_schema().fields.iter().position(|f| f.id == field.id);
-            let Some(top) = top else {
-                // The file lists the id but its schema has no such top-level
-                // field (e.g. a nested field added on its own): unsupported.
-                return Err(Error::Unsupported {
-                    path: Some(reader.path().to_string()),
-                    what: format!(
-                        "field {:?} (id {}) of fragment {} is not a top-level field of this data file",
-                        field.arrow.name(),
-                        field.id,
-                        fragment.id
-                    ),
-                });
-            };
-            let file_field = reader.lance_schema().fields[top].clone();
-            let slot = match proj.iter().position(|&p| p == top) {
-                Some(s) => s,
-                None => {
-                    proj.push(top);
-                    proj.len() - 1
-                }
-            };
-            sources.push(Source::File { file: slot_file, slot, file_field });
+                _ => Source::Split { parts },
+            });
         }
         Ok(FragmentReader { fragment_id: fragment.id, physical_rows, files, sources, fields: fields.to_vec(), schema })
     }
@@ -188,13 +214,23 @@ impl FragmentReader {
         // The file columns these fields need, per file.
         let mut projections: Vec<Vec<usize>> = vec![Vec::new(); self.files.len()];
         for &i in which {
-            if let Source::File { file, slot, .. } = &self.sources[i] {
-                let top = self.files[*file].1[*slot];
-                if !projections[*file].contains(&top) {
-                    projections[*file].push(top);
+            let slots: Vec<(usize, usize)> = match &self.sources[i] {
+                Source::File { file, slot, .. } => vec![(*file, *slot)],
+                Source::Split { parts } => parts.iter().map(|(f, s, _)| (*f, *s)).collect(),
+                Source::Nulls => Vec::new(),
+            };
+            for (file, slot) in slots {
+                let top = self.files[file].1[slot];
+                if !projections[file].contains(&top) {
+                    projections[file].push(top);
                 }
             }
         }
+        // Position of file column `slot` of file `file` in what was read.
+        let position = |file: usize, slot: usize| {
+            let top = self.files[file].1[slot];
+            projections[file].iter().position(|&p| p == top).expect("projected above")
+        };
         let read = self
             .files
             .iter()
@@ -206,20 +242,25 @@ impl FragmentReader {
             let (src, field, out) = (&self.sources[i], &self.fields[i], self.schema.field(i));
             let col = match src {
                 Source::Nulls => vec![new_null_array(out.data_type(), n as usize)],
-                Source::File { file, slot, file_field } => {
-                    let top = self.files[*file].1[*slot];
-                    let at = projections[*file].iter().position(|&p| p == top).expect("projected above");
-                    read[*file]
-                        .as_ref()
-                        .expect("file read above")
-                        .column(at)
-                        .iter()
-                        .map(|piece| {
-                            adapt(piece.clone(), file_field, field).map_err(|e| {
-                                e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name()))
-                            })
+                Source::File { file, slot, file_field } => read[*file]
+                    .as_ref()
+                    .expect("file read above")
+                    .column(position(*file, *slot))
+                    .iter()
+                    .map(|piece| {
+                        adapt(piece.clone(), file_field, field).map_err(|e| {
+                            e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name()))
                         })
-                        .collect::<Result<Vec<_>>>()?
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+                Source::Split { parts } => {
+                    let arrays = parts
+                        .iter()
+                        .map(|(file, slot, _)| read[*file].as_ref().expect("file read above").concat_column(position(*file, *slot)))
+                        .collect::<Result<Vec<_>>>()?;
+                    let with_fields: Vec<(ArrayRef, &LanceField)> =
+                        arrays.into_iter().zip(parts.iter().map(|(_, _, f)| f)).collect();
+                    vec![merge_struct(&with_fields, field).map_err(|e| e.context(format!("column {:?}", field.arrow.name())))?]
                 }
             };
             columns.push(col);
@@ -256,6 +297,48 @@ pub fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch>
         .map(|c| arrow_select::take::take(c.as_ref(), idx, None))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len())))?)
+}
+
+/// Join the parts of a struct stored in several files into the dataset's
+/// struct: each child comes from the last part holding any of its ids
+/// (children split again are joined recursively), missing children are
+/// nulls. The struct's own validity is the first (original) file's.
+pub fn merge_struct(parts: &[(ArrayRef, &LanceField)], ds: &LanceField) -> Result<ArrayRef> {
+    let DataType::Struct(ds_fields) = ds.arrow.data_type() else {
+        return Err(Error::Internal { what: format!("merge_struct on non-struct field {:?}", ds.arrow.name()) });
+    };
+    let (first, _) = parts.first().ok_or_else(|| Error::Internal { what: "merge_struct without parts".into() })?;
+    let len = first.len();
+    let structs = parts
+        .iter()
+        .map(|(a, f)| {
+            a.as_any()
+                .downcast_ref::<StructArray>()
+                .map(|s| (s, *f))
+                .ok_or_else(|| Error::corrupt(format!("field {:?} is not a struct in every data file", ds.arrow.name())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut children = Vec::with_capacity(ds.children.len());
+    for (dc, df) in ds.children.iter().zip(ds_fields.iter()) {
+        let ids = subtree_ids(dc);
+        let mut holding: Vec<(ArrayRef, &LanceField)> = Vec::new();
+        for (s, f) in &structs {
+            if let Some(i) = f.children.iter().position(|fc| fc.preorder().iter().any(|x| ids.contains(&x.id))) {
+                holding.push((s.column(i).clone(), &f.children[i]));
+            }
+        }
+        let col = match holding.len() {
+            0 => new_null_array(df.data_type(), len),
+            1 => adapt(holding[0].0.clone(), holding[0].1, dc)?,
+            _ if matches!(dc.arrow.data_type(), DataType::Struct(_)) => merge_struct(&holding, dc)?,
+            _ => {
+                let (a, f) = holding.pop().expect("several");
+                adapt(a, f, dc)?
+            }
+        };
+        children.push(col);
+    }
+    Ok(Arc::new(StructArray::try_new(ds_fields.clone(), children, structs[0].0.nulls().cloned())?))
 }
 
 /// Give a column read from a file the dataset's type: children of structs

@@ -9,16 +9,26 @@
 //! * [`rowids`]: RowIdSequence and the row id → address index;
 //! * [`dataset`]: opening a version, history, tags;
 //! * [`scan`]: streaming scans, `take`, `_rowid`/`_rowaddr`;
-//! * [`write`]: create/append/overwrite, delete, restore; [`transaction`]
-//!   builds manifests and checks conflicts, [`commit`] writes them
-//!   atomically, [`tags`] creates/deletes tags; delete predicates are SQL
-//!   filters ([`crate::expr`]);
-//! * [`staged`]: distributed writes — workers stage fragments, one commit.
+//! * [`write`]: create/append/overwrite, restore; [`transaction`]
+//!   builds manifests, [`conflict`] is the one table of what to do about
+//!   concurrent commits (rebase / re-run / refuse), [`commit`] writes
+//!   manifests atomically, [`tags`] creates/deletes tags;
+//! * [`ops`]: operations on existing rows (delete, update, merge_insert),
+//!   one file each, re-run on conflicts by [`ops::retry`]; predicates and
+//!   values are SQL ([`crate::expr`]);
+//! * [`row_meta`]: writing row id and version sequences (stable row ids);
+//! * [`staged`]: distributed writes — workers stage fragments, one commit;
+//! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits);
+//! * [`optimize`]: compaction (plan, tasks, ReserveFragments + Rewrite);
+//!   [`cleanup`]: removing old versions and the files only they use.
 
+pub mod cleanup;
 pub mod commit;
+pub mod conflict;
 pub mod dataset;
 pub mod deletion;
 mod deletion_arrow;
+pub mod evolve;
 pub mod explain;
 pub mod features;
 pub mod file_cache;
@@ -27,6 +37,8 @@ pub mod index_section;
 pub mod indexed;
 pub mod manifest;
 pub mod ops;
+pub mod optimize;
+pub mod row_meta;
 pub mod rowids;
 pub mod scan;
 mod select;

@@ -1,6 +1,6 @@
-//! Transactions: what one commit changes, how it turns the previous
-//! manifest into the next one, and which concurrent commits it can be
-//! rebased over.
+//! Transactions: what one commit changes and how it turns the previous
+//! manifest into the next one (which concurrent commits it can be rebased
+//! over is [`crate::table::conflict`]'s table).
 //!
 //! A commit is described by a `lance.table.Transaction` (protos/transaction.proto):
 //! `read_version` (the version the writer started from), a random UUID and
@@ -12,6 +12,9 @@
 //! | `Append{fragments}` | append / insert | latest fragments + new ones (ids from `max_fragment_id + 1`) |
 //! | `Delete{updated_fragments, deleted_fragment_ids, predicate}` | delete | latest fragments, updated ones replaced by id, deleted ones dropped |
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
+//! | `Merge{fragments, schema, …}` | add_columns, merge, casts | its schema and complete fragment list (see [`crate::table::evolve`]) |
+//! | `Project{schema}` | drop / rename / nullability | the latest fragments under its schema |
+//! | `ReserveFragments{n}`, `Rewrite{groups, ...}` | compaction | see [`crate::table::optimize::apply`] |
 //! | `CreateIndex{new_indices, removed_indices}` | index create / replace / optimize / drop | latest manifest; only the index section changes |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
@@ -109,98 +112,7 @@ pub fn transaction_file_name(t: &pb::Transaction) -> String {
 
 /// Short name of an operation, for messages.
 pub fn op_name(op: Option<&Operation>) -> &'static str {
-    match op {
-        Some(Operation::Append(_)) => "Append",
-        Some(Operation::Delete(_)) => "Delete",
-        Some(Operation::Overwrite(_)) => "Overwrite",
-        Some(Operation::CreateIndex(_)) => "CreateIndex",
-        Some(Operation::Rewrite(_)) => "Rewrite",
-        Some(Operation::Merge(_)) => "Merge",
-        Some(Operation::Restore(_)) => "Restore",
-        Some(Operation::ReserveFragments(_)) => "ReserveFragments",
-        Some(Operation::Update(_)) => "Update",
-        Some(Operation::Project(_)) => "Project",
-        Some(Operation::UpdateConfig(_)) => "UpdateConfig",
-        Some(Operation::DataReplacement(_)) => "DataReplacement",
-        Some(Operation::Clone(_)) => "Clone",
-        Some(Operation::UpdateBases(_)) => "UpdateBases",
-        None => "an unknown operation",
-    }
-}
-
-/// Fragment ids an operation modifies or removes (`None` = it replaces or
-/// reshapes the whole table, or we cannot tell).
-fn touched(op: Option<&Operation>) -> Option<HashSet<u64>> {
-    match op? {
-        Operation::Append(_) | Operation::ReserveFragments(_) | Operation::CreateIndex(_) | Operation::UpdateConfig(_) => {
-            Some(HashSet::new())
-        }
-        Operation::Delete(d) => Some(d.updated_fragments.iter().map(|f| f.id).chain(d.deleted_fragment_ids.iter().copied()).collect()),
-        Operation::Update(u) => Some(u.updated_fragments.iter().map(|f| f.id).chain(u.removed_fragment_ids.iter().copied()).collect()),
-        Operation::Rewrite(r) => Some(
-            r.old_fragments.iter().chain(r.groups.iter().flat_map(|g| g.old_fragments.iter())).map(|f| f.id).collect(),
-        ),
-        Operation::DataReplacement(d) => Some(d.replacements.iter().map(|r| r.fragment_id).collect()),
-        _ => None,
-    }
-}
-
-/// Can `mine` (read at an older version) be committed after `other`, which
-/// was committed meanwhile? `Err(Conflict)` when not.
-pub fn check_compatible(mine: &pb::Transaction, other: &pb::Transaction, other_version: u64) -> Result<()> {
-    let conflict = || Error::Conflict {
-        what: format!(
-            "this {} (read at version {}) conflicts with the {} committed concurrently as version {other_version}; \
-             re-read the dataset and retry",
-            op_name(mine.operation.as_ref()),
-            mine.read_version,
-            op_name(other.operation.as_ref()),
-        ),
-    };
-    let theirs = other.operation.as_ref();
-    match mine.operation.as_ref() {
-        // Replacing the whole table (or going back to an old version) wins
-        // over anything that happened meanwhile, as in Lance.
-        Some(Operation::Overwrite(_)) | Some(Operation::Restore(_)) => Ok(()),
-        Some(Operation::Append(_)) => match theirs {
-            Some(
-                Operation::Append(_)
-                | Operation::Delete(_)
-                | Operation::CreateIndex(_)
-                | Operation::Rewrite(_)
-                | Operation::ReserveFragments(_)
-                | Operation::Update(_)
-                | Operation::UpdateConfig(_)
-                | Operation::DataReplacement(_),
-            ) => Ok(()),
-            _ => Err(conflict()),
-        },
-        // Creating, replacing, optimizing or dropping an index rebases over
-        // data changes (the new entries cover the fragments they were built
-        // from; rows moved or added since are scanned) but not over another
-        // index change or a compaction (which remaps the indices it covers).
-        Some(Operation::CreateIndex(_)) => match theirs {
-            Some(
-                Operation::Append(_)
-                | Operation::Delete(_)
-                | Operation::Update(_)
-                | Operation::Merge(_)
-                | Operation::Project(_)
-                | Operation::ReserveFragments(_)
-                | Operation::UpdateConfig(_),
-            ) => Ok(()),
-            _ => Err(conflict()),
-        },
-        Some(Operation::Delete(_)) => {
-            let (Some(a), Some(b)) = (touched(mine.operation.as_ref()), touched(theirs)) else { return Err(conflict()) };
-            if a.is_disjoint(&b) {
-                Ok(())
-            } else {
-                Err(conflict())
-            }
-        }
-        _ => Err(conflict()),
-    }
+    crate::table::conflict::Kind::of(op).name()
 }
 
 /// What a manifest needs besides the previous manifest and the transaction.
@@ -275,15 +187,36 @@ fn place_new(frags: &[pb::DataFragment], next_id: &mut u64, next_row_id: Option<
     Ok(out)
 }
 
+/// Replace fragments by id and drop removed ones (a Delete's or Update's
+/// changes to existing fragments).
+fn replace_and_remove(fragments: &mut Vec<pb::DataFragment>, updated: &[pb::DataFragment], removed: &[u64]) -> Result<()> {
+    for u in updated {
+        let Some(slot) = fragments.iter_mut().find(|f| f.id == u.id) else {
+            return Err(Error::Conflict { what: format!("fragment {} was removed by a concurrent commit", u.id) });
+        };
+        *slot = u.clone();
+    }
+    for id in removed {
+        if !fragments.iter().any(|f| f.id == *id) {
+            return Err(Error::Conflict { what: format!("fragment {id} was removed by a concurrent commit") });
+        }
+    }
+    let gone: HashSet<u64> = removed.iter().copied().collect();
+    fragments.retain(|f| !gone.contains(&f.id));
+    Ok(())
+}
+
 /// Build the manifest of `version` from the latest manifest (`prev`, `None`
 /// for a new dataset) and the transaction. `restore_from` is the manifest of
-/// the version a Restore goes back to.
+/// the version a Restore goes back to; `root` (the dataset) is read only
+/// for row metadata kept outside the manifest.
 pub fn build_manifest(
     prev: Option<&pb::Manifest>,
     txn: &pb::Transaction,
     version: u64,
     opts: &BuildOptions,
     restore_from: Option<&pb::Manifest>,
+    root: Option<&crate::io::Storage>,
 ) -> Result<pb::Manifest> {
     let stable = match prev {
         Some(p) => p.reader_feature_flags & STABLE_ROW_IDS != 0,
@@ -333,19 +266,44 @@ pub fn build_manifest(
         }
         Some(Operation::Delete(d)) => {
             need_prev()?;
-            for u in &d.updated_fragments {
-                let Some(slot) = m.fragments.iter_mut().find(|f| f.id == u.id) else {
-                    return Err(Error::Conflict { what: format!("fragment {} was removed by a concurrent commit", u.id) });
-                };
-                *slot = u.clone();
+            replace_and_remove(&mut m.fragments, &d.updated_fragments, &d.deleted_fragment_ids)?;
+        }
+        Some(Operation::Update(u)) => {
+            let p = need_prev()?;
+            replace_and_remove(&mut m.fragments, &u.updated_fragments, &u.removed_fragment_ids)?;
+            // Rewritten and inserted rows go to new fragments after the
+            // existing ones.
+            let mut next = prev_max.map(|x| x + 1).unwrap_or(0);
+            let mut new = u.new_fragments.clone();
+            for f in new.iter_mut() {
+                f.id = next;
+                next += 1;
             }
-            for id in &d.deleted_fragment_ids {
-                if !m.fragments.iter().any(|f| f.id == *id) {
-                    return Err(Error::Conflict { what: format!("fragment {id} was removed by a concurrent commit") });
-                }
+            if stable {
+                let touched: HashSet<u64> = u.updated_fragments.iter().map(|f| f.id).chain(u.removed_fragment_ids.iter().copied()).collect();
+                let sources: Vec<&pb::DataFragment> = p.fragments.iter().filter(|f| touched.contains(&f.id)).collect();
+                crate::table::row_meta::place_moved_rows(&mut new, &sources, root, &mut next_row_id, version)?;
             }
-            let gone: HashSet<u64> = d.deleted_fragment_ids.iter().copied().collect();
-            m.fragments.retain(|f| !gone.contains(&f.id));
+            m.fragments.extend(new);
+            max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
+        }
+        Some(Operation::Merge(op)) => {
+            need_prev()?;
+            crate::table::evolve::apply_merge(&mut m, op)?;
+            max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
+        }
+        Some(Operation::Project(op)) => {
+            need_prev()?;
+            crate::table::evolve::apply_project(&mut m, op)?;
+        }
+        Some(Operation::ReserveFragments(r)) => {
+            need_prev()?;
+            max_id = crate::table::optimize::apply::reserve(prev_max, r.num_fragments);
+        }
+        Some(Operation::Rewrite(r)) => {
+            need_prev()?;
+            crate::table::optimize::apply::apply_rewrite(&mut m.fragments, r)?;
+            max_id = prev_max.max(m.fragments.iter().map(|f| f.id).max());
         }
         Some(Operation::CreateIndex(_)) => {
             // Only the index section changes (see index_section.rs).
@@ -406,13 +364,13 @@ mod tests {
     fn build_create_append_delete() {
         let opts = BuildOptions { enable_stable_row_ids: true, data_storage_version: "2.2".into() };
         let t = new_transaction(0, Operation::Overwrite(pb::transaction::Overwrite { fragments: vec![frag(10), frag(5)], ..Default::default() }));
-        let m1 = build_manifest(None, &t, 1, &opts, None).unwrap();
+        let m1 = build_manifest(None, &t, 1, &opts, None, None).unwrap();
         assert_eq!(m1.fragments.iter().map(|f| f.id).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(m1.next_row_id, 15);
         assert_eq!(m1.max_fragment_id, Some(1));
         assert_eq!((m1.reader_feature_flags, m1.writer_feature_flags), (2, 2));
         let t = new_transaction(1, Operation::Append(pb::transaction::Append { fragments: vec![frag(3)] }));
-        let m2 = build_manifest(Some(&m1), &t, 2, &BuildOptions::default(), None).unwrap();
+        let m2 = build_manifest(Some(&m1), &t, 2, &BuildOptions::default(), None, None).unwrap();
         assert_eq!(m2.fragments[2].id, 2);
         assert_eq!(m2.next_row_id, 18);
         let seq = crate::table::rowids::RowIdSequence::decode(match &m2.fragments[2].row_id_sequence {
@@ -424,26 +382,9 @@ mod tests {
         let mut upd = m2.fragments[0].clone();
         upd.deletion_file = Some(pb::DeletionFile { num_deleted_rows: 1, ..Default::default() });
         let del = new_transaction(2, Operation::Delete(pb::transaction::Delete { updated_fragments: vec![upd], deleted_fragment_ids: vec![1], predicate: "x".into() }));
-        let m3 = build_manifest(Some(&m2), &del, 3, &BuildOptions::default(), None).unwrap();
+        let m3 = build_manifest(Some(&m2), &del, 3, &BuildOptions::default(), None, None).unwrap();
         assert_eq!(m3.fragments.len(), 2);
         assert_eq!(m3.reader_feature_flags, 3);
         assert_eq!(m3.max_fragment_id, Some(2));
-    }
-
-    #[test]
-    fn conflicts() {
-        let app = new_transaction(1, Operation::Append(Default::default()));
-        let del = |ids: Vec<u64>| {
-            new_transaction(1, Operation::Delete(pb::transaction::Delete { deleted_fragment_ids: ids, ..Default::default() }))
-        };
-        let ow = new_transaction(1, Operation::Overwrite(Default::default()));
-        assert!(check_compatible(&app, &app, 2).is_ok());
-        assert!(check_compatible(&app, &del(vec![0]), 2).is_ok());
-        assert!(matches!(check_compatible(&app, &ow, 2), Err(Error::Conflict { .. })));
-        assert!(check_compatible(&del(vec![0]), &app, 2).is_ok());
-        assert!(check_compatible(&del(vec![0]), &del(vec![1]), 2).is_ok());
-        assert!(check_compatible(&del(vec![0]), &del(vec![0]), 2).is_err());
-        assert!(check_compatible(&ow, &del(vec![0]), 2).is_ok());
-        assert!(check_compatible(&del(vec![0]), &ow, 2).is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! Writing datasets: create / append / overwrite from a stream of record
-//! batches, delete rows by predicate, restore an old version.
+//! batches, restore an old version (deleting rows: [`crate::table::ops::delete`]).
 //!
 //! Data is streamed: batches go straight into a [`FileWriter`]; a new data
 //! file (`data/{name}.lance`, name as in [`new_data_file_name`]) and a new
@@ -19,11 +19,11 @@
 //! `.bin` from 5000 on, as pylance 14. A fragment whose rows are all deleted
 //! is dropped from the manifest instead.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch, UInt64Array};
+use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
-use bytes::Bytes;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
@@ -36,10 +36,9 @@ use crate::table::write_schema::write_schema;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, remove_files, step, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::deletion::{encode_arrow, DELETIONS_DIR};
+use crate::table::deletion::encode_arrow;
 use crate::table::manifest::{list_versions, read_manifest};
-use crate::table::scan::{RowFilter, ScanOptions, Scanner};
-use crate::table::transaction::{new_data_file_name, new_transaction, random_u64, BuildOptions};
+use crate::table::transaction::{new_data_file_name, new_transaction, BuildOptions};
 
 use pb::transaction::Operation;
 
@@ -163,6 +162,12 @@ struct FragmentSink<'a> {
     /// Put in front of every data file name (distributed writes tag their
     /// files with a job id so an aborted job's files can be found).
     name_prefix: &'a str,
+    /// Row counts planned for the next fragments (compaction writes
+    /// near-equal fragments); once used up, files hold `max_rows`.
+    planned: VecDeque<u64>,
+    /// Close a file once it holds this many bytes; the rest of its planned
+    /// rows go on in the next file.
+    max_bytes: Option<u64>,
     current: Option<(FileWriter, String)>,
     /// The previous file, finishing (last pages, metadata, upload) on
     /// another thread while the next one is encoded.
@@ -206,12 +211,20 @@ impl FragmentSink<'_> {
                 let storage = self.root.child(&format!("data/{name}"))?;
                 self.current = Some((FileWriter::create_with_lance_schema(storage, self.schema.clone(), self.version)?, name));
             }
+            let limit = self.planned.front().copied().unwrap_or(self.max_rows);
             let (w, _) = self.current.as_mut().expect("open writer");
-            let room = (self.max_rows - w.num_rows()) as usize;
+            let room = (limit - w.num_rows()) as usize;
             let n = room.min(batch.num_rows() - off);
             w.write(&batch.slice(off, n))?;
             off += n;
-            if w.num_rows() >= self.max_rows {
+            let rows = w.num_rows();
+            if rows >= limit {
+                self.planned.pop_front();
+                self.close()?;
+            } else if self.max_bytes.is_some_and(|m| w.bytes_written() >= m) {
+                if let Some(p) = self.planned.front_mut() {
+                    *p -= rows;
+                }
                 self.close()?;
             }
         }
@@ -275,7 +288,19 @@ pub(crate) struct StageTarget<'a> {
 /// Write batches (conformed to the target schema) into new data files and
 /// return their fragments, not yet committed (ids are given at commit).
 pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item = Result<RecordBatch>>) -> Result<Vec<pb::DataFragment>> {
-    if t.max_rows_per_file == 0 {
+    stage_fragments_sized(t, &[], None, batches)
+}
+
+/// [`stage_fragments`] into fragments of the planned row counts `sizes`
+/// (then `max_rows_per_file`), each also cut once its file holds
+/// `max_bytes` bytes. On error the files already written are removed.
+pub(crate) fn stage_fragments_sized(
+    t: &StageTarget<'_>,
+    sizes: &[u64],
+    max_bytes: Option<u64>,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<Vec<pb::DataFragment>> {
+    if t.max_rows_per_file == 0 || sizes.contains(&0) {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
     // Data files hold the dataset fields the input has, in its order (see
@@ -288,29 +313,44 @@ pub(crate) fn stage_fragments(t: &StageTarget<'_>, batches: impl Iterator<Item =
         max_rows: t.max_rows_per_file,
         hook: t.hook.clone(),
         name_prefix: t.name_prefix,
+        planned: sizes.iter().copied().collect(),
+        max_bytes,
         current: None,
         finishing: None,
         done: Vec::new(),
     };
-    for b in batches {
-        let b = b?;
-        if b.num_rows() == 0 {
-            continue;
-        }
-        let target = match &arrow {
-            Some(a) => a.clone(),
-            None => {
-                sink.schema = write_schema(t.schema, &b.schema())?;
-                let a: SchemaRef = Arc::new(sink.schema.to_arrow());
-                arrow = Some(a.clone());
-                a
+    let run = || -> Result<()> {
+        for b in batches {
+            let b = b?;
+            if b.num_rows() == 0 {
+                continue;
             }
-        };
-        sink.push(&conform(&b, &target)?)?;
+            let target = match &arrow {
+                Some(a) => a.clone(),
+                None => {
+                    sink.schema = write_schema(t.schema, &b.schema())?;
+                    let a: SchemaRef = Arc::new(sink.schema.to_arrow());
+                    arrow = Some(a.clone());
+                    a
+                }
+            };
+            sink.push(&conform(&b, &target)?)?;
+        }
+        sink.close()?;
+        sink.join_finishing()
+    };
+    match run() {
+        Ok(()) => Ok(std::mem::take(&mut sink.done)),
+        Err(e) => {
+            // The file still finishing is removed when the sink drops.
+            for f in std::mem::take(&mut sink.done) {
+                if let Ok(s) = t.root.child(&format!("data/{}", f.files[0].path)) {
+                    let _ = s.delete();
+                }
+            }
+            Err(e)
+        }
     }
-    sink.close()?;
-    sink.join_finishing()?;
-    Ok(std::mem::take(&mut sink.done))
 }
 
 /// Conform an input batch to `target` (the data files' schema, see
@@ -454,82 +494,25 @@ pub fn encode_deletions(set: &RoaringBitmap) -> Result<(pb::deletion_file::Delet
     }
 }
 
-/// Delete the rows matching `filter` (`predicate` is its text, recorded in
-/// the transaction). Returns the new dataset version (or `ds` reopened when
-/// nothing matched) and the number of rows deleted.
-pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
-    let opts = ScanOptions { columns: Some(Vec::new()), filter: Some(filter), with_row_address: true, ..Default::default() };
-    let batches = Scanner::new(ds.clone(), opts)?.collect()?;
-    let mut per_frag: std::collections::BTreeMap<u64, RoaringBitmap> = Default::default();
-    let mut total = 0u64;
-    for b in &batches {
-        let col = b.column_by_name("_rowaddr").ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?;
-        let addrs = col.as_any().downcast_ref::<UInt64Array>().ok_or_else(|| Error::Internal { what: "_rowaddr is not u64".into() })?;
-        for a in addrs.values().iter() {
-            per_frag.entry(a >> 32).or_default().insert(*a as u32);
-            total += 1;
-        }
-    }
-    if total == 0 {
-        return Ok((ds.checkout(VersionRef::Number(ds.version()))?, 0));
-    }
-    let (txn, written) = deletion_transaction(ds, per_frag, predicate, &hook)?;
-    let v = commit(ds.root(), &txn, &CommitOptions { hook, owned_files: written, ..Default::default() })?;
-    Ok((ds.checkout(VersionRef::Number(v))?, total))
-}
-
 /// Write the deletion files that remove `per_frag` (physical row offsets
 /// per fragment id, added to the fragments' existing deletions) and return
 /// the Delete transaction committing them (read at `ds`'s version) with the
 /// files written (to remove if the commit fails); a fragment left with no
 /// rows is removed instead. On error the files written so far are removed.
+/// (The namespace catalog's deletes; `Dataset.delete` is
+/// [`crate::table::ops::delete`].)
 pub fn deletion_transaction(
     ds: &Dataset,
     per_frag: std::collections::BTreeMap<u64, RoaringBitmap>,
     predicate: &str,
     hook: &Option<FailHook>,
 ) -> Result<(pb::Transaction, Vec<String>)> {
-    let mut updated = Vec::new();
-    let mut removed = Vec::new();
-    let mut written = Vec::new();
-    let staged = (|| -> Result<()> {
-        for (fid, new) in per_frag {
-            let i = ds.fragment_index(fid).ok_or_else(|| Error::Internal { what: format!("row address in unknown fragment {fid}") })?;
-            let mut all = ds.deletions(i)?.unwrap_or_default();
-            all |= new;
-            let rows = ds.physical_rows(i)?;
-            if all.len() >= rows {
-                removed.push(fid);
-                continue;
-            }
-            let (kind, bytes) = encode_deletions(&all)?;
-            let d = pb::DeletionFile { file_type: kind as i32, read_version: ds.version(), id: random_u64(), num_deleted_rows: all.len(), base_id: None };
-            step(hook, "deletion_file")?;
-            let rel = crate::table::deletion::deletion_file_path(fid, &d);
-            ds.root().child(&rel)?.write_new(Bytes::from(bytes))?;
-            debug_assert!(rel.starts_with(DELETIONS_DIR));
-            written.push(rel);
-            let mut f = ds.fragments()[i].clone();
-            f.deletion_file = Some(d);
-            updated.push(f);
-        }
-        Ok(())
-    })();
-    if let Err(e) = staged {
-        remove_files(ds.root(), &written);
-        return Err(e);
-    }
+    let (updated, removed, written) = crate::table::ops::delete::mark_deleted(ds, &per_frag, hook)?;
     let txn = new_transaction(
         ds.version(),
         Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
     );
     Ok((txn, written))
-}
-
-/// Delete the rows matching a SQL predicate.
-pub fn delete(ds: &Arc<Dataset>, predicate: &str, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
-    let filter = crate::expr::parse_filter(predicate, ds.schema())?;
-    delete_rows(ds, filter, predicate, hook)
 }
 
 /// Make `ds`'s version the latest again (a new version with its content).
@@ -543,6 +526,8 @@ pub fn restore(ds: &Dataset) -> Result<Dataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::scan::{ScanOptions, Scanner};
+    use crate::table::transaction::random_u64;
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
 
@@ -580,7 +565,7 @@ mod tests {
         assert_eq!(ds.version(), 2);
         assert_eq!(xs(&ds), (0..30).collect::<Vec<_>>());
         let ds = Arc::new(ds);
-        let (ds3, n) = delete(&ds, "x < 3 or x >= 20 and x < 25", None).unwrap();
+        let (ds3, n) = crate::table::ops::delete::delete(&ds, "x < 3 or x >= 20 and x < 25", &Default::default(), None).unwrap();
         assert_eq!(n, 8);
         assert_eq!(ds3.version(), 3);
         let want: Vec<i64> = (3..20).chain(25..30).collect();
@@ -649,7 +634,7 @@ mod tests {
                 let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) });
                 let r = match op {
                     "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), Some(hook)).map(|_| ()),
-                    "delete" => delete(&Arc::new(ds), "x < 10", Some(hook)).map(|_| ()),
+                    "delete" => crate::table::ops::delete::delete(&Arc::new(ds), "x < 10", &Default::default(), Some(hook)).map(|_| ()),
                     _ => {
                         let p = WriteParams { mode: WriteMode::Overwrite, hook: Some(hook), ..Default::default() };
                         let b = batch(100, 3);

@@ -28,7 +28,10 @@ fn levels_trivial(levels: &PageLevels, all_null: bool) -> bool {
     }
     match (&levels.def, all_null) {
         (None, _) => true,
-        (Some(d), true) => levels.leaf_null.is_some_and(|ln| d.iter().all(|&x| x == ln)),
+        // pylance reads an all-null page without level buffers only when it
+        // has one layer (its "simple" all-null page); with more (a null
+        // child of a valid struct) it expects both buffers.
+        (Some(d), true) => levels.layers.len() == 1 && levels.leaf_null.is_some_and(|ln| d.iter().all(|&x| x == ln)),
         (Some(_), false) => false,
     }
 }

@@ -1,4 +1,79 @@
-//! Table operations, one file each: each reads a version, builds a
-//! transaction and goes through the one commit loop.
+//! Table operations that change existing rows, one file each. Each reads
+//! the dataset at a version, writes new files, builds one transaction and
+//! hands it to the commit loop ([`crate::table::commit`]); what happens
+//! when another writer committed meanwhile is decided by the one conflict
+//! table ([`crate::table::conflict`]), and [`retry`] re-runs an operation
+//! on the latest version when that table says so.
+//!
+//! * [`delete`]: delete rows matching a predicate (`Delete`);
+//! * [`update`]: set columns to SQL values where a predicate holds
+//!   (`Update`, rows rewritten);
+//! * [`merge_insert`]: upsert / delete by key columns (`Update`);
+//! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
+//! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`).
 
+use std::sync::Arc;
+
+use crate::error::Result;
+
+pub mod delete;
 pub mod index;
+pub(crate) mod keys;
+pub mod merge_insert;
+pub mod retry;
+pub mod update;
+
+#[cfg(test)]
+mod tests;
+
+/// Progress of a long operation: called with `(stage, done, total)` as
+/// units (fragments, tasks) complete; an error returned aborts the
+/// operation with that error.
+pub type Progress = Arc<dyn Fn(&str, u64, u64) -> Result<()> + Send + Sync>;
+
+/// Report progress, if anyone listens.
+pub fn report(progress: &Option<Progress>, stage: &str, done: u64, total: u64) -> Result<()> {
+    match progress {
+        Some(p) => p(stage, done, total),
+        None => Ok(()),
+    }
+}
+
+/// Reports fragments of a scan as done while the scan moves past them
+/// (the scan returns fragments in order; a fragment is done once a row of a
+/// later one arrives).
+pub(crate) struct FragmentProgress {
+    stage: &'static str,
+    position: std::collections::HashMap<u64, u64>,
+    total: u64,
+    done: u64,
+}
+
+impl FragmentProgress {
+    /// Track the fragments of `ds` (in manifest order).
+    pub(crate) fn new(stage: &'static str, ds: &crate::table::Dataset, progress: &Option<Progress>) -> Result<Self> {
+        let position = ds.fragments().iter().enumerate().map(|(i, f)| (f.id, i as u64)).collect();
+        let total = ds.fragments().len() as u64;
+        report(progress, stage, 0, total)?;
+        Ok(FragmentProgress { stage, position, total, done: 0 })
+    }
+
+    /// A row of fragment `id` arrived.
+    pub(crate) fn at(&mut self, id: u64, progress: &Option<Progress>) -> Result<()> {
+        let pos = self.position.get(&id).copied().unwrap_or(0);
+        if pos > self.done {
+            self.done = pos;
+            report(progress, self.stage, pos, self.total)?;
+        }
+        Ok(())
+    }
+
+    /// The scan ended.
+    pub(crate) fn finish(&mut self, progress: &Option<Progress>) -> Result<()> {
+        if self.done < self.total {
+            self.done = self.total;
+            report(progress, self.stage, self.total, self.total)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,115 @@
+//! Python glue for the operations that change existing rows (update,
+//! merge_insert; delete lives with the other committing methods in
+//! `write.rs`): argument conversion only.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lancelet::table::ops::retry::RetryPolicy;
+use lancelet::table::ops::merge_insert::{self, MergeInsertParams, WhenMatched, WhenNotMatchedBySource};
+use lancelet::table::ops::update::{self, UpdateParams};
+use lancelet::table::ops::Progress;
+use pyo3::prelude::*;
+use pyo3::wrap_pyfunction;
+
+use crate::dataset::NativeDataset;
+use crate::errors::{guard, IntoPy};
+
+/// The re-run policy from `conflict_retries` and `retry_timeout` (seconds).
+pub fn retry_policy(conflict_retries: u32, retry_timeout: f64) -> PyResult<RetryPolicy> {
+    if !retry_timeout.is_finite() || retry_timeout < 0.0 {
+        return Err(lancelet::Error::invalid_input(format!("retry_timeout must be a non-negative duration, got {retry_timeout} s"))).py_err();
+    }
+    Ok(RetryPolicy { conflict_retries, retry_timeout: Duration::from_secs_f64(retry_timeout) })
+}
+
+/// A progress callback calling `callback(stage, done, total)` with the GIL
+/// held; an exception it raises aborts the operation.
+pub fn progress(callback: Option<Py<PyAny>>) -> Option<Progress> {
+    let callback = callback?;
+    Some(Arc::new(move |stage: &str, done: u64, total: u64| {
+        Python::attach(|py| {
+            callback
+                .call1(py, (stage, done, total))
+                .map(|_| ())
+                .map_err(|e| lancelet::Error::invalid_input(format!("the progress callback raised {e}")))
+        })
+    }))
+}
+
+/// Update rows: `(new dataset, rows updated)`.
+#[pyfunction]
+#[pyo3(signature = (ds, updates, predicate=None, conflict_retries=10, retry_timeout=30.0, progress=None))]
+fn dataset_update(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    updates: Vec<(String, String)>,
+    predicate: Option<String>,
+    conflict_retries: u32,
+    retry_timeout: f64,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(NativeDataset, u64)> {
+    let params = UpdateParams { updates, predicate, policy: retry_policy(conflict_retries, retry_timeout)?, hook: None, progress: self::progress(progress) };
+    let inner = ds.inner.clone();
+    let (out, n) = py.detach(move || guard(move || update::update(&inner, &params))).py_err()?;
+    Ok((NativeDataset { inner: Arc::new(out) }, n))
+}
+
+/// merge_insert of an Arrow stream: `(new dataset, (inserted, updated, deleted))`.
+/// `when_matched` is `"nothing"`, `"update"` or `"delete"`.
+#[pyfunction]
+#[pyo3(signature = (ds, data, on, when_matched, matched_condition, insert, by_source_delete, by_source_condition, conflict_retries=10, retry_timeout=30.0, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn dataset_merge_insert(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    data: &Bound<'_, PyAny>,
+    on: Vec<String>,
+    when_matched: &str,
+    matched_condition: Option<String>,
+    insert: bool,
+    by_source_delete: bool,
+    by_source_condition: Option<String>,
+    conflict_retries: u32,
+    retry_timeout: f64,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(NativeDataset, (u64, u64, u64))> {
+    let when_matched = match when_matched {
+        "nothing" => WhenMatched::DoNothing,
+        "update" => WhenMatched::UpdateAll { condition: matched_condition },
+        "delete" => WhenMatched::Delete,
+        other => return Err(lancelet::Error::invalid_input(format!("unknown when_matched action {other:?}"))).py_err(),
+    };
+    let when_not_matched_by_source =
+        if by_source_delete { WhenNotMatchedBySource::Delete { condition: by_source_condition } } else { WhenNotMatchedBySource::Keep };
+    let params = MergeInsertParams {
+        on,
+        when_matched,
+        insert_not_matched: insert,
+        when_not_matched_by_source,
+        policy: retry_policy(conflict_retries, retry_timeout)?,
+        hook: None,
+        progress: self::progress(progress),
+    };
+    let reader = crate::arrow_ffi::import_stream(data)?;
+    let schema = arrow_array::RecordBatchReader::schema(&reader);
+    let inner = ds.inner.clone();
+    let (out, stats) = py
+        .detach(move || {
+            guard(move || {
+                let batches = reader
+                    .map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the merge_insert source: {e}"))))
+                    .collect::<lancelet::Result<Vec<_>>>()?;
+                merge_insert::merge_insert(&inner, schema, batches, &params)
+            })
+        })
+        .py_err()?;
+    Ok((NativeDataset { inner: Arc::new(out) }, (stats.inserted, stats.updated, stats.deleted)))
+}
+
+/// Register the functions of this module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(dataset_update, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_merge_insert, m)?)?;
+    Ok(())
+}

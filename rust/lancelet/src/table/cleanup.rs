@@ -1,0 +1,296 @@
+//! Removing old versions and the files only they use, as pylance 14's
+//! `cleanup_old_versions` does.
+//!
+//! Every manifest in `_versions/` is read. A version is *old* (its manifest
+//! is removed) when it is older than `before_timestamp` and below
+//! `before_version` (whichever are set), unless it is the latest (any
+//! version at or after the one the caller has open stays) or tagged. The
+//! files the kept versions reference (data files under `data/`, deletion
+//! files, transaction files, `_indices/{uuid}/` of their indices) are the
+//! working set. Every other file of those kinds is removed when
+//!
+//! * an old manifest references it (it is then known not to belong to a
+//!   write in progress), or
+//! * it is at least [`UNVERIFIED_DAYS`] days old, or `delete_unverified`
+//!   is set.
+//!
+//! Deletion files, transaction files and leftover `_versions/.tmp*` files
+//! are only considered when they are older than the oldest kept manifest
+//! (a newer one may belong to a commit in progress). Files elsewhere
+//! (other base paths, `_refs/`, `_staging/`, unknown extensions) are never
+//! touched. When a tagged version would be old and
+//! `error_if_tagged_old_versions` is set, nothing is removed and the error
+//! names the tags.
+//!
+//! Old manifests are removed first, so a crash part-way leaves versions
+//! that either are complete or are gone.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, SystemTime};
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::table::dataset::Dataset;
+use crate::table::deletion::deletion_file_path;
+use crate::table::manifest::{list_versions, read_manifest, VERSIONS_DIR};
+
+/// Unreferenced files younger than this many days may belong to a write in
+/// progress and stay (unless `delete_unverified`).
+pub const UNVERIFIED_DAYS: u64 = 7;
+
+/// Which versions to remove.
+#[derive(Debug, Clone, Default)]
+pub struct CleanupPolicy {
+    /// Only versions committed before this time.
+    pub before_timestamp: Option<SystemTime>,
+    /// Only versions below this number.
+    pub before_version: Option<u64>,
+    /// Also remove unreferenced files younger than [`UNVERIFIED_DAYS`].
+    pub delete_unverified: bool,
+    /// Refuse (removing nothing) when a tagged version would be old.
+    pub error_if_tagged_old_versions: bool,
+}
+
+/// What a cleanup removed (pylance's `CleanupStats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanupStats {
+    /// Bytes of every file removed, manifests included.
+    pub bytes_removed: u64,
+    /// Manifests removed.
+    pub old_versions: u64,
+    /// Data files removed.
+    pub data_files_removed: u64,
+    /// Transaction files removed.
+    pub transaction_files_removed: u64,
+    /// Deletion files removed.
+    pub deletion_files_removed: u64,
+    /// Index files removed (every file under `_indices/{uuid}/`).
+    pub index_files_removed: u64,
+}
+
+/// Files referenced by a set of manifests (paths relative to the root).
+#[derive(Debug, Default)]
+struct Refs {
+    data: HashSet<String>,
+    deletions: HashSet<String>,
+    transactions: HashSet<String>,
+    index_uuids: HashSet<String>,
+}
+
+/// What one manifest references.
+struct ManifestRefs {
+    version: u64,
+    name: String,
+    timestamp: SystemTime,
+    refs: Refs,
+}
+
+/// A uuid as pylance names index directories.
+fn uuid_string(b: &[u8]) -> String {
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    if h.len() != 32 {
+        return h;
+    }
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+fn read_refs(ds: &Dataset, name: &str, version: u64) -> Result<ManifestRefs> {
+    let file = read_manifest(ds.root(), name)?;
+    let m = &file.manifest;
+    let mut refs = Refs::default();
+    for f in &m.fragments {
+        for df in f.files.iter().filter(|d| d.base_id.is_none()) {
+            refs.data.insert(format!("data/{}", df.path));
+        }
+        if let Some(d) = f.deletion_file.as_ref().filter(|d| d.base_id.is_none()) {
+            refs.deletions.insert(deletion_file_path(f.id, d));
+        }
+    }
+    if !m.transaction_file.is_empty() {
+        refs.transactions.insert(format!("_transactions/{}", m.transaction_file));
+    }
+    if let Some(section) = file.index_section()? {
+        for idx in &section.indices {
+            if let Some(u) = &idx.uuid {
+                refs.index_uuids.insert(uuid_string(&u.uuid));
+            }
+        }
+    }
+    let ts = m.timestamp.as_ref().map(|t| Duration::new(t.seconds.max(0) as u64, t.nanos.max(0) as u32)).unwrap_or_default();
+    Ok(ManifestRefs { version, name: name.to_string(), timestamp: SystemTime::UNIX_EPOCH + ts, refs })
+}
+
+/// The `before_version` that keeps the newest `n` versions.
+pub fn retain_versions_bound(ds: &Dataset, n: u64) -> Result<u64> {
+    if n == 0 {
+        return Err(Error::invalid_input("retain_versions must be greater than 0, got 0"));
+    }
+    let versions = list_versions(ds.root())?;
+    let n = n as usize;
+    Ok(if versions.len() <= n { versions.first().map(|v| v.version).unwrap_or(0) } else { versions[versions.len() - n].version })
+}
+
+/// The kinds of files a cleanup may remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Data,
+    Deletion,
+    Transaction,
+    Index,
+    TempManifest,
+}
+
+fn kind_of(path: &str) -> Option<Kind> {
+    let ext = path.rsplit_once('.').map(|(_, e)| e);
+    if path.starts_with("_indices/") {
+        return Some(Kind::Index);
+    }
+    if path.starts_with(&format!("{VERSIONS_DIR}/.tmp")) {
+        return Some(Kind::TempManifest);
+    }
+    match ext {
+        Some("lance") if path.starts_with("data/") => Some(Kind::Data),
+        Some("arrow") | Some("bin") if path.starts_with("_deletions/") => Some(Kind::Deletion),
+        Some("txn") if path.starts_with("_transactions/") => Some(Kind::Transaction),
+        _ => None,
+    }
+}
+
+/// Remove old versions of `ds`'s dataset (see the module docs). `progress`
+/// hears `("read", done, total)` per manifest and `("delete", done, total)`
+/// per file.
+pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &(dyn Fn(&str, u64, u64) + Sync)) -> Result<CleanupStats> {
+    let tags = ds.tags()?;
+    let tagged: HashMap<u64, Vec<&str>> = tags.iter().fold(HashMap::new(), |mut m, t| {
+        m.entry(t.version).or_default().push(t.name.as_str());
+        m
+    });
+    let locations = list_versions(ds.root())?;
+    let total = locations.len() as u64;
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let manifests = locations
+        .par_iter()
+        .map(|l| {
+            let r = read_refs(ds, &l.name, l.version);
+            progress("read", read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+            r
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let mut keep = Refs::default();
+    let mut verified = Refs::default();
+    let mut old: Vec<&ManifestRefs> = Vec::new();
+    let mut tagged_old: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut earliest_kept: Option<SystemTime> = None;
+    for m in &manifests {
+        let is_latest = ds.version() <= m.version;
+        let is_tagged = tagged.contains_key(&m.version);
+        let should_clean = policy.before_timestamp.is_none_or(|t| m.timestamp < t) && policy.before_version.is_none_or(|v| m.version < v);
+        if is_tagged && !is_latest && should_clean {
+            for name in &tagged[&m.version] {
+                tagged_old.insert(name, m.version);
+            }
+        }
+        let kept = is_latest || !should_clean || is_tagged;
+        let into = if kept { &mut keep } else { &mut verified };
+        into.data.extend(m.refs.data.iter().cloned());
+        into.deletions.extend(m.refs.deletions.iter().cloned());
+        into.transactions.extend(m.refs.transactions.iter().cloned());
+        into.index_uuids.extend(m.refs.index_uuids.iter().cloned());
+        if kept {
+            earliest_kept = Some(earliest_kept.map_or(m.timestamp, |t| t.min(m.timestamp)));
+        } else {
+            old.push(m);
+        }
+    }
+    if policy.error_if_tagged_old_versions && !tagged_old.is_empty() {
+        let list: Vec<String> = tagged_old.iter().map(|(n, v)| format!("{n:?} (version {v})")).collect();
+        return Err(Error::invalid_input(format!(
+            "{} tagged version(s) would be removed by this cleanup: tags {}; delete those tags or pass \
+             error_if_tagged_old_versions=False to keep tagged versions and clean up the rest",
+            tagged_old.len(),
+            list.join(", ")
+        )));
+    }
+
+    let unverified_before = SystemTime::now() - Duration::from_secs(UNVERIFIED_DAYS * 24 * 3600);
+    let mut doomed: Vec<(String, u64, Kind)> = Vec::new();
+    for obj in ds.root().list_recursive()? {
+        let Some(kind) = kind_of(&obj.path) else { continue };
+        if matches!(kind, Kind::Deletion | Kind::Transaction | Kind::TempManifest) && earliest_kept.is_some_and(|t| obj.last_modified >= t) {
+            continue;
+        }
+        let maybe_in_progress = !policy.delete_unverified && obj.last_modified >= unverified_before;
+        let (referenced, known_old) = match kind {
+            Kind::Data => (keep.data.contains(&obj.path), verified.data.contains(&obj.path)),
+            Kind::Deletion => (keep.deletions.contains(&obj.path), verified.deletions.contains(&obj.path)),
+            Kind::Transaction => (keep.transactions.contains(&obj.path), verified.transactions.contains(&obj.path)),
+            Kind::Index => {
+                let uuid = obj.path.split('/').nth(1).unwrap_or_default();
+                (keep.index_uuids.contains(uuid), verified.index_uuids.contains(uuid))
+            }
+            Kind::TempManifest => (false, false),
+        };
+        if !referenced && (!maybe_in_progress || known_old) {
+            doomed.push((obj.path, obj.size, kind));
+        }
+    }
+
+    let sizes: HashMap<String, u64> = ds.root().child(VERSIONS_DIR)?.list()?.into_iter().collect();
+    let mut stats = CleanupStats::default();
+    let all = (old.len() + doomed.len()) as u64;
+    let mut done = 0u64;
+    // Manifests first: a version is either complete or gone.
+    for m in &old {
+        ds.root().child(&format!("{VERSIONS_DIR}/{}", m.name))?.delete().or_else(ignore_missing)?;
+        stats.old_versions += 1;
+        stats.bytes_removed += sizes.get(&m.name).copied().unwrap_or(0);
+        done += 1;
+        progress("delete", done, all);
+    }
+    for (path, size, kind) in doomed {
+        ds.root().child(&path)?.delete().or_else(ignore_missing)?;
+        stats.bytes_removed += size;
+        match kind {
+            Kind::Data => stats.data_files_removed += 1,
+            Kind::Deletion => stats.deletion_files_removed += 1,
+            Kind::Transaction => stats.transaction_files_removed += 1,
+            Kind::Index => stats.index_files_removed += 1,
+            Kind::TempManifest => {}
+        }
+        done += 1;
+        progress("delete", done, all);
+    }
+    Ok(stats)
+}
+
+/// A file someone else removed meanwhile is fine.
+fn ignore_missing(e: Error) -> Result<()> {
+    match e {
+        Error::NotFound { .. } => Ok(()),
+        e => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_uuids() {
+        assert_eq!(kind_of("data/abc.lance"), Some(Kind::Data));
+        assert_eq!(kind_of("data/sub/abc.lance"), Some(Kind::Data));
+        assert_eq!(kind_of("data/abc.txt"), None);
+        assert_eq!(kind_of("other/abc.lance"), None);
+        assert_eq!(kind_of("_deletions/0-1-2.arrow"), Some(Kind::Deletion));
+        assert_eq!(kind_of("_deletions/0-1-2.bin"), Some(Kind::Deletion));
+        assert_eq!(kind_of("_transactions/1-x.txn"), Some(Kind::Transaction));
+        assert_eq!(kind_of("_indices/u/page_data.lance"), Some(Kind::Index));
+        assert_eq!(kind_of("_versions/.tmp_x"), Some(Kind::TempManifest));
+        assert_eq!(kind_of("_versions/1.manifest"), None);
+        assert_eq!(kind_of("_refs/tags/t.json"), None);
+        let u = uuid_string(&[0x55, 0xb2, 0x79, 0x75, 0x29, 0x05, 0x4f, 0x0c, 0x87, 0x42, 0xda, 0xcc, 0xa3, 0x3f, 0x74, 0x9a]);
+        assert_eq!(u, "55b27975-2905-4f0c-8742-dacca33f749a");
+    }
+}

@@ -1,0 +1,529 @@
+//! `merge_insert`: match source rows to dataset rows on key columns, then
+//! update or delete matched rows, insert unmatched source rows and delete
+//! dataset rows no source row matched — committed as pylance 14 does, as
+//! one `Update` (108) transaction in `REWRITE_ROWS` mode.
+//!
+//! How it runs:
+//!
+//! 1. The source is held in memory (a re-run after a conflict needs it
+//!    again) and its keys go into one hash table ([`super::keys`]); a
+//!    null key never matches.
+//! 2. The dataset is scanned reading only the key columns (plus the
+//!    columns the conditions name) with `_rowaddr` (and `_rowid` with
+//!    stable row ids); each live row is looked up. Deleted rows never
+//!    match. A dataset row matched by two source rows is an error, as in
+//!    pylance; two dataset rows may match one source row.
+//! 3. `when_matched_update_all(condition)`: matched rows where the
+//!    condition holds (it names `source.x` / `target.x`, or a column only
+//!    one side has) are rewritten with the source's values; columns the
+//!    source lacks keep the dataset's values (read with a take).
+//!    `when_matched_delete`: matched rows are deleted.
+//!    `when_not_matched_insert_all`: source rows matching nothing are
+//!    inserted (columns the source lacks are null).
+//!    `when_not_matched_by_source_delete(expr)`: dataset rows matching no
+//!    source row (and `expr`, if given) are deleted.
+//! 4. New rows — updated ones in dataset order, then inserted ones in
+//!    source order — go into new fragments after the existing ones;
+//!    updated and deleted rows are marked deleted (see [`super::update`]
+//!    for the deletion files and `removed_fragment_ids`). With stable row
+//!    ids updated rows keep their ids and inserted rows take new ones from
+//!    `next_row_id` (the manifest fills them in). A merge changing nothing
+//!    still commits (an empty Update). `fields_for_preserving_frag_bitmap`
+//!    lists every field id of the schema, as pylance writes it.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, StructArray, UInt32Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::expr::SqlFilter;
+use crate::proto::table as pb;
+use crate::table::commit::FailHook;
+use crate::table::conflict::AffectedRows;
+use crate::table::dataset::Dataset;
+use crate::table::ops::delete::mark_deleted;
+use crate::table::ops::keys::{FxMap, Keys};
+use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
+use crate::table::ops::update::MAX_ROWS_PER_FILE;
+use crate::table::ops::{FragmentProgress, Progress};
+use crate::table::row_meta::encode_row_ids;
+use crate::table::scan::{RowFilter, ScanOptions, Scanner, ROW_ADDR, ROW_ID};
+use crate::table::transaction::new_transaction;
+use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
+
+use pb::transaction::Operation;
+
+/// What happens to dataset rows a source row matches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WhenMatched {
+    /// Leave them.
+    #[default]
+    DoNothing,
+    /// Replace them by the source row where `condition` (if any) holds.
+    UpdateAll { condition: Option<String> },
+    /// Delete them.
+    Delete,
+}
+
+/// What happens to dataset rows no source row matches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WhenNotMatchedBySource {
+    /// Keep them.
+    #[default]
+    Keep,
+    /// Delete them (those where `condition`, if any, holds).
+    Delete { condition: Option<String> },
+}
+
+/// A merge_insert job (pylance's `MergeInsertBuilder`).
+#[derive(Clone, Default)]
+pub struct MergeInsertParams {
+    /// Key columns.
+    pub on: Vec<String>,
+    /// Matched rows.
+    pub when_matched: WhenMatched,
+    /// Insert source rows that match nothing.
+    pub insert_not_matched: bool,
+    /// Dataset rows that match nothing.
+    pub when_not_matched_by_source: WhenNotMatchedBySource,
+    /// Re-runs after conflicts.
+    pub policy: RetryPolicy,
+    /// Failure injection for tests.
+    pub hook: Option<FailHook>,
+    /// Called as the scan passes fragments (stage `"merge_insert"`).
+    pub progress: Option<Progress>,
+}
+
+/// Rows a merge_insert changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// Source rows inserted.
+    pub inserted: u64,
+    /// Dataset rows replaced.
+    pub updated: u64,
+    /// Dataset rows deleted.
+    pub deleted: u64,
+}
+
+/// Rows per batch of the new rows written.
+const OUT_BATCH: usize = 16 * 1024;
+
+/// The checked job against one version.
+struct Plan {
+    /// Positions of the key columns in the dataset schema and the source.
+    keys: Vec<(usize, usize)>,
+    /// Update condition planned over `target`/`source` structs.
+    condition: Option<Condition>,
+    /// Not-matched-by-source delete filter over dataset columns.
+    by_source: Option<SqlFilter>,
+    /// Dataset columns the scan reads (keys first).
+    scan_columns: Vec<String>,
+}
+
+/// A `when_matched_update_all` condition.
+struct Condition {
+    filter: SqlFilter,
+    /// Dataset / source columns it reads.
+    target_cols: Vec<String>,
+    source_cols: Vec<String>,
+}
+
+fn names(s: &Schema) -> String {
+    s.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+}
+
+fn plan(ds: &Dataset, source: &Schema, p: &MergeInsertParams) -> Result<Plan> {
+    let target = ds.schema();
+    if p.when_matched == WhenMatched::DoNothing && !p.insert_not_matched && p.when_not_matched_by_source == WhenNotMatchedBySource::Keep {
+        return Err(Error::invalid_input(
+            "merge_insert would change nothing: call when_matched_update_all, when_matched_delete, \
+             when_not_matched_insert_all or when_not_matched_by_source_delete",
+        ));
+    }
+    if p.on.is_empty() {
+        return Err(Error::invalid_input("merge_insert needs at least one key column in `on`"));
+    }
+    for f in source.fields() {
+        let Ok(t) = target.field_with_name(f.name()) else {
+            return Err(Error::invalid_input(format!(
+                "merge_insert: source column {:?} is not in the dataset (dataset columns: {})",
+                f.name(),
+                names(target)
+            )));
+        };
+        if !t.data_type().equals_datatype(f.data_type()) {
+            return Err(Error::invalid_input(format!(
+                "merge_insert: source column {:?} has type {} but the dataset's has type {}",
+                f.name(),
+                f.data_type(),
+                t.data_type()
+            )));
+        }
+    }
+    if p.insert_not_matched {
+        if let Some(f) = target.fields().iter().find(|f| !f.is_nullable() && source.field_with_name(f.name()).is_err()) {
+            return Err(Error::invalid_input(format!(
+                "merge_insert: the source lacks column {:?}, which is not nullable, so its rows cannot be inserted",
+                f.name()
+            )));
+        }
+    }
+    let mut keys = Vec::with_capacity(p.on.len());
+    for k in &p.on {
+        let Ok(t) = target.index_of(k) else {
+            return Err(Error::invalid_input(format!("merge_insert key column {k:?} is not in the dataset (columns: {})", names(target))));
+        };
+        let Ok(s) = source.index_of(k) else {
+            return Err(Error::invalid_input(format!("merge_insert key column {k:?} is not in the source (columns: {})", names(source))));
+        };
+        if keys.iter().any(|&(x, _)| x == t) {
+            return Err(Error::invalid_input(format!("merge_insert key column {k:?} is listed twice")));
+        }
+        keys.push((t, s));
+    }
+    let mut scan_columns: Vec<String> = p.on.clone();
+    let mut want = |c: &str| {
+        if !scan_columns.iter().any(|x| x == c) {
+            scan_columns.push(c.to_string());
+        }
+    };
+    let condition = match &p.when_matched {
+        WhenMatched::UpdateAll { condition: Some(sql) } => {
+            let c = plan_condition(sql, target, source)?;
+            c.target_cols.iter().for_each(|c| want(c));
+            Some(c)
+        }
+        _ => None,
+    };
+    let by_source = match &p.when_not_matched_by_source {
+        WhenNotMatchedBySource::Delete { condition: Some(sql) } => {
+            let f = SqlFilter::new(sql, target).map_err(|e| e.context("when_not_matched_by_source_delete"))?;
+            f.columns().iter().for_each(|c| want(c));
+            Some(f)
+        }
+        _ => None,
+    };
+    Ok(Plan { keys, condition, by_source, scan_columns })
+}
+
+/// Plan a matched-row condition: `target.x` / `source.x`, or a bare name
+/// only one side has.
+fn plan_condition(sql: &str, target: &Schema, source: &Schema) -> Result<Condition> {
+    let mut fields = vec![
+        Field::new("target", DataType::Struct(target.fields().clone()), false),
+        Field::new("source", DataType::Struct(source.fields().clone()), false),
+    ];
+    let in_both = |n: &str| target.field_with_name(n).is_ok() && source.field_with_name(n).is_ok();
+    for f in target.fields().iter().chain(source.fields().iter()) {
+        let n = f.name();
+        if n != "target" && n != "source" && !in_both(n) && !fields.iter().any(|x| x.name() == n) {
+            fields.push(f.as_ref().clone());
+        }
+    }
+    let schema = Schema::new(fields);
+    let filter = SqlFilter::new(sql, &schema).map_err(|e| {
+        // A bare name both sides have is ambiguous: say so.
+        let ambiguous: Vec<&str> = target
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .filter(|n| in_both(n) && mentions(sql, n))
+            .collect();
+        match (&e, ambiguous.is_empty()) {
+            (Error::InvalidInput { .. }, false) => Error::invalid_input(format!(
+                "merge_insert condition `{sql}`: column {:?} is in both the source and the dataset; write source.{0} or target.{0}",
+                ambiguous[0]
+            )),
+            _ => e.context("when_matched_update_all"),
+        }
+    })?;
+    let (mut target_cols, mut source_cols) = (Vec::new(), Vec::new());
+    for (top, path) in filter.column_paths() {
+        let (side, col) = match top.as_str() {
+            "target" => (&mut target_cols, path.first().cloned()),
+            "source" => (&mut source_cols, path.first().cloned()),
+            n if target.field_with_name(n).is_ok() => (&mut target_cols, Some(n.to_string())),
+            n => (&mut source_cols, Some(n.to_string())),
+        };
+        if let Some(c) = col {
+            if !side.contains(&c) {
+                side.push(c);
+            }
+        }
+    }
+    Ok(Condition { filter, target_cols, source_cols })
+}
+
+/// Whether `sql` names `name` outside a `source.`/`target.` qualifier
+/// (a rough word match, only used to explain an error).
+fn mentions(sql: &str, name: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    let name = name.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    lower.match_indices(&name).any(|(i, _)| {
+        let before = if i == 0 { None } else { Some(bytes[i - 1]) };
+        let after = bytes.get(i + name.len()).copied();
+        !before.is_some_and(|c| word(c) || c == b'.') && !after.is_some_and(word)
+    })
+}
+
+/// The evaluation batch of a condition for pairs (dataset row of `scan`,
+/// source row).
+fn condition_batch(c: &Condition, scan: &RecordBatch, t_idx: &UInt32Array, source: &RecordBatch, s_idx: &UInt32Array, target_schema: &Schema) -> Result<RecordBatch> {
+    let side = |cols: &[String], batch: &RecordBatch, idx: &UInt32Array| -> Result<Vec<(Arc<Field>, ArrayRef)>> {
+        cols.iter()
+            .map(|name| {
+                let col = batch.column_by_name(name).ok_or_else(|| Error::Internal { what: format!("condition column {name} not read") })?;
+                let f = batch.schema().field_with_name(name).map_err(|e| Error::Internal { what: e.to_string() })?.clone();
+                Ok((Arc::new(f), arrow_select::take::take(col, idx, None)?))
+            })
+            .collect()
+    };
+    let t = side(&c.target_cols, scan, t_idx)?;
+    let s = side(&c.source_cols, source, s_idx)?;
+    let n = t_idx.len();
+    let strukt = |parts: &[(Arc<Field>, ArrayRef)]| -> ArrayRef {
+        if parts.is_empty() {
+            Arc::new(StructArray::new_empty_fields(n, None))
+        } else {
+            Arc::new(StructArray::from(parts.to_vec()))
+        }
+    };
+    let mut fields = vec![Field::new("target", strukt(&t).data_type().clone(), false), Field::new("source", strukt(&s).data_type().clone(), false)];
+    let mut cols = vec![strukt(&t), strukt(&s)];
+    for (f, a) in t.iter().filter(|(f, _)| target_schema.field_with_name(f.name()).is_ok()).chain(s.iter()) {
+        if !fields.iter().any(|x| x.name() == f.name()) {
+            fields.push(f.as_ref().clone().with_nullable(true));
+            cols.push(a.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+/// Run a merge_insert of `source` (batches of `source_schema`) into `ds`.
+pub fn merge_insert(ds: &Arc<Dataset>, source_schema: SchemaRef, source: Vec<RecordBatch>, params: &MergeInsertParams) -> Result<(Dataset, MergeStats)> {
+    plan(ds, &source_schema, params)?;
+    let source = arrow_select::concat::concat_batches(&source_schema, &source)
+        .map_err(|e| Error::invalid_input(format!("merge_insert source: {e}")))?;
+    run_with_retries(ds, &params.policy, params.hook.clone(), |ds| run_once(ds, &source, params))
+}
+
+/// Matched / deleted rows found by the scan.
+#[derive(Default)]
+struct Found {
+    /// Dataset rows to replace: (address, row id, source row).
+    updates: Vec<(u64, u64, u32)>,
+    /// Dataset rows to delete.
+    deletes: Vec<u64>,
+    /// Source rows that matched some dataset row.
+    source_matched: Vec<bool>,
+}
+
+fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams) -> Result<Prepared<MergeStats>> {
+    let plan = plan(ds, &source.schema(), params)?;
+    let stable = ds.has_stable_row_ids();
+    let source_keys = Keys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
+    // key -> (first source row, a second one if the key repeats)
+    let mut index: FxMap<&[u8], (u32, Option<u32>)> = FxMap::default();
+    index.reserve(source_keys.len());
+    for i in 0..source_keys.len() {
+        if let Some(k) = source_keys.get(i) {
+            index.entry(k).and_modify(|e| e.1 = e.1.or(Some(i as u32))).or_insert((i as u32, None));
+        }
+    }
+    let found = scan_and_match(ds, source, &plan, &index, stable, params)?;
+    let (updated, deleted) = (found.updates.len() as u64, found.deletes.len() as u64);
+    let inserts: Vec<u32> = if params.insert_not_matched {
+        (0..source.num_rows() as u32).filter(|&i| !found.source_matched[i as usize]).collect()
+    } else {
+        Vec::new()
+    };
+    let version = dataset_file_version(ds.manifest())?;
+    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", hook: params.hook.clone() };
+    let out_schema = ds.schema().clone();
+    let update_batches = found.updates.chunks(OUT_BATCH).map(|chunk| updated_rows(ds, source, &out_schema, chunk));
+    let insert_batches = inserts.chunks(OUT_BATCH).map(|chunk| inserted_rows(source, &out_schema, chunk));
+    let mut new_fragments = stage_fragments(&target, update_batches.chain(insert_batches))?;
+    let mut written: Vec<String> = new_fragments.iter().flat_map(|f| f.files.iter().map(|d| format!("data/{}", d.path))).collect();
+    if stable {
+        // Updated rows come first: they keep their ids; the manifest gives
+        // the inserted rows new ones.
+        let mut start = 0usize;
+        for f in new_fragments.iter_mut() {
+            let end = (start + f.physical_rows as usize).min(found.updates.len());
+            if start < end {
+                let ids: Vec<u64> = found.updates[start..end].iter().map(|u| u.1).collect();
+                f.row_id_sequence = Some(pb::data_fragment::RowIdSequence::InlineRowIds(encode_row_ids(&ids)));
+            }
+            start += f.physical_rows as usize;
+        }
+    }
+    let mut affected = AffectedRows::new();
+    for a in found.updates.iter().map(|u| u.0).chain(found.deletes.iter().copied()) {
+        affected.entry(a >> 32).or_default().insert(a as u32);
+    }
+    let (updated_frags, removed, deletion_files) = mark_deleted(ds, &affected, &params.hook)?;
+    written.extend(deletion_files);
+    let txn = new_transaction(
+        ds.version(),
+        Operation::Update(pb::transaction::Update {
+            removed_fragment_ids: removed,
+            updated_fragments: updated_frags,
+            new_fragments,
+            fields_modified: vec![],
+            fields_for_preserving_frag_bitmap: all_field_ids(ds),
+            update_mode: pb::transaction::UpdateMode::RewriteRows as i32,
+        }),
+    );
+    let stats = MergeStats { inserted: inserts.len() as u64, updated, deleted };
+    Ok(Prepared { txn: Some(txn), affected: Some(affected), written, result: stats })
+}
+
+/// Every field id of the schema, in order (top-level fields and children).
+fn all_field_ids(ds: &Dataset) -> Vec<u32> {
+    fn walk(f: &crate::file::schema::LanceField, out: &mut Vec<u32>) {
+        out.push(f.id as u32);
+        f.children.iter().for_each(|c| walk(c, out));
+    }
+    let mut out = Vec::new();
+    ds.lance_schema().fields.iter().for_each(|f| walk(f, &mut out));
+    out
+}
+
+/// Scan the dataset's keys and decide each live row's fate.
+fn scan_and_match(
+    ds: &Arc<Dataset>,
+    source: &RecordBatch,
+    plan: &Plan,
+    index: &FxMap<&[u8], (u32, Option<u32>)>,
+    stable: bool,
+    params: &MergeInsertParams,
+) -> Result<Found> {
+    let opts = ScanOptions { columns: Some(plan.scan_columns.clone()), with_row_address: true, with_row_id: stable, ..Default::default() };
+    let scanner = Scanner::new(ds.clone(), opts)?;
+    let mut found = Found { source_matched: vec![false; source.num_rows()], ..Default::default() };
+    let mut progress = FragmentProgress::new("merge_insert", ds, &params.progress)?;
+    let delete_unmatched = matches!(params.when_not_matched_by_source, WhenNotMatchedBySource::Delete { .. });
+    for b in scanner.stream()? {
+        let b = b?;
+        let addrs = b.column_by_name(ROW_ADDR).ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?.as_primitive::<UInt64Type>().clone();
+        if let (Some(first), Some(last)) = (addrs.values().first(), addrs.values().last()) {
+            progress.at(first >> 32, &params.progress)?;
+            progress.at(last >> 32, &params.progress)?;
+        }
+        let ids = if stable {
+            Some(b.column_by_name(ROW_ID).ok_or_else(|| Error::Internal { what: "scan returned no _rowid".into() })?.as_primitive::<UInt64Type>().clone())
+        } else {
+            None
+        };
+        let keys = Keys::new(&(0..plan.keys.len()).map(|i| b.column(i).clone()).collect::<Vec<_>>())?;
+        let (mut t_idx, mut s_idx) = (Vec::new(), Vec::new());
+        let mut unmatched = Vec::new();
+        for row in 0..b.num_rows() {
+            match keys.get(row).and_then(|k| index.get(k)) {
+                Some(&(s, second)) => {
+                    if let Some(other) = second {
+                        return Err(ambiguous(&b, row, plan.keys.len(), s, other, &params.on));
+                    }
+                    found.source_matched[s as usize] = true;
+                    t_idx.push(row as u32);
+                    s_idx.push(s);
+                }
+                None => unmatched.push(row as u32),
+            }
+        }
+        let (mut t_idx, mut s_idx) = (UInt32Array::from(t_idx), UInt32Array::from(s_idx));
+        if let (Some(c), false) = (&plan.condition, t_idx.is_empty()) {
+            let eval = condition_batch(c, &b, &t_idx, source, &s_idx, ds.schema())?;
+            let keep = c.filter.evaluate(&eval)?;
+            t_idx = filter_u32(&t_idx, &keep)?;
+            s_idx = filter_u32(&s_idx, &keep)?;
+        }
+        match params.when_matched {
+            WhenMatched::UpdateAll { .. } => {
+                for (t, s) in t_idx.values().iter().zip(s_idx.values().iter()) {
+                    let id = ids.as_ref().map(|ids| ids.value(*t as usize)).unwrap_or(0);
+                    found.updates.push((addrs.value(*t as usize), id, *s));
+                }
+            }
+            WhenMatched::Delete => found.deletes.extend(t_idx.values().iter().map(|&t| addrs.value(t as usize))),
+            WhenMatched::DoNothing => {}
+        }
+        if delete_unmatched && !unmatched.is_empty() {
+            let rows = UInt32Array::from(unmatched);
+            let rows = match &plan.by_source {
+                Some(f) => {
+                    let keep = f.evaluate(&b)?;
+                    let keep = arrow_select::take::take(&keep, &rows, None)?;
+                    filter_u32(&rows, keep.as_boolean())?
+                }
+                None => rows,
+            };
+            found.deletes.extend(rows.values().iter().map(|&t| addrs.value(t as usize)));
+        }
+    }
+    progress.finish(&params.progress)?;
+    Ok(found)
+}
+
+fn filter_u32(a: &UInt32Array, keep: &BooleanArray) -> Result<UInt32Array> {
+    Ok(arrow_select::filter::filter(a, keep)?.as_primitive().clone())
+}
+
+/// The error for a dataset row matched by two source rows.
+fn ambiguous(b: &RecordBatch, row: usize, n_keys: usize, s1: u32, s2: u32, on: &[String]) -> Error {
+    let opts = arrow_cast::display::FormatOptions::default();
+    let key: Vec<String> = (0..n_keys)
+        .map(|i| {
+            let v = arrow_cast::display::ArrayFormatter::try_new(b.column(i).as_ref(), &opts).map(|f| f.value(row).to_string()).unwrap_or_else(|_| "?".into());
+            format!("{} = {v}", on[i])
+        })
+        .collect();
+    Error::invalid_input(format!(
+        "merge_insert: source rows {s1} and {s2} both match the dataset row with {}; each dataset row may be matched by at most one source row",
+        key.join(" AND ")
+    ))
+}
+
+/// New rows replacing dataset rows: the source's values, the dataset's
+/// for columns the source lacks.
+fn updated_rows(ds: &Arc<Dataset>, source: &RecordBatch, out: &SchemaRef, chunk: &[(u64, u64, u32)]) -> Result<RecordBatch> {
+    let s_idx = UInt32Array::from(chunk.iter().map(|u| u.2).collect::<Vec<_>>());
+    let missing: Vec<String> = out.fields().iter().filter(|f| source.schema().field_with_name(f.name()).is_err()).map(|f| f.name().clone()).collect();
+    let kept = if missing.is_empty() {
+        None
+    } else {
+        let addrs: Vec<u64> = chunk.iter().map(|u| u.0).collect();
+        Some(ds.take_addresses(&addrs, Some(&missing))?)
+    };
+    let cols = out
+        .fields()
+        .iter()
+        .map(|f| match source.column_by_name(f.name()) {
+            Some(c) => Ok(arrow_select::take::take(c, &s_idx, None)?),
+            None => kept
+                .as_ref()
+                .and_then(|k| k.column_by_name(f.name()).cloned())
+                .ok_or_else(|| Error::Internal { what: format!("column {} not taken", f.name()) }),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
+}
+
+/// Inserted source rows (nulls for columns the source lacks).
+fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result<RecordBatch> {
+    let idx = UInt32Array::from(chunk.to_vec());
+    let cols = out
+        .fields()
+        .iter()
+        .map(|f| match source.column_by_name(f.name()) {
+            Some(c) => Ok(arrow_select::take::take(c, &idx, None)?),
+            None => Ok(new_null_array(f.data_type(), chunk.len())),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
+}
