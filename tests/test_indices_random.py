@@ -1,7 +1,8 @@
 """Seeded-random harness: every filter answers the same with and without
 scalar indices, through a history of appends, deletes, updates,
-optimize_indices and compactions by either library (also a compaction that
-defers index remapping and leaves a ``__lance_frag_reuse`` index).
+optimize_indices, updates and compactions by either library (also a
+pylance compaction that defers index remapping and leaves a
+``__lance_frag_reuse`` index).
 
 Filters are random trees (AND / OR / NOT, depth 3) over indexable leaves
 (``=``, ``IN``, ranges, ``BETWEEN``, ``IS [NOT] NULL``, ``!=`` on the BTREE and
@@ -115,6 +116,37 @@ def test_history(tmp_path, stable):
         ds = lancelet.dataset(path)
         ds.optimize.optimize_indices()
         check(path, rng, "optimize after deferred remap")
+    ds = lancelet.dataset(path)
+    ds.update({"num": "num - 1"}, where="id % 4 = 0")
+    check(path, rng, "lancelet update of an unindexed column")
+    ds.update({"cat": "'c2'"}, where="id % 17 = 0")
+    check(path, rng, "lancelet update of an indexed column")
+    ds.optimize.optimize_indices()
+    names = {f"{c}_idx" for c in KINDS}
+    before = {i["name"]: i for i in ds.list_indices() if i["name"] in names}
+    ds.optimize.compact_files(target_rows_per_fragment=1500)
+    after = {i["name"]: i for i in ds.list_indices() if i["name"] in names}
+    frags = {f.fragment_id for f in ds.get_fragments()}
+    # address-keyed indices were rewritten under new uuids, and every index
+    # still covers every fragment
+    remapped = {n for n in after if after[n]["uuid"] != before[n]["uuid"]}
+    assert remapped == ({"id_idx"} if stable else set(before)), remapped
+    assert all(set(i["fragment_ids"]) == frags for i in after.values())
+    check(path, rng, "lancelet compaction")
+    if not stable:
+        lancelet.dataset(path).insert(make_table(200, seed=8, start=7000))
+        lancelet.dataset(path).optimize.optimize_indices()
+        lancelet.dataset(path).delete("id % 6 = 5")
+        ds = lancelet.dataset(path)
+        uuids = {i["uuid"] for i in ds.list_indices() if i["name"] in names}
+        ds.optimize.compact_files(target_rows_per_fragment=5000, defer_index_remap=True)
+        pl = lance.dataset(path)
+        listed = {i["name"]: i for i in pl.list_indices()}
+        assert "__lance_frag_reuse" in listed
+        assert {listed[n]["uuid"] for n in names} == uuids  # files kept
+        frags = {f.fragment_id for f in pl.get_fragments()}
+        assert all(set(listed[n]["fragment_ids"]) == frags for n in names)  # as pylance shows them
+        check(path, rng, "lancelet deferred-remap compaction")
     # pylance keeps using what lancelet maintained
     pl = lance.dataset(path)
     assert {i["name"] for i in pl.list_indices()} >= {f"{c}_idx" for c in KINDS}

@@ -126,9 +126,9 @@ def test_races_on_s3(s3_server):
     root = f"s3://lancelet/ns-race-{uuid.uuid4().hex[:8]}"
     ns = lns.DirectoryNamespace(root=root, storage_options=so)
     ns.create_namespace(id=["ns"])
-    # The root table "r" is raced by lancelet only: with a pylance 14 racer
-    # in the shared r.lance, about one SeaweedFS run in ten ends wrong (a
-    # known gap, see docs/architecture.md "Directory namespaces").
+    # The root table "r" is raced by lancelet only: a pylance 14 loser can
+    # commit its rows into the shared r.lance over the winner's (a known
+    # gap, see docs/architecture.md "Directory namespaces").
     racers = [(lib, ["table:ns.t"] + (["table:r"] if lib == "lancelet" else [])
                + [f"namespace:{lib[0]}{i}_{j}" for j in range(3)])
               for i, lib in enumerate(["lancelet", "lancelet", "pylance"])]

@@ -55,10 +55,9 @@ pub fn nullable(e: &Expr, schema: &Schema) -> bool {
         Kind::Arith(_, a, b) => nullable(a, schema) || nullable(b, schema),
         Kind::And(terms) | Kind::Or(terms) => terms.iter().any(|t| nullable(t, schema)),
         Kind::InList { expr, .. } => nullable(expr, schema),
-        Kind::ArrayHas { list, .. } => nullable(list, schema),
         Kind::IsNull(_) | Kind::IsNotNull(_) | Kind::Test(..) => false,
         Kind::Like { expr, pattern, .. } => nullable(expr, schema) || nullable(pattern, schema),
-        Kind::Func(..) => true,
+        Kind::Func(..) | Kind::ArrayHas { .. } => true,
         Kind::Call(c) => {
             let args: Vec<bool> = c.args.iter().map(|a| nullable(a, schema)).collect();
             super::functions::nullable(c, &args)

@@ -186,6 +186,48 @@ impl FragReuse {
     }
 }
 
+/// The `__lance_frag_reuse` entry a compaction with `defer_index_remap`
+/// commits: `previous` (the dataset's current entry, if any) with one more
+/// version, `dataset_version`, recording `groups`; as pylance 14 writes it
+/// (no fields, no files, the details inline, the bitmap naming the new
+/// fragments).
+pub fn deferred_entry(previous: Option<&pb::IndexMetadata>, dir: &Storage, dataset_version: u64, groups: Vec<Group>) -> Result<pb::IndexMetadata> {
+    let (history, mut covered) = match previous {
+        Some(p) => {
+            let d = p.index_details.as_ref().ok_or_else(|| Error::corrupt("fragment reuse index without details"))?;
+            let covered = if p.fragment_bitmap.is_empty() {
+                RoaringBitmap::new()
+            } else {
+                RoaringBitmap::deserialize_from(p.fragment_bitmap.as_slice()).map_err(|e| Error::corrupt(format!("fragment reuse index bitmap: {e}")))?
+            };
+            (FragReuse::from_details(d, dir)?, covered)
+        }
+        None => (FragReuse::default(), RoaringBitmap::new()),
+    };
+    for g in &groups {
+        for (id, _, _) in &g.old {
+            covered.remove(*id as u32);
+        }
+        for (id, _) in &g.new {
+            covered.insert(*id as u32);
+        }
+    }
+    let uuid = crate::table::transaction::new_uuid();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Ok(pb::IndexMetadata {
+        uuid: Some(pb::Uuid { uuid: super::meta::uuid_bytes(&uuid)? }),
+        fields: Vec::new(),
+        name: NAME.to_string(),
+        dataset_version,
+        fragment_bitmap: super::rowset::fragment_bitmap_bytes(covered.iter()),
+        index_details: Some(history.details_with(dataset_version, groups)),
+        index_version: Some(0),
+        created_at: Some(now.as_millis() as u64),
+        base_id: None,
+        files: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -333,7 +333,14 @@ impl DirectoryNamespace {
         };
         if self.manifest {
             if let Err(e) = self.commit_new_row(id, &location, metadata.clone()) {
-                let _ = dir.delete_all();
+                // A root `<name>.lance` is shared by name with other writers
+                // (pylance writes there without a marker): take it away only
+                // while it holds nothing but our version.
+                if !marked || only_version(&dir, version) {
+                    let _ = dir.delete_all();
+                } else {
+                    remove_marker(&dir, RESERVED_MARKER);
+                }
                 return Err(e);
             }
         }
@@ -557,4 +564,9 @@ impl DirectoryNamespace {
         }
         Err(lost_races(id))
     }
+}
+
+/// Whether the table at `dir` has exactly one version, `version`.
+fn only_version(dir: &crate::io::Storage, version: u64) -> bool {
+    matches!(crate::table::manifest::list_versions(dir).as_deref(), Ok([v]) if v.version == version)
 }

@@ -16,7 +16,7 @@
 //!   restore happened): `Error::Conflict`, no re-run;
 //! * a rule that depends on which fragments both touch
 //!   ([`Rule::RetryIfOverlap`], [`Rule::MergeDeletions`],
-//!   [`Rule::RetryIfIndexed`]).
+//!   [`Rule::RetryIfIndexed`], [`Rule::RefuseIfSameIndex`]).
 //!
 //! The table follows pylance 14 (Lance's `conflict_resolver.rs`), checked by
 //! experiment: e.g. an update over a concurrent `add_columns` re-runs (the
@@ -135,6 +135,9 @@ pub enum Rule {
     /// Rewrite vs CreateIndex: retry when the index covers a rewritten
     /// fragment (or does not say which it covers), else rebase.
     RetryIfIndexed,
+    /// CreateIndex over CreateIndex: refuse when both create an index of the
+    /// same name, else rebase (indices are told apart by UUID).
+    RefuseIfSameIndex,
 }
 
 /// The conflict table: `mine` committed after `theirs` (committed since
@@ -168,10 +171,8 @@ pub fn rule(mine: Kind, theirs: Kind) -> Rule {
         K::CreateIndex => match theirs {
             K::Append | K::Delete | K::Update | K::Merge | K::Project | K::ReserveFragments => Rebase,
             K::Clone | K::UpdateConfig | K::UpdateBases | K::DataReplacement => Rebase,
-            // An index change is refused over a compaction (which moved the
-            // rows it read or remapped the entries it drops) and over
-            // another index change (the entries it read changed).
-            K::Rewrite | K::CreateIndex => Refuse,
+            K::Rewrite => RetryIfIndexed,
+            K::CreateIndex => RefuseIfSameIndex,
             K::Overwrite | K::Restore | K::Unknown => Refuse,
         },
         K::Rewrite => match theirs {
@@ -251,6 +252,12 @@ fn indexed_fragments(op: Option<&Operation>) -> Option<HashSet<u64>> {
     Some(out)
 }
 
+fn new_index_names(op: Option<&Operation>) -> HashSet<&str> {
+    match op {
+        Some(Operation::CreateIndex(c)) => c.new_indices.iter().map(|i| i.name.as_str()).collect(),
+        _ => HashSet::new(),
+    }
+}
 
 /// (updated fragments, removed fragment ids) of a Delete/Update.
 fn delete_parts(op: Option<&Operation>) -> (&[pb::DataFragment], &[u64]) {
@@ -327,6 +334,14 @@ impl<'a> Rebase<'a> {
                 match indexed {
                     Some(ids) if ids.is_disjoint(&rewritten) => Ok(()),
                     _ => Err(self.retry(other, other_version)),
+                }
+            }
+            Rule::RefuseIfSameIndex => {
+                let mine = new_index_names(self.txn.operation.as_ref());
+                if new_index_names(op).is_disjoint(&mine) {
+                    Ok(())
+                } else {
+                    Err(Conflict::Refuse(self.message(other, other_version, " (both create an index of the same name)")))
                 }
             }
             Rule::MergeDeletions => self.check_deletions(other, other_version),
@@ -492,8 +507,7 @@ mod tests {
         for t in [K::Append, K::Delete, K::Update, K::Merge, K::Project] {
             assert_eq!(rule(K::CreateIndex, t), Rebase);
         }
-        assert_eq!(rule(K::CreateIndex, K::Rewrite), Refuse);
-        assert_eq!(rule(K::CreateIndex, K::CreateIndex), Refuse);
+        assert_eq!(rule(K::CreateIndex, K::Rewrite), RetryIfIndexed);
         for mine in ALL {
             assert_eq!(rule(mine, K::Unknown), if matches!(mine, K::Overwrite | K::Restore) { Rebase } else { Refuse });
             if !matches!(mine, K::Overwrite | K::Restore | K::Clone | K::UpdateConfig | K::UpdateBases) {
@@ -578,8 +592,10 @@ mod tests {
         let mut r = Rebase::new(&rewrite(vec![1]), None, None);
         assert!(r.check(&idx(vec![], "a"), 2).is_err());
         let mut r = Rebase::new(&idx(bytes.clone(), "a"), None, None);
-        assert!(matches!(r.check(&rewrite(vec![4]), 2), Err(Conflict::Refuse(_))));
-        assert!(matches!(r.check(&idx(bytes, "b"), 2), Err(Conflict::Refuse(_))));
+        assert!(r.check(&rewrite(vec![3]), 2).is_err());
+        assert!(r.check(&rewrite(vec![4]), 2).is_ok());
+        assert!(r.check(&idx(bytes.clone(), "b"), 2).is_ok());
+        assert!(matches!(r.check(&idx(bytes, "a"), 2), Err(Conflict::Refuse(_))));
         // Rewrite over a Delete of a rewritten fragment: retry (= conflict for compaction).
         let mut r = Rebase::new(&rewrite(vec![1, 2]), None, None);
         assert!(r.check(&delete(vec![frag(3, Some(1))], vec![]), 2).is_ok());

@@ -33,7 +33,7 @@ use pb::transaction::Operation;
 
 /// The file version of a dataset's index files: its data storage version
 /// (legacy datasets get 2.0 files).
-fn index_file_version(ds: &Dataset) -> Result<FileVersion> {
+pub(crate) fn index_file_version(ds: &Dataset) -> Result<FileVersion> {
     Ok(match dataset_file_version(ds.manifest())? {
         FileVersion::Legacy => FileVersion::V2_0,
         v => v,

@@ -17,11 +17,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use roaring::RoaringBitmap;
+use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::{commit, transaction_of, CommitOptions, FailHook};
+use crate::index::frag_reuse;
+use crate::table::commit::{commit, commit_with_frag_reuse, transaction_of, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::new_transaction;
@@ -98,6 +99,53 @@ fn remap_indices(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], rem
     Ok(out)
 }
 
+/// With `defer_index_remap`: when an index covers a rewritten fragment,
+/// the `__lance_frag_reuse` entry recording where the groups' rows went
+/// (the indices keep their files and bitmaps; readers map old addresses
+/// through it, see [`crate::index::frag_reuse`]).
+fn deferred_reuse(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], version: u64) -> Result<Option<pb::IndexMetadata>> {
+    let Some(section) = old_ds.manifest_file().index_section()? else { return Ok(None) };
+    let old_ids: HashSet<u32> = groups.iter().flat_map(|g| g.old_fragments.iter().map(|f| f.id as u32)).collect();
+    let mut previous = None;
+    let mut indexed = false;
+    for idx in &section.indices {
+        if idx.name == frag_reuse::NAME {
+            previous = Some(idx);
+            continue;
+        }
+        if !idx.fragment_bitmap.is_empty() {
+            let b = RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
+                .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)))?;
+            indexed |= old_ids.iter().any(|id| b.contains(*id));
+        }
+    }
+    if !indexed {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for g in groups {
+        let mut old = Vec::with_capacity(g.old_fragments.len());
+        let mut kept = RoaringTreemap::new();
+        for f in &g.old_fragments {
+            let i = old_ds.fragment_index(f.id).ok_or_else(|| Error::Internal { what: format!("fragment {} vanished from its version", f.id) })?;
+            let rows = old_ds.physical_rows(i)?;
+            let deleted = old_ds.deletions(i)?.unwrap_or_default();
+            kept.extend((0..rows).filter(|o| !deleted.contains(*o as u32)).map(|o| (f.id << 32) | o));
+            old.push((f.id, rows, deleted.len()));
+        }
+        out.push(frag_reuse::Group::new(old, g.new_fragments.iter().map(|f| (f.id, f.physical_rows)).collect(), kept));
+    }
+    let dir = |idx: &pb::IndexMetadata| -> Result<crate::io::Storage> {
+        let uuid = idx.uuid.as_ref().map(|u| crate::index::meta::uuid_string(&u.uuid)).unwrap_or_default();
+        old_ds.root().child(&format!("{}/{uuid}", crate::index::meta::INDICES_DIR))
+    };
+    let dir = match previous {
+        Some(p) => dir(p)?,
+        None => old_ds.root().clone(),
+    };
+    Ok(Some(frag_reuse::deferred_entry(previous, &dir, version, out)?))
+}
+
 /// Commit the results of a compaction's tasks (in plan order) to the
 /// dataset `ds` belongs to. Returns the new version and the summed metrics;
 /// no results commit nothing.
@@ -172,11 +220,12 @@ fn commit_inner(
     }
 
     let old_ds = ds.checkout(VersionRef::Number(read_version))?;
-    let rewritten_indices = match index_remapper() {
-        Some(r) if !options.defer_index_remap => remap_indices(&old_ds, &groups, r.as_ref())?,
-        _ => Vec::new(),
+    let (rewritten_indices, frag_reuse) = match index_remapper() {
+        _ if options.defer_index_remap => (Vec::new(), deferred_reuse(&old_ds, &groups, reserved_at)?),
+        Some(r) => (remap_indices(&old_ds, &groups, r.as_ref())?, None),
+        None => (Vec::new(), None),
     };
-    let version = commit(ds.root(), &rewrite(groups, rewritten_indices), &opts)?;
+    let version = commit_with_frag_reuse(ds.root(), &rewrite(groups, rewritten_indices), &opts, frag_reuse.as_ref())?;
     Ok((version, metrics))
 }
 

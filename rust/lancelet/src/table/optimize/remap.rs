@@ -121,9 +121,11 @@ pub fn register_index_remapper(remapper: Arc<dyn IndexRemapper>) {
     *REMAPPER.write().unwrap_or_else(|e| e.into_inner()) = Some(remapper);
 }
 
-/// The installed remapper, if any.
+/// The installed remapper, else lancelet's scalar index remapper
+/// ([`crate::index::remap::ScalarIndexRemapper`]).
 pub fn index_remapper() -> Option<Arc<dyn IndexRemapper>> {
-    REMAPPER.read().unwrap_or_else(|e| e.into_inner()).clone()
+    let installed = REMAPPER.read().unwrap_or_else(|e| e.into_inner()).clone();
+    Some(installed.unwrap_or_else(|| Arc::new(crate::index::remap::ScalarIndexRemapper)))
 }
 
 #[cfg(test)]
