@@ -84,7 +84,11 @@ def test_same_ids_both_libraries(tmp_path):
     ns = lns.DirectoryNamespace(root=str(root))
     ns.create_namespace(id=["ns"])
     jobs = ["namespace:a", "table:ns.t", "table:t"]
-    outcomes = race(root, [("lancelet", jobs)] * 2 + [("pylance", jobs)] * 2)
+    # The root table "t" is raced by lancelet only, as in test_races_on_s3: a
+    # pylance 14 loser can commit its rows into the winner's <name>.lance
+    # (the known gap in docs/architecture.md), which no lancelet code can stop.
+    pylance_jobs = [j for j in jobs if j != "table:t"]
+    outcomes = race(root, [("lancelet", jobs)] * 2 + [("pylance", pylance_jobs)] * 2)
     one_winner(of(outcomes, "namespace", "a"), "NamespaceAlreadyExistsError")
     for ident in ("ns.t", "t"):
         winner = one_winner(of(outcomes, "table", ident), "TableAlreadyExistsError")

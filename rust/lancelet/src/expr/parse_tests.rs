@@ -119,7 +119,9 @@ fn canon_sql(e: &E) -> String {
                     .iter()
                     .map(|a| match a {
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => canon_sql(x),
-                        other => format!("?{other}"),
+                        // `f(*)`, `f(t.*)`, named arguments: we refuse them on
+                        // purpose (no aggregate or named-argument functions).
+                        other => format!("{KEYWORD_AS_NAME}{other}"),
                     })
                     .collect::<Vec<_>>()
                     .join(", "),
@@ -128,6 +130,9 @@ fn canon_sql(e: &E) -> String {
             format!("{}({args})", f.name)
         }
         E::Array(a) => format!("[{}]", a.elem.iter().map(canon_sql).collect::<Vec<_>>().join(", ")),
+        // A row tuple (`(a, b) = c`): filters compare scalars, so we refuse it
+        // on purpose, as we do an operator keyword taken for a name.
+        E::Tuple(_) => format!("{KEYWORD_AS_NAME}tuple"),
         other => format!("?{other}"),
     }
 }
@@ -298,7 +303,13 @@ fn token_soup() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+    // A fixed seed keeps the default run deterministic; change it to explore
+    // (random seeds found `( AND , a ) = a` and `a ( * )`, now in canon_sql).
+    #![proptest_config(ProptestConfig {
+        cases: 3000,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x1a2c_e715),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn agrees_with_sqlparser(sql in token_soup()) {
