@@ -165,7 +165,7 @@ fn cut(ranges: &[Range<u64>], mut skip: u64, mut take: u64) -> Vec<Range<u64>> {
 }
 
 /// Split sorted ranges into groups of at most `size` rows.
-fn split(ranges: &[Range<u64>], size: u64) -> Vec<Vec<Range<u64>>> {
+pub(crate) fn split(ranges: &[Range<u64>], size: u64) -> Vec<Vec<Range<u64>>> {
     let mut out = Vec::new();
     let mut cur: Vec<Range<u64>> = Vec::new();
     let mut n = 0;

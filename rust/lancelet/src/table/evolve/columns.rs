@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::file::schema::LanceField;
 use crate::file::{FileVersion, FileWriter};
 use crate::io::Storage;
+use crate::table::scan::split as chunks;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, step, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
@@ -98,30 +99,6 @@ pub struct WriteOptions {
     pub name_prefix: String,
     /// Failure injection for tests.
     pub hook: Option<FailHook>,
-}
-
-/// Sorted ranges cut into consecutive groups of at most `size` rows.
-fn chunks(ranges: &[Range<u64>], size: u64) -> Vec<Vec<Range<u64>>> {
-    let mut out = Vec::new();
-    let mut cur: Vec<Range<u64>> = Vec::new();
-    let mut n = 0;
-    for r in ranges {
-        let mut s = r.start;
-        while s < r.end {
-            let e = (s + (size - n)).min(r.end);
-            cur.push(s..e);
-            n += e - s;
-            s = e;
-            if n == size {
-                out.push(std::mem::take(&mut cur));
-                n = 0;
-            }
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
 }
 
 /// `array` without any null bitmap, recursively (zeroed values): the
