@@ -23,6 +23,7 @@ pub mod generic_tile;
 pub mod read;
 pub mod schema;
 pub mod tiles;
+pub mod write;
 
 pub use array::TileDbArray;
 pub use read::{Bound, DimRanges, Order, ReadOptions};
