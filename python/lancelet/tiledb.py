@@ -22,7 +22,6 @@ __all__ = [
     "open_array",
     "create_array",
     "write",
-    "delete",
     "TileDBArray",
     "FragmentInfo",
     "ArraySchema",
@@ -449,5 +448,5 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
 
 
-# Writing (create_array, write, delete) lives in its own module.
-from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
+# Writing (create_array, write) lives in its own module.
+from lancelet._tiledb_write import create_array, write  # noqa: E402

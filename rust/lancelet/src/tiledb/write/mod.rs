@@ -10,16 +10,14 @@
 //!   marker `__commits/__<t>_<t>_<uuid>_22.wrt` last: a write that fails
 //!   before the marker leaves nothing readers see (and its files are
 //!   removed).
-//! - [`delete`](condition): a `.del` commit holding a negated condition.
 //!
 //! Modules: [`encode`] (filters forward, generic tiles, schema bytes),
 //! [`codecs_enc`], [`cells`] (Arrow to cell bytes), [`plan`] (which cells
 //! go to which tile), [`stats`] (tile metadata), [`fragment`] (data files
-//! and the metadata file), [`condition`] (delete conditions).
+//! and the metadata file).
 
 pub mod cells;
 pub mod codecs_enc;
-pub mod condition;
 pub mod encode;
 pub mod fragment;
 pub mod plan;
