@@ -21,6 +21,7 @@ pub mod filters;
 pub mod fragment;
 pub mod generic_tile;
 pub mod read;
+pub mod regions;
 pub mod schema;
 pub mod tiles;
 pub mod write;
