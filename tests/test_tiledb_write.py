@@ -568,7 +568,7 @@ def test_bad_write_data_raises_and_changes_nothing(tmp_path):
         ({"x": [3], "a": ["nope"], "s": ["q"]}, "a"),                   # type mismatch
         ({"x": [3], "a": [2**40], "s": ["q"]}, "a"),                    # does not fit
         ({"x": [3], "a": [None], "s": ["q"]}, "a"),                     # null in non-nullable
-        ({"x": [3, 4], "a": [1], "s": ["q"]}, ""),                      # ragged columns
+        ({"x": [3, 4], "a": [1], "s": ["q"]}, "write data"),            # ragged columns
     ]
     for data, word in bad:
         with pytest.raises(InvalidInputError, match=word):
