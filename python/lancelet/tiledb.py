@@ -20,6 +20,7 @@ from lancelet.exceptions import InvalidInputError
 
 __all__ = [
     "open_array",
+    "to_lance",
     "TileDBArray",
     "FragmentInfo",
     "ArraySchema",
@@ -444,3 +445,6 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
             raise InvalidInputError("timestamps are non-negative milliseconds")
     opts = {str(k): str(v) for k, v in (storage_options or {}).items()}
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
+
+
+from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

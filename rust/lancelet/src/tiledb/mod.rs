@@ -23,6 +23,7 @@ pub mod fragment;
 pub mod generic_tile;
 pub mod hilbert;
 pub mod read;
+pub mod regions;
 pub mod schema;
 pub mod string_codecs;
 pub mod tiles;

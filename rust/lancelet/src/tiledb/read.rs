@@ -104,7 +104,7 @@ fn in_ranges(t: Datatype, v: &[u8], ranges: &DimRanges) -> bool {
 }
 
 /// Check the caller's subarray against the schema; one entry per dimension.
-fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Vec<Option<DimRanges>>> {
+pub(crate) fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Vec<Option<DimRanges>>> {
     if !sub.is_empty() && sub.len() != schema.dims.len() {
         return Err(Error::invalid_input(format!(
             "subarray has {} entries for {} dimensions",
@@ -262,7 +262,7 @@ fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, 
             let bits = BooleanBuffer::collect_bool(n, |i| cells.values[i] != 0);
             ArrayData::builder(DataType::Boolean).len(n).add_buffer(bits.into_inner()).nulls(nulls).build()?
         }
-        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).build()?,
+        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).align_buffers(true).build()?,
         (other, Some(_)) => {
             return Err(Error::Internal { what: format!("var cells for Arrow type {other} (cell values {cell_val_num})") })
         }
