@@ -63,9 +63,19 @@ fn local_path(uri: &str) -> Option<std::path::PathBuf> {
 
 /// TileDB's check that every filter of a pipeline takes the datatype the
 /// one before it hands on (`Filter::accepts_input_datatype`).
-fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Datatype, field: &str) -> Result<()> {
+fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Datatype, var: bool, field: &str) -> Result<()> {
     use super::datatype::Datatype as D;
     use super::filters::Filter as F;
+    if var && matches!(input, D::StringAscii | D::StringUtf8) && p.filters.len() > 1 {
+        for (name, is) in [("RleFilter", 0u8), ("DictionaryFilter", 1)] {
+            let has = |f: &F| if is == 0 { matches!(f, F::Rle { .. }) } else { matches!(f, F::Dictionary { .. }) };
+            if p.filters.iter().any(has) && !has(&p.filters[0]) {
+                return Err(Error::invalid_input(format!(
+                    "{field}: {name} must be the first filter when used on var-sized strings (as in TileDB)"
+                )));
+            }
+        }
+    }
     let mut t = input;
     for f in &p.filters {
         let integral = t.is_integer() || t == D::Blob;
@@ -100,13 +110,13 @@ fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Da
 }
 
 fn check_writable_schema(s: &ArraySchema) -> Result<()> {
-    check_pipeline(&s.offsets_filters, super::datatype::Datatype::UInt64, "offsets filters")?;
-    check_pipeline(&s.validity_filters, super::datatype::Datatype::UInt8, "validity filters")?;
+    check_pipeline(&s.offsets_filters, super::datatype::Datatype::UInt64, false, "offsets filters")?;
+    check_pipeline(&s.validity_filters, super::datatype::Datatype::UInt8, false, "validity filters")?;
     for (i, d) in s.dims.iter().enumerate() {
-        check_pipeline(s.dim_filters(i), d.datatype, &format!("dimension {}", d.name))?;
+        check_pipeline(s.dim_filters(i), d.datatype, d.is_var(), &format!("dimension {}", d.name))?;
     }
     for a in &s.attrs {
-        check_pipeline(&a.filters, a.datatype, &format!("attribute {}", a.name))?;
+        check_pipeline(&a.filters, a.datatype, a.is_var(), &format!("attribute {}", a.name))?;
     }
     for l in [s.cell_order, s.tile_order] {
         if l == Layout::Hilbert {
