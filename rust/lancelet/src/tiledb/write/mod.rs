@@ -10,14 +10,17 @@
 //!   marker `__commits/__<t>_<t>_<uuid>_22.wrt` last: a write that fails
 //!   before the marker leaves nothing readers see (and its files are
 //!   removed).
+//! - [`delete`]: `__commits/__<t>_<t>_<uuid>_22.del`, a generic tile holding
+//!   the negated delete condition ([`condition`]).
 //!
 //! Modules: [`encode`] (filters forward, generic tiles, schema bytes),
 //! [`codecs_enc`], [`cells`] (Arrow to cell bytes), [`plan`] (which cells
 //! go to which tile), [`stats`] (tile metadata), [`fragment`] (data files
-//! and the metadata file).
+//! and the metadata file), [`condition`] (delete conditions).
 
 pub mod cells;
 pub mod codecs_enc;
+pub mod condition;
 pub mod encode;
 pub mod fragment;
 pub mod plan;
@@ -381,6 +384,22 @@ pub fn write_fragment(
     }
     let cell_num = if schema.sparse { n as u64 } else { last_cells * ntiles as u64 };
     Ok(WrittenFragment { name, timestamp: t, dense: !schema.sparse, cell_num, nonempty })
+}
+
+/// Delete the cells of the sparse array at `uri` matching the lancelet SQL
+/// `filter` (as of `timestamp`, default now): writes the `.del` commit
+/// holding the negated condition; returns its file name.
+pub fn delete(uri: &str, options: &StorageOptions, filter: &str, timestamp: Option<u64>) -> Result<String> {
+    let root = Storage::open_with(uri, options)?;
+    let schema = latest_schema(&root)?;
+    if !schema.sparse {
+        return Err(Error::invalid_input("deletes apply to sparse arrays only (as in TileDB)"));
+    }
+    let cond = condition::delete_condition(&schema, filter)?;
+    let t = timestamp.unwrap_or_else(now_ms);
+    let name = format!("__{t}_{t}_{}_{WRITE_VERSION}.del", random_uuid());
+    root.child(&format!("__commits/{name}"))?.write_new(Bytes::from(generic_tile(&cond)))?;
+    Ok(name)
 }
 
 /// [`write_fragment`] over a stream's batches (concatenated first).
