@@ -136,10 +136,13 @@ def tiledb_write(uri, spec, data, subarray=None, timestamp=None):
         else:
             idx = tuple(slice(lo, hi + 1) for lo, hi in subarray)
             shape = tuple(hi - lo + 1 for lo, hi in subarray)
-            A[idx if len(idx) > 1 else idx[0]] = {
-                k: (v.reshape(shape) if isinstance(v, np.ndarray) and v.dtype != object and len(shape) > 1 else v)
-                for k, v in attrs.items()
-            }
+            vals = {k: (v.reshape(shape) if isinstance(v, np.ndarray) and len(shape) > 1 else v) for k, v in attrs.items()}
+            if len(shape) > 1 and 1 in shape:
+                # tiledb-py calls (1, n) arrays "mixed C and Fortran layouts".
+                vals = {k: np.ascontiguousarray(v) if v.dtype != object else v for k, v in vals.items()}
+                if any(v.dtype == object for v in vals.values()):
+                    vals = {k: v.ravel() for k, v in vals.items()}
+            A[idx if len(idx) > 1 else idx[0]] = vals
 
 
 def twin(tmp_path, spec, writes, name="t") -> tuple:
@@ -171,20 +174,46 @@ def _compressed(spec) -> bool:
     return any(f[0] in COMPRESSORS for p in pipes for f in p)
 
 
-def assert_same_files(ours, theirs, spec, compare_data_files=None):
+def _has_duplicates(spec, writes) -> bool:
+    if not spec.get("allows_duplicates"):
+        return False
+    for w in writes:
+        coords = list(zip(*[list(w["data"][d["name"]]) for d in spec["dims"]]))
+        if len(set(coords)) != len(coords):
+            return True
+    return False
+
+
+def assert_same_files(ours, theirs, spec, compare_data_files=None, duplicates=False):
+    """Byte-compare the twins' schema and fragment metadata. With duplicate
+    coordinates, cells that share coordinates may sit in another order
+    (TileDB's parallel sort does not keep the caller's order; lancelet's
+    does): then only the R-tree, the footer and tile sizes must match."""
     assert schema_bytes(ours) == schema_bytes(theirs)
     fo, ft = fragment_dirs(ours), fragment_dirs(theirs)
     assert [p.name.split("_")[2:4] for p in fo] == [p.name.split("_")[2:4] for p in ft]
     nslots = len(spec["attrs"]) + 1 + len(spec["dims"])
     compressed = _compressed(spec)
     if compare_data_files is None:
-        compare_data_files = not compressed
+        compare_data_files = not compressed and not duplicates
     # Tiles holding file offsets (tile, var tile and validity tile offsets).
     offsets = set(range(1, 1 + 2 * nslots)) | set(range(1 + 3 * nslots, 1 + 4 * nslots))
+    # TileDB 2.30 fills the min/max of var-sized strings in dense writes
+    # from memory it has already reused (garbage bytes of the right length):
+    # there only lengths can match.
+    garbage = set()
+    if not spec.get("sparse"):
+        for i, a in enumerate(spec["attrs"]):
+            if a.get("var") and a["dtype"] in ("ascii", bytes, "S"):
+                garbage |= {1 + 4 * nslots + i, 1 + 5 * nslots + i, 1 + 8 * nslots}
+    if duplicates:
+        garbage |= set(range(1, 2 + 8 * nslots))
     for a, b in zip(fo, ft):
         (ta, fa), (tb, fb) = metadata_tiles(a), metadata_tiles(b)
         assert len(ta) == len(tb)
         for i, (x, y) in enumerate(zip(ta, tb)):
+            if i in garbage:
+                continue
             if compressed and i in offsets:
                 assert len(x) == len(y)
                 continue
@@ -214,6 +243,17 @@ def _norm(v):
     return v
 
 
+def _plain(t: pa.Table) -> dict:
+    """A table as lists (timestamps as integers: fills such as INT64_MIN are
+    not datetimes; NaN as "nan" so it compares equal)."""
+    cols = {}
+    for name, col in zip(t.column_names, t.columns):
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        cols[name] = [_norm(x) for x in col.to_pylist()]
+    return cols
+
+
 def tiledb_read(uri, timestamp=None) -> dict:
     with tiledb.open(uri, timestamp=timestamp) as A:
         if A.schema.sparse:
@@ -225,14 +265,20 @@ def tiledb_read(uri, timestamp=None) -> dict:
                 for k, v in r.items()}
 
 
-def assert_same_reads(ours, theirs, timestamps=(None,)):
+def _rows(cols: dict) -> list:
+    return sorted(zip(*cols.values()), key=repr)
+
+
+def assert_same_reads(ours, theirs, timestamps=(None,), duplicates=False):
+    """Reads of both arrays with tiledb-py and lancelet are equal (as sorted
+    rows when duplicate coordinates make the order among them free)."""
+    same = (lambda x, y: _rows(x) == _rows(y)) if duplicates else (lambda x, y: x == y)
     for ts in timestamps:
-        assert tiledb_read(ours, ts) == tiledb_read(theirs, ts), ts
+        assert same(tiledb_read(ours, ts), tiledb_read(theirs, ts)), ts
         a = lt.open_array(ours, timestamp=ts).read(order="C")
         b = lt.open_array(theirs, timestamp=ts).read(order="C")
         assert a.schema == b.schema
-        assert {k: [_norm(x) for x in v] for k, v in a.to_pydict().items()} == {
-            k: [_norm(x) for x in v] for k, v in b.to_pydict().items()}, ts
+        assert same(_plain(a), _plain(b)), ts
     with tiledb.open(ours) as A, tiledb.open(theirs) as B:
         assert A.nonempty_domain() == B.nonempty_domain()
         # (tiledb-py 0.36.1 segfaults in ArraySchema.__eq__ on some schemas: compare reprs.)
@@ -739,3 +785,125 @@ def test_delete_errors(tmp_path):
                                           attrs=[lt.Attr("a", dtype=np.int32)]))
     with pytest.raises(InvalidInputError, match="sparse"):
         lt.delete(dense, "a > 1")
+
+
+# ------------------------------------------------------------ property test
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ATTR_TYPES = {
+    "i8": (np.int8, False), "i32": (np.int32, False), "u64": (np.uint64, False), "f32": (np.float32, False),
+    "f64": (np.float64, False), "bool": (np.bool_, False), "str": (str, True), "ascii": ("ascii", True),
+    "char2": ("S2", False), "vint": (np.int32, True), "dt": ("datetime64[ms]", False),
+}
+
+
+def _random_values(rng, kind, n):
+    dt, _ = ATTR_TYPES[kind]
+    if kind == "bool":
+        return rng.random(n) < 0.5
+    if kind in ("str", "ascii"):
+        return np.array(["w%d" % rng.integers(0, 10 ** rng.integers(0, 4)) for _ in range(n)], dtype=object)
+    if kind == "char2":
+        return np.array([b"ab"[: rng.integers(0, 3)] for _ in range(n)], dtype="S2")
+    if kind == "vint":
+        return np.array([rng.integers(-5, 5, rng.integers(0, 4)).astype(np.int32) for _ in range(n)] + [None], dtype=object)[:-1]
+    if kind == "dt":
+        return rng.integers(0, 10**9, n).astype("datetime64[ms]")
+    if np.dtype(dt).kind == "f":
+        return rng.normal(size=n).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dt)
+
+
+@st.composite
+def array_cases(draw):
+    sparse = draw(st.booleans())
+    order = draw(st.sampled_from(["row-major", "col-major"]))
+    tile_order = draw(st.sampled_from(["row-major", "col-major"]))
+    ndim = draw(st.integers(1, 2))
+    dtype = draw(st.sampled_from([np.int32, np.int64, np.uint16]))
+    dims = []
+    for i in range(ndim):
+        lo = draw(st.integers(0, 5))
+        hi = lo + draw(st.integers(0, 12))
+        dims.append({"name": f"d{i}", "dtype": dtype, "domain": (lo, hi), "tile": draw(st.integers(1, hi - lo + 1))})
+    if sparse and draw(st.booleans()):
+        dims[-1] = {"name": f"d{ndim - 1}", "dtype": "ascii"}
+    attrs = []
+    for i, kind in enumerate(draw(st.lists(st.sampled_from(sorted(ATTR_TYPES)), min_size=1, max_size=3))):
+        dt, var = ATTR_TYPES[kind]
+        # A value filter (whole values in) first, then one that keeps the
+        # size, then a compressor or checksum: TileDB refuses value filters
+        # on bytes that are no longer whole values.
+        ints = kind in ("i8", "i32", "u64", "dt", "bool")
+        first = ["RleFilter", "DeltaFilter", "DoubleDeltaFilter", "BitWidthReductionFilter"] if ints else []
+        middle = ["ByteShuffleFilter", "BitShuffleFilter"] + (["XORFilter"] if ints else [])
+        last = ["GzipFilter", "ZstdFilter", "LZ4Filter", "Bzip2Filter", "ChecksumMD5Filter", "ChecksumSHA256Filter"]
+        names = [draw(st.sampled_from([None] + p)) for p in (first, middle, last) if p]
+        if names[0] in first and "XORFilter" in names:  # XOR also needs whole values
+            names.remove("XORFilter")
+        names = [n for n in names if n]
+        a = {"name": f"a{i}_{kind}", "dtype": dt, "filters": [(f, {}) for f in names], "kind": kind}
+        if var:
+            a["var"] = True
+        attrs.append(a)
+    spec = {"sparse": sparse, "dims": dims, "attrs": attrs, "cell_order": order, "tile_order": tile_order,
+            "capacity": draw(st.integers(1, 20)), "allows_duplicates": sparse and draw(st.booleans())}
+    return spec, draw(st.integers(0, 2**32 - 1))
+
+
+def _cells(spec, rng):
+    """Random write data (and subarray) for `spec`."""
+    dims = spec["dims"]
+    if spec["sparse"]:
+        space = [np.arange(d["domain"][0], d["domain"][1] + 1) if "domain" in d else
+                 np.array(["", "a", "ab", "b", "zz", "q"], dtype=object) for d in dims]
+        grid = np.array(np.meshgrid(*[np.arange(len(s)) for s in space], indexing="ij")).reshape(len(dims), -1).T
+        n = int(rng.integers(1, min(len(grid), 40) + 1))
+        pick = rng.choice(len(grid), n, replace=bool(spec["allows_duplicates"]))
+        data = {d["name"]: space[i][grid[pick, i]].astype(d["dtype"] if "domain" in d else object)
+                for i, d in enumerate(dims)}
+        sub = None
+    else:
+        sub = []
+        for d in dims:
+            lo, hi = d["domain"]
+            a = int(rng.integers(lo, hi + 1))
+            sub.append((a, int(rng.integers(a, hi + 1))))
+        n = int(np.prod([h - l + 1 for l, h in sub]))
+        data = {}
+    for a in spec["attrs"]:
+        data[a["name"]] = _random_values(rng, a["kind"], n)
+    return data, sub
+
+
+def _check_random_case(tmp_path_factory, case):
+    spec, seed = case
+    rng = np.random.default_rng(seed)
+    tmp = tmp_path_factory.mktemp("prop")
+    writes = []
+    for t in (1, 2):
+        data, sub = _cells(spec, rng)
+        writes.append({"data": data, "subarray": sub, "timestamp": t})
+    ours, theirs = twin(tmp, spec, writes)
+    dups = _has_duplicates(spec, writes)
+    assert_same_files(ours, theirs, spec, duplicates=dups)
+    assert_same_reads(ours, theirs, timestamps=(None, 1), duplicates=dups)
+
+
+_PROP = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@settings(max_examples=10, **_PROP)
+@given(case=array_cases())
+def test_random_arrays_equal_tiledb_py_twins(tmp_path_factory, case):
+    _check_random_case(tmp_path_factory, case)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, **_PROP)
+@given(case=array_cases())
+def test_random_arrays_equal_tiledb_py_twins_many(tmp_path_factory, case):
+    _check_random_case(tmp_path_factory, case)
