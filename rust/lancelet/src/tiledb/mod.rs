@@ -30,6 +30,7 @@ pub mod schema;
 pub mod sparse;
 pub mod string_codecs;
 pub mod tiles;
+pub mod write;
 
 pub use array::TileDbArray;
 pub use read::{Bound, DimRanges, Order, ReadOptions, TileCounts};
