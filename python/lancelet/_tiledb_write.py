@@ -93,6 +93,13 @@ def _type_of(dtype: Any) -> tuple:
     if nd.subdtype is not None:
         inner, n = _type_of(nd.subdtype[0])
         return inner, int(np.prod(nd.subdtype[1]))
+    if nd.names:
+        # tiledb-py's structured dtypes ("i4,i4"): n values of one type.
+        kinds = {nd.fields[f][0] for f in nd.names}
+        if len(kinds) != 1:
+            raise InvalidInputError(f"structured dtype {nd} mixes types; TileDB cells hold one type")
+        inner, n = _type_of(kinds.pop())
+        return inner, len(nd.names)
     return _type_of(pa.from_numpy_dtype(nd))
 
 
