@@ -197,3 +197,16 @@ def test_fragment_bitmaps_byte_for_byte(tmp_path, stable):
         assert lance.dataset(a).version == lance.dataset(b).version, name
         assert _latest(a) == _latest(b), name
     _check(a, "after every step")
+
+
+def test_deferring_is_refused_with_stable_row_ids(tmp_path):
+    from lancelet.exceptions import UnsupportedError
+
+    base = str(tmp_path / "base")
+    _base(base, "2.2", stable=True)
+    v = lance.dataset(base).version
+    with pytest.raises(OSError, match="stable row IDs"):
+        _defer(lance, base)
+    with pytest.raises(UnsupportedError, match="stable row ids"):
+        _defer(lancelet, base)
+    assert lance.dataset(base).version == v

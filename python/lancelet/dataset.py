@@ -466,7 +466,9 @@ class Dataset:
         ``conflict_retries``/``retry_timeout`` bound re-runs after a
         concurrent commit changed the rows read (see :meth:`delete`);
         ``progress`` is a callable receiving ``{"stage", "done", "total"}``
-        per fragment scanned, or ``True`` for a line on stderr."""
+        per fragment scanned, or ``True`` for a line on stderr; an exception
+        it raises aborts the update (nothing committed) and propagates
+        unchanged."""
         if not isinstance(updates, dict):
             raise InvalidInputError(f"updates must be a dict of column name -> SQL expression, got {type(updates).__name__}")
         pairs = []
@@ -568,7 +570,10 @@ class Dataset:
         files younger than 7 days stay unless ``delete_unverified``. With a
         tagged version in range and ``error_if_tagged_old_versions``, nothing
         is removed and :class:`~lancelet.exceptions.InvalidInputError` names
-        the tags."""
+        the tags. ``progress``: ``True`` or a callable getting ``{"stage",
+        "done", "total"}`` (``read`` per manifest, ``delete`` per file); an
+        exception it raises stops the cleanup and propagates unchanged
+        (before the first ``delete`` report nothing is removed)."""
         from lancelet.optimize import cleanup_old_versions
 
         return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,

@@ -288,6 +288,18 @@ mod tests {
     }
 
     #[test]
+    fn the_commit_after_a_deferred_remap_moves_bitmaps() {
+        use crate::index::frag_reuse::Group;
+        let reuse = FragReuse { versions: vec![(4, vec![Group::new(vec![(0, 10, 0), (1, 10, 0)], vec![(5, 20)], (0..10u64).chain((1 << 32)..(1 << 32) + 10).collect())])] };
+        let bt = idx("x", 1, 0, IndexKind::BTree, &[0, 1, 3]);
+        let other = idx("y", 2, 1, IndexKind::Bitmap, &[3]);
+        let append = pb::Transaction { operation: Some(Operation::Append(Default::default())), ..Default::default() };
+        let out = next_indices(&append, Some(&[bt, other.clone()]), None, &pb::Manifest::default(), &[6], None, Some(&reuse)).unwrap();
+        assert_eq!(frags(&out[0]), vec![3, 5]);
+        assert_eq!(out[1].fragment_bitmap, other.fragment_bitmap, "an untouched bitmap keeps its bytes");
+    }
+
+    #[test]
     fn update_extends_row_id_indices() {
         let next = pb::Manifest { reader_feature_flags: STABLE_ROW_IDS, ..Default::default() };
         let bt = idx("x", 1, 0, IndexKind::BTree, &[0, 1, 2]);

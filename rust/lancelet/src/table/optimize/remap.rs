@@ -175,4 +175,23 @@ mod tests {
         assert!(all.iter().all(|(o, n)| m.get(*o) == Some(*n)));
         assert_eq!(m.old_fragment_ids(), vec![0, 1]);
     }
+
+    #[test]
+    fn deferred_moves_come_first() {
+        use crate::index::frag_reuse::{FragReuse, Group};
+        use roaring::RoaringTreemap;
+        // a deferred compaction moved fragment 0 (4 rows, row 1 deleted) to 5
+        let kept: RoaringTreemap = [0u64, 2, 3].into_iter().collect();
+        let reuse = FragReuse { versions: vec![(3, vec![Group::new(vec![(0, 4, 1)], vec![(5, 3)], kept)])] };
+        // this compaction rewrites 5 (row 0 now deleted) and 6 into 7
+        let mut m = RowAddressMap::default();
+        m.push_group(vec![(5, 3, [0u32].into_iter().collect()), (6, 2, RoaringBitmap::new())], vec![(7, 4)]);
+        let m = m.after_deferred(Some(Arc::new(reuse)));
+        assert_eq!(m.get(0), Some(None)); // -> 5:0, deleted since
+        assert_eq!(m.get(1), Some(None)); // deleted before the deferred compaction
+        assert_eq!(m.get(2), Some(Some(7 << 32))); // -> 5:1 -> 7:0
+        assert_eq!(m.get(3), Some(Some((7 << 32) | 1)));
+        assert_eq!(m.get(6 << 32), Some(Some((7 << 32) | 2)));
+        assert_eq!(m.get(9 << 32), None); // never moved
+    }
 }
