@@ -18,7 +18,7 @@ use crate::errors::{guard, IntoPy};
 /// A TileDB array opened at a timestamp range.
 #[pyclass(module = "lancelet._native", name = "TileDBArray", frozen)]
 pub struct NativeTileDBArray {
-    inner: Arc<TileDbArray>,
+    pub(crate) inner: Arc<TileDbArray>,
 }
 
 /// A stored value as a Python object (ints, floats, str for strings,

@@ -14,15 +14,20 @@
 //! compression crates and never imports `file/` or `table/`.
 
 pub mod array;
+pub mod bitshuffle;
 pub mod codecs;
 pub mod cursor;
 pub mod datatype;
 pub mod filters;
 pub mod fragment;
 pub mod generic_tile;
+pub mod hilbert;
 pub mod read;
+pub mod regions;
 pub mod schema;
+pub mod string_codecs;
 pub mod tiles;
+pub mod write;
 
 pub use array::TileDbArray;
 pub use read::{Bound, DimRanges, Order, ReadOptions};

@@ -104,7 +104,7 @@ fn in_ranges(t: Datatype, v: &[u8], ranges: &DimRanges) -> bool {
 }
 
 /// Check the caller's subarray against the schema; one entry per dimension.
-fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Vec<Option<DimRanges>>> {
+pub(crate) fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Vec<Option<DimRanges>>> {
     if !sub.is_empty() && sub.len() != schema.dims.len() {
         return Err(Error::invalid_input(format!(
             "subarray has {} entries for {} dimensions",
@@ -262,7 +262,7 @@ fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, 
             let bits = BooleanBuffer::collect_bool(n, |i| cells.values[i] != 0);
             ArrayData::builder(DataType::Boolean).len(n).add_buffer(bits.into_inner()).nulls(nulls).build()?
         }
-        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).build()?,
+        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).align_buffers(true).build()?,
         (other, Some(_)) => {
             return Err(Error::Internal { what: format!("var cells for Arrow type {other} (cell values {cell_val_num})") })
         }
@@ -416,6 +416,21 @@ impl TileDbArray {
         }
         let n = dense.sources.len();
         Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?)
+    }
+}
+
+/// The space tile of a coordinate along dimension `d` (0 without an
+/// extent, e.g. string dimensions).
+fn space_tile_index(schema: &ArraySchema, d: usize, v: &[u8]) -> i64 {
+    let dim = &schema.dims[d];
+    let (Some(ext), Some((lo, _))) = (&dim.tile_extent, &dim.domain) else { return 0 };
+    let t = dim.datatype;
+    if let (Some(x), Some(lo), Some(e)) = (int_value(t, v), int_value(t, lo), int_value(t, ext)) {
+        return if e > 0 { ((x - lo) / e) as i64 } else { 0 };
+    }
+    match (float_value(t, v), float_value(t, lo), float_value(t, ext)) {
+        (Some(x), Some(lo), Some(e)) if e > 0.0 => ((x - lo) / e).floor() as i64,
+        _ => 0,
     }
 }
 
@@ -661,7 +676,30 @@ impl TileDbArray {
             Ordering::Equal
         };
         // Ties keep fragment order (tile ids grow with fragment age).
-        candidates.sort_by(|a, b| cmp_coords(a, b).then(a.cmp(b)));
+        if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
+            // Hilbert arrays: by Hilbert value, ties row-major.
+            let mut keyed: Vec<(u64, u64)> = candidates
+                .iter()
+                .map(|&s| {
+                    let cs: Vec<&[u8]> = (0..nd).map(|d| coord(&dim_tiles, schema, s, d)).collect();
+                    (super::hilbert::cell_hilbert(schema, &cs), s)
+                })
+                .collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.1, &b.1)).then(a.1.cmp(&b.1)));
+            candidates = keyed.into_iter().map(|k| k.1).collect();
+        } else if order == Order::Unordered && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
+            // TileDB's global order: space tiles in tile order, then cells
+            // in cell order.
+            let tile_dims: Vec<usize> = if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() };
+            let mut keyed: Vec<(Vec<i64>, u64)> = candidates
+                .iter()
+                .map(|&s| (tile_dims.iter().map(|&d| space_tile_index(schema, d, coord(&dim_tiles, schema, s, d))).collect(), s))
+                .collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.1, &b.1)).then(a.1.cmp(&b.1)));
+            candidates = keyed.into_iter().map(|k| k.1).collect();
+        } else {
+            candidates.sort_by(|a, b| cmp_coords(a, b).then(a.cmp(b)));
+        }
         if !schema.allows_duplicates {
             let mut kept: Vec<u64> = Vec::with_capacity(candidates.len());
             for s in candidates {
