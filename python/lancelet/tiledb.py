@@ -20,6 +20,10 @@ from lancelet.exceptions import InvalidInputError
 
 __all__ = [
     "open_array",
+    "create_array",
+    "write",
+    "delete",
+    "to_lance",
     "TileDBArray",
     "FragmentInfo",
     "ArraySchema",
@@ -172,8 +176,8 @@ class Dim:
     domain: Optional[tuple] = None
     tile: Any = None
     filters: list = field(default_factory=list)
-    dtype: pa.DataType = pa.int64()
-    tiledb_type: str = "INT64"
+    dtype: Any = pa.uint64()
+    tiledb_type: str = "UINT64"
 
 
 @dataclass
@@ -181,7 +185,7 @@ class Attr:
     """An attribute."""
 
     name: str
-    dtype: pa.DataType
+    dtype: Any = pa.float64()
     fill: Any = None
     var: bool = False
     nullable: bool = False
@@ -407,16 +411,26 @@ class TileDBArray:
         *,
         dims: bool = True,
         order: Optional[str] = None,
+        filter: Optional[str] = None,
     ) -> pa.Table:
         """Read cells as a ``pyarrow.Table``: dimensions (if ``dims``), then
         attributes. ``subarray``: per dimension None, ``(lo, hi)`` or a list
         of them. ``order``: dense "C" (default) or "F"; sparse "U"
-        (default), "C" or "F"."""
+        (default), "C" or "F". ``filter``: lancelet SQL over dimensions and
+        attributes; only matching cells are returned, and tiles whose
+        statistics rule the filter out are not read."""
         if isinstance(attrs, str):
             attrs = [attrs]
         sub = _subarray(subarray, self.schema.ndim)
-        stream = self._native.read(sub, list(attrs) if attrs is not None else None, dims, order)
+        stream = self._native.read(sub, list(attrs) if attrs is not None else None, dims, order, filter)
         return pa.table(pa.RecordBatchReader.from_stream(stream))
+
+    def explain(self, subarray: Any = None, filter: Optional[str] = None) -> dict:
+        """What a read of ``subarray`` with ``filter`` involves, from the
+        fragment metadata alone: ``{"fragments", "tiles_total",
+        "tiles_read"}`` (data tiles; read = left after R-tree, space-tile
+        and min/max pruning)."""
+        return dict(self._native.explain(_subarray(subarray, self.schema.ndim), filter))
 
     def __enter__(self) -> "TileDBArray":
         return self
@@ -444,3 +458,8 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
             raise InvalidInputError("timestamps are non-negative milliseconds")
     opts = {str(k): str(v) for k, v in (storage_options or {}).items()}
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
+
+
+# Writing (create_array, write, delete) lives in its own module.
+from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
+from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

@@ -2,7 +2,9 @@
 
 * ``register(spark)`` makes ``format("lancelet")`` available (it is also
   found automatically through the ``pyspark_lancelet`` package), see
-  :mod:`lancelet.spark.source`.
+  :mod:`lancelet.spark.source`; likewise ``format("lancelet_tiledb")``
+  for TileDB arrays (:mod:`lancelet.spark.tiledb_source`, found
+  automatically through ``pyspark_lancelet_tiledb``).
 * Arrow-level helpers for ``mapInArrow`` / ``pandas_udf`` pipelines::
 
       tasks = lancelet.spark.fragments(uri)                     # one row per task
@@ -46,11 +48,13 @@ from lancelet.spark.source import (
     stage_batches,
 )
 from lancelet.spark.evolve import add_columns
+from lancelet.spark.tiledb_source import LanceletTileDBDataSource
 from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema, spark_type
 
 __all__ = [
     "register",
     "LanceletDataSource",
+    "LanceletTileDBDataSource",
     "fragments",
     "read_fragments",
     "read_schema",
@@ -73,8 +77,10 @@ FRAGMENT_TASK_SCHEMA = StructType([
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``lancelet`` data source with this Spark session."""
+    """Register the ``lancelet`` and ``lancelet_tiledb`` data sources with
+    this Spark session."""
     spark.dataSource.register(LanceletDataSource)
+    spark.dataSource.register(LanceletTileDBDataSource)
 
 
 def _spark(spark: Optional[SparkSession]) -> SparkSession:

@@ -4,6 +4,7 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+mod callback;
 mod dataset;
 mod errors;
 mod evolve;
@@ -13,6 +14,8 @@ mod optimize;
 mod index;
 mod namespace;
 mod tiledb;
+mod tiledb_ops;
+mod tiledb_write;
 mod write;
 
 use pyo3::prelude::*;
@@ -52,6 +55,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     optimize::register(m)?;
     index::register(m)?;
     tiledb::register(m)?;
+    tiledb_ops::register(m)?;
+    tiledb_write::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
