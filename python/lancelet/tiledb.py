@@ -22,6 +22,7 @@ __all__ = [
     "open_array",
     "create_array",
     "write",
+    "delete",
     "to_lance",
     "TileDBArray",
     "FragmentInfo",
@@ -509,6 +510,6 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
 
 
-# Writing (create_array, write) lives in its own module.
-from lancelet._tiledb_write import create_array, write  # noqa: E402
+# Writing (create_array, write, delete) lives in its own module.
+from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
 from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)
