@@ -21,6 +21,8 @@ from lancelet.exceptions import InvalidInputError
 __all__ = [
     "open_array",
     "to_lance",
+    "consolidate",
+    "vacuum",
     "TileDBArray",
     "FragmentInfo",
     "ArraySchema",
@@ -447,4 +449,5 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
 
 
+from lancelet._tiledb_consolidate import consolidate, vacuum  # noqa: E402
 from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

@@ -243,6 +243,14 @@ impl FragmentMeta {
         Ok(leaves)
     }
 
+    /// The footer as stored at the end of the metadata file, without the
+    /// trailing `u64` length (what consolidated fragment metadata copies).
+    pub fn footer_bytes(&self) -> Option<&[u8]> {
+        let n = self.bytes.len();
+        let len = u64::from_le_bytes(self.bytes.get(n.checked_sub(8)?..)?.try_into().ok()?) as usize;
+        self.bytes.get(n.checked_sub(8 + len)?..n - 8)
+    }
+
     /// Cells in data tile `t` of a sparse fragment.
     pub fn sparse_tile_cells(&self, schema: &ArraySchema, t: usize) -> u64 {
         if t + 1 == self.sparse_tile_num as usize {

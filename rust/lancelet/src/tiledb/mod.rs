@@ -15,6 +15,7 @@
 
 pub mod array;
 pub mod codecs;
+pub mod consolidate;
 pub mod cursor;
 pub mod datatype;
 pub mod filters;
@@ -24,6 +25,7 @@ pub mod read;
 pub mod regions;
 pub mod schema;
 pub mod tiles;
+pub mod vacuum;
 
 pub use array::TileDbArray;
 pub use read::{Bound, DimRanges, Order, ReadOptions};
