@@ -29,8 +29,8 @@ use std::io::Read;
 
 use md5::Digest;
 
-use super::codecs;
 use super::cursor::Cursor;
+use super::{bitshuffle, codecs, string_codecs};
 use super::datatype::Datatype;
 use crate::error::{Error, Result};
 
@@ -174,16 +174,32 @@ impl FilterPipeline {
         Ok(FilterPipeline { max_chunk_size, filters })
     }
 
-    /// Whether a var-sized string column with this pipeline keeps its
-    /// offsets inside the data (RLE or dictionary first): then the offsets
-    /// file holds nothing.
+    /// Whether a var-sized string column (`STRING_ASCII`/`STRING_UTF8`)
+    /// with this pipeline keeps its offsets inside the data: the pipeline
+    /// holds an RLE or dictionary filter (anywhere). Then the offsets tiles
+    /// in `aN.tdb` are empty and tiles are not chunked.
     pub fn encodes_string_offsets(&self) -> bool {
-        matches!(self.filters.first(), Some(Filter::Rle { .. } | Filter::Dictionary { .. }))
+        self.filters.iter().any(|f| matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. }))
     }
 
     /// Reverse the pipeline over one filtered tile (`u64 chunks` + chunks)
     /// and return the tile's bytes.
     pub fn unfilter(&self, tile: &[u8], kind: TileKind) -> Result<Vec<u8>> {
+        let kind = TileKind { var_strings: false, ..kind };
+        Ok(self.unfilter_impl(tile, kind)?.0)
+    }
+
+    /// Reverse the pipeline over the var tile of a string column whose
+    /// offsets travel with the data ([`Self::encodes_string_offsets`]):
+    /// returns the string bytes and one start offset per cell.
+    pub fn unfilter_strings(&self, tile: &[u8], kind: TileKind) -> Result<(Vec<u8>, Vec<u64>)> {
+        let (data, offsets) = self.unfilter_impl(tile, TileKind { var_strings: true, ..kind })?;
+        let offsets = offsets.ok_or_else(|| Error::corrupt("string tile without an RLE or dictionary stage"))?;
+        Ok((data, offsets))
+    }
+
+    fn unfilter_impl(&self, tile: &[u8], kind: TileKind) -> Result<(Vec<u8>, Option<Vec<u64>>)> {
+        let mut offsets: Option<Vec<u64>> = None;
         let mut c = Cursor::new(tile);
         let nchunks = c.count(12, "tile chunk count")?;
         let mut out = Vec::new();
@@ -193,7 +209,12 @@ impl FilterPipeline {
             let md_len = c.u32("chunk metadata length")? as usize;
             let md = c.take(md_len, "chunk metadata")?;
             let data = c.take(filtered, "chunk data")?;
-            let bytes = self.unfilter_chunk(md, data, orig, kind).map_err(|e| e.context(format!("chunk {i}")))?;
+            let mut chunk_offsets = None;
+            let bytes = self.unfilter_chunk(md, data, orig, kind, &mut chunk_offsets).map_err(|e| e.context(format!("chunk {i}")))?;
+            if let Some(co) = chunk_offsets {
+                let base = out.len() as u64;
+                offsets.get_or_insert_with(Vec::new).extend(co.into_iter().map(|o| o + base));
+            }
             if bytes.len() != orig {
                 return Err(Error::corrupt(format!(
                     "chunk {i} decodes to {} bytes, header says {orig}",
@@ -202,10 +223,10 @@ impl FilterPipeline {
             }
             out.extend_from_slice(&bytes);
         }
-        Ok(out)
+        Ok((out, offsets))
     }
 
-    fn unfilter_chunk(&self, md: &[u8], data: &[u8], orig: usize, kind: TileKind) -> Result<Vec<u8>> {
+    fn unfilter_chunk(&self, md: &[u8], data: &[u8], orig: usize, kind: TileKind, offsets: &mut Option<Vec<u64>>) -> Result<Vec<u8>> {
         // Types each filter saw on write: types[i] is filter i's input.
         let mut types = vec![kind.datatype];
         for f in &self.filters {
@@ -215,7 +236,7 @@ impl FilterPipeline {
         let mut md = md.to_vec();
         let mut data = data.to_vec();
         for (i, f) in self.filters.iter().enumerate().rev() {
-            let (m, d) = reverse(f, &md, &data, types[i], orig, kind)
+            let (m, d) = reverse(f, &md, &data, types[i], orig, kind, offsets)
                 .map_err(|e| e.context(format!("filter {} ({})", i, f.name())))?;
             md = m;
             data = d;
@@ -233,16 +254,26 @@ fn part_lengths(c: &mut Cursor) -> Result<Vec<usize>> {
     (0..n).map(|_| Ok(c.u32("part length")? as usize)).collect()
 }
 
-fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: TileKind) -> Result<(Vec<u8>, Vec<u8>)> {
+fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: TileKind, offsets: &mut Option<Vec<u64>>) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut c = Cursor::new(md);
+    let string_type = matches!(ty, Datatype::StringAscii | Datatype::StringUtf8);
+    if kind.var_strings && string_type && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. }) {
+        if offsets.is_some() {
+            return Err(Error::corrupt("two string codecs in one pipeline"));
+        }
+        let (rest, s) = if matches!(f, Filter::Rle { .. }) {
+            string_codecs::rle_reverse(md, data)?
+        } else {
+            string_codecs::dict_reverse(md, data)?
+        };
+        *offsets = Some(s.offsets);
+        return Ok((rest, s.data));
+    }
     match f {
         Filter::Gzip { .. } | Filter::Zstd { .. } | Filter::Lz4 { .. } | Filter::Bzip2 { .. } | Filter::Rle { .. }
         | Filter::Delta { .. } | Filter::DoubleDelta { .. } | Filter::Dictionary { .. } => {
-            if kind.var_strings && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. }) {
-                return Err(Error::unsupported(format!("{} on var-sized strings", f.name())));
-            }
             if matches!(f, Filter::Dictionary { .. }) {
-                return Err(Error::unsupported("DictionaryFilter outside var-sized strings"));
+                return Err(Error::corrupt("DictionaryFilter on data that is not var-sized strings"));
             }
             let n_md = c.u32("compressed metadata part count")? as usize;
             let n_data = c.u32("compressed data part count")? as usize;
@@ -366,7 +397,8 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             }
             Ok((c.rest().to_vec(), out))
         }
-        Filter::BitShuffle | Filter::Unknown { .. } => Err(Error::unsupported(format!("{} is not supported", f.name()))),
+        Filter::BitShuffle => bitshuffle::reverse(md, data, ty.size()),
+        Filter::Unknown { .. } => Err(Error::unsupported(format!("{} is not supported", f.name()))),
     }
 }
 

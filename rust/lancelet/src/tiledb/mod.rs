@@ -14,6 +14,7 @@
 //! compression crates and never imports `file/` or `table/`.
 
 pub mod array;
+pub mod bitshuffle;
 pub mod codecs;
 pub mod consolidate;
 pub mod cursor;
@@ -21,9 +22,11 @@ pub mod datatype;
 pub mod filters;
 pub mod fragment;
 pub mod generic_tile;
+pub mod hilbert;
 pub mod read;
 pub mod regions;
 pub mod schema;
+pub mod string_codecs;
 pub mod tiles;
 pub mod vacuum;
 

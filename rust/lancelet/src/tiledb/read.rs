@@ -419,6 +419,21 @@ impl TileDbArray {
     }
 }
 
+/// The space tile of a coordinate along dimension `d` (0 without an
+/// extent, e.g. string dimensions).
+fn space_tile_index(schema: &ArraySchema, d: usize, v: &[u8]) -> i64 {
+    let dim = &schema.dims[d];
+    let (Some(ext), Some((lo, _))) = (&dim.tile_extent, &dim.domain) else { return 0 };
+    let t = dim.datatype;
+    if let (Some(x), Some(lo), Some(e)) = (int_value(t, v), int_value(t, lo), int_value(t, ext)) {
+        return if e > 0 { ((x - lo) / e) as i64 } else { 0 };
+    }
+    match (float_value(t, v), float_value(t, lo), float_value(t, ext)) {
+        (Some(x), Some(lo), Some(e)) if e > 0.0 => ((x - lo) / e).floor() as i64,
+        _ => 0,
+    }
+}
+
 /// Visit every output cell's per-dimension indices in output order.
 fn for_each_cell(coords: &[Vec<i128>], order: Order, mut f: impl FnMut(&[usize])) {
     let nd = coords.len();
@@ -661,7 +676,30 @@ impl TileDbArray {
             Ordering::Equal
         };
         // Ties keep fragment order (tile ids grow with fragment age).
-        candidates.sort_by(|a, b| cmp_coords(a, b).then(a.cmp(b)));
+        if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
+            // Hilbert arrays: by Hilbert value, ties row-major.
+            let mut keyed: Vec<(u64, u64)> = candidates
+                .iter()
+                .map(|&s| {
+                    let cs: Vec<&[u8]> = (0..nd).map(|d| coord(&dim_tiles, schema, s, d)).collect();
+                    (super::hilbert::cell_hilbert(schema, &cs), s)
+                })
+                .collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.1, &b.1)).then(a.1.cmp(&b.1)));
+            candidates = keyed.into_iter().map(|k| k.1).collect();
+        } else if order == Order::Unordered && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
+            // TileDB's global order: space tiles in tile order, then cells
+            // in cell order.
+            let tile_dims: Vec<usize> = if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() };
+            let mut keyed: Vec<(Vec<i64>, u64)> = candidates
+                .iter()
+                .map(|&s| (tile_dims.iter().map(|&d| space_tile_index(schema, d, coord(&dim_tiles, schema, s, d))).collect(), s))
+                .collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.1, &b.1)).then(a.1.cmp(&b.1)));
+            candidates = keyed.into_iter().map(|k| k.1).collect();
+        } else {
+            candidates.sort_by(|a, b| cmp_coords(a, b).then(a.cmp(b)));
+        }
         if !schema.allows_duplicates {
             let mut kept: Vec<u64> = Vec::with_capacity(candidates.len());
             for s in candidates {

@@ -140,24 +140,30 @@ pub fn load_tiles(
             .collect()
     };
     let file = format!("{}.tdb", col.stem);
-    let fixed_raw = read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?;
     let mut out: Vec<TileData> = Vec::with_capacity(which.len());
     if col.is_var() {
-        if col.filters.encodes_string_offsets() && col.datatype.is_bytes() {
-            return Err(Error::unsupported(format!(
-                "var-sized strings encoded with {} (column {})",
-                col.filters.filters[0].name(),
-                col.name
-            )));
-        }
+        // Strings whose offsets travel inside the var data (RLE or
+        // dictionary): `aN.tdb` holds empty tiles and is not read.
+        let strings_with_offsets =
+            col.filters.encodes_string_offsets() && matches!(col.datatype, Datatype::StringAscii | Datatype::StringUtf8);
+        let fixed_raw = if strings_with_offsets {
+            Vec::new()
+        } else {
+            read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?
+        };
         let (var_locs, var_sizes) = frag.var_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let var_file = format!("{}_var.tdb", col.stem);
         let var_raw = read_tiles(array, frag, &var_file, &pick(&var_locs, "var tile offsets")?)?;
         let okind = TileKind { datatype: Datatype::UInt64, cell_size: 8, version, var_strings: false };
         let vkind = TileKind { datatype: col.datatype, cell_size: col.datatype.size(), version, var_strings: col.datatype.is_bytes() };
         for (i, &t) in which.iter().enumerate() {
-            let offs = schema.offsets_filters.unfilter(&fixed_raw[i], okind).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
-            let var = col.filters.unfilter(&var_raw[i], vkind).map_err(|e| ctx(e.context(format!("tile {t}")), &var_file))?;
+            let (offs, var) = if strings_with_offsets {
+                let (var, starts) = col.filters.unfilter_strings(&var_raw[i], vkind).map_err(|e| ctx(e.context(format!("tile {t}")), &var_file))?;
+                (starts.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>(), var)
+            } else {
+                let offs = schema.offsets_filters.unfilter(&fixed_raw[i], okind).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
+                (offs, col.filters.unfilter(&var_raw[i], vkind).map_err(|e| ctx(e.context(format!("tile {t}")), &var_file))?)
+            };
             if let Some(&want) = var_sizes.get(t) {
                 if want != var.len() as u64 {
                     return Err(ctx(Error::corrupt(format!("var tile {t} decodes to {} bytes, metadata says {want}", var.len())), &var_file));
@@ -175,6 +181,7 @@ pub fn load_tiles(
             out.push(TileData { fixed: Vec::new(), offsets, var, validity: None, cells: n });
         }
     } else {
+        let fixed_raw = read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?;
         let kind = TileKind { datatype: col.datatype, cell_size: col.cell_size(), version, var_strings: false };
         for (i, &t) in which.iter().enumerate() {
             let fixed = col.filters.unfilter(&fixed_raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
