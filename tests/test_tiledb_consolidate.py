@@ -167,12 +167,30 @@ def test_consolidate_fragment_meta_matches_tiledb(tmp_path, make, cols):
     # tiledb-py opens the array through our .meta
     assert _state(ours, cols) == before
     assert _fragment_info(ours) == info
-    # and a second consolidation + vacuum keeps only the latest file
+    # a second consolidation of the same fragments: both files end at the
+    # same time, and TileDB's vacuum keeps every file ending at the latest
+    for u, con, vac in ((ours, lambda u: lt.consolidate(u, mode="fragment_meta"),
+                         lambda u: lt.vacuum(u, mode="fragment_meta")),
+                        (theirs, lambda u: tiledb.consolidate(u, config=tiledb.Config({"sm.consolidation.mode": "fragment_meta"})),
+                         lambda u: tiledb.vacuum(u, config=tiledb.Config({"sm.vacuum.mode": "fragment_meta"})))):
+        con(u)
+        vac(u)
+        assert len(_files(u, "__fragment_meta")) == 2
+    # after a newer fragment, only the newest .meta is kept
+    frag = sorted(_files(ours, "__fragments"))[-1]
+    newer = f"__90_90_{'f' * 32}_22"  # a copy of a fragment, committed at t=90
+    for u in (ours, theirs):
+        shutil.copytree(Path(u) / "__fragments" / frag, Path(u) / "__fragments" / newer)
+        (Path(u) / "__commits" / (newer + ".wrt")).write_bytes(b"")
     lt.consolidate(ours, mode="fragment_meta")
-    assert len(_files(ours, "__fragment_meta")) == 2
     lt.vacuum(ours, mode="fragment_meta")
-    assert len(_files(ours, "__fragment_meta")) == 1
-    assert _state(ours, cols) == before
+    tiledb.consolidate(theirs, config=tiledb.Config({"sm.consolidation.mode": "fragment_meta"}))
+    tiledb.vacuum(theirs, config=tiledb.Config({"sm.vacuum.mode": "fragment_meta"}))
+    (mine,) = _files(ours, "__fragment_meta")
+    (tdb,) = _files(theirs, "__fragment_meta")
+    assert mine.split("_")[3] == tdb.split("_")[3] == "90"
+    assert _meta_payload(Path(ours) / "__fragment_meta" / mine) == _meta_payload(Path(theirs) / "__fragment_meta" / tdb)
+    assert _state(ours, cols) == _state(theirs, cols)
 
 
 def test_fragment_meta_needs_two_fragments(tmp_path):
@@ -188,21 +206,40 @@ def test_fragment_meta_needs_two_fragments(tmp_path):
 # ------------------------------------------------------------------ fragments
 
 
+def _sparse_disjoint(uri: str) -> None:
+    """Sparse, three fragments (t=3, 4, 5) that write disjoint cells: a
+    merge of them needs no per-cell timestamps to read right."""
+    dom = tiledb.Domain(tiledb.Dim(name="x", domain=(0, 1000), tile=100, dtype=np.int64),
+                        tiledb.Dim(name="y", domain=(0.0, 10.0), tile=2.0, dtype=np.float64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=True, capacity=4, attrs=[
+        tiledb.Attr(name="i", dtype=np.int64), tiledb.Attr(name="u", dtype=str, var=True, nullable=True),
+        tiledb.Attr(name="l", dtype=np.int32, var=True)]))
+    for w, t in enumerate((3, 4, 5)):
+        x = np.arange(10, dtype=np.int64) * 3 + w
+        with tiledb.open(uri, "w", timestamp=t) as A:
+            A[x, (x % 10).astype(np.float64)] = {"i": x * 10, "u": np.array([None if v % 4 == 0 else f"u{v}" for v in x], dtype=object),
+                                                 "l": _lists([list(range(v % 3)) for v in x])}
+
+
 @pytest.mark.parametrize("commits_first", [False, True])
-def test_vacuum_fragments_consolidated_by_tiledb(tmp_path, commits_first):
-    """tiledb-py merges fragments (lancelet's fragment writer is not built
+@pytest.mark.parametrize("make,cols,ts,ranges", [
+    (_sparse_disjoint, SPARSE_COLS, (3, 4), [(3, 4), (5, 5)]),
+    (_dense_array, DENSE_COLS, (10, 20), [(10, 20), (30, 30)]),
+])
+def test_vacuum_fragments_consolidated_by_tiledb(tmp_path, commits_first, make, cols, ts, ranges):
+    """tiledb-py merges fragments (lancelet's fragment writer is not on main
     yet); lancelet reads the result, vacuums it like tiledb-py vacuums the
     twin, and tiledb-py reads lancelet's vacuumed array identically."""
-    ours, theirs = _twins(tmp_path, _sparse_array)
-    before = _state(ours, SPARSE_COLS)
+    ours, theirs = _twins(tmp_path, make)
+    before = _state(ours, cols)
     for u in (ours, theirs):
         if commits_first:
             tiledb.consolidate(u, config=tiledb.Config({"sm.consolidation.mode": "commits"}))
             tiledb.vacuum(u, config=tiledb.Config({"sm.vacuum.mode": "commits"}))
-        tiledb.consolidate(u, config=tiledb.Config({"sm.consolidation.mode": "fragments"}), timestamp=(3, 4))
+        tiledb.consolidate(u, config=tiledb.Config({"sm.consolidation.mode": "fragments"}), timestamp=ts)
         # lancelet reads the consolidated array (the .vac hides the merged fragments)
-        assert _state(u, SPARSE_COLS) == before
-        assert [f.timestamp_range for f in lt.open_array(u).fragments()] == [(3, 4), (5, 5)]
+        assert _state(u, cols) == before
+        assert [f.timestamp_range for f in lt.open_array(u).fragments()] == ranges
     lt.vacuum(ours, mode="fragments")
     tiledb.vacuum(theirs, config=tiledb.Config({"sm.vacuum.mode": "fragments"}))
     assert _kinds(ours) == _kinds(theirs)
@@ -211,17 +248,16 @@ def test_vacuum_fragments_consolidated_by_tiledb(tmp_path, commits_first):
         ign = [n for n in _files(ours, "__commits") if n.endswith(".ign")]
         tign = [n for n in _files(theirs, "__commits") if n.endswith(".ign")]
         assert len(ign) == len(tign) == 1
+        assert ign[0].split("_")[:4] == tign[0].split("_")[:4]
         mine = (Path(ours) / "__commits" / ign[0]).read_text().splitlines()
         assert len(mine) == len((Path(theirs) / "__commits" / tign[0]).read_text().splitlines()) == 2
         assert all(line.startswith("__commits/__") and line.endswith(".wrt") for line in mine)
-    assert _state(ours, SPARSE_COLS) == before == _state(theirs, SPARSE_COLS)
-    assert [f[0] for f in _fragment_info(ours)] == [f[0] for f in _fragment_info(theirs)] == [(3, 4), (5, 5)]
-    # whole consolidated fragments still time travel; part of one needs its
-    # per-cell timestamps, which lancelet does not read yet
-    assert _state(ours, SPARSE_COLS, (3, 5)) == before
-    _state(ours, SPARSE_COLS, (5, 5))
-    with pytest.raises(UnsupportedError):
-        lt.open_array(ours, timestamp=3)
+    assert _state(ours, cols) == before == _state(theirs, cols)
+    assert [f[0] for f in _fragment_info(ours)] == [f[0] for f in _fragment_info(theirs)] == ranges
+    # time travel after consolidation: the merged fragment as a whole
+    assert _state(ours, cols, (ranges[0][0], ranges[1][1])) == before
+    _state(ours, cols, ranges[1])
+    _state(theirs, cols, ranges[1])
 
 
 def test_vacuum_dense_fragments_and_consolidated_commits_again(tmp_path):
