@@ -20,6 +20,8 @@ from lancelet.exceptions import InvalidInputError
 
 __all__ = [
     "open_array",
+    "create_array",
+    "write",
     "to_lance",
     "consolidate",
     "vacuum",
@@ -175,8 +177,8 @@ class Dim:
     domain: Optional[tuple] = None
     tile: Any = None
     filters: list = field(default_factory=list)
-    dtype: pa.DataType = pa.int64()
-    tiledb_type: str = "INT64"
+    dtype: Any = pa.uint64()
+    tiledb_type: str = "UINT64"
 
 
 @dataclass
@@ -184,7 +186,7 @@ class Attr:
     """An attribute."""
 
     name: str
-    dtype: pa.DataType
+    dtype: Any = pa.float64()
     fill: Any = None
     var: bool = False
     nullable: bool = False
@@ -450,4 +452,6 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
 
 
 from lancelet._tiledb_consolidate import consolidate, vacuum  # noqa: E402
+# Writing (create_array, write) lives in its own module.
+from lancelet._tiledb_write import create_array, write  # noqa: E402
 from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

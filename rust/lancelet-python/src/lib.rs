@@ -14,6 +14,7 @@ mod index;
 mod namespace;
 mod tiledb;
 mod tiledb_ops;
+mod tiledb_write;
 mod write;
 
 use pyo3::prelude::*;
@@ -54,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     index::register(m)?;
     tiledb::register(m)?;
     tiledb_ops::register(m)?;
+    tiledb_write::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

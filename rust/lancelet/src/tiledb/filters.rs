@@ -133,6 +133,8 @@ impl Filter {
                     _ => Datatype::Int64,
                 }
             }
+            // TileDB hands the reinterpreted type on to the next filter.
+            Filter::Delta { reinterpret: Some(t), .. } | Filter::DoubleDelta { reinterpret: Some(t), .. } => *t,
             _ => input,
         }
     }

@@ -29,6 +29,7 @@ pub mod schema;
 pub mod string_codecs;
 pub mod tiles;
 pub mod vacuum;
+pub mod write;
 
 pub use array::TileDbArray;
 pub use read::{Bound, DimRanges, Order, ReadOptions};

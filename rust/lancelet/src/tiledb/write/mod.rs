@@ -1,0 +1,420 @@
+//! Writing TileDB arrays (format version 22) that TileDB 2.30 /
+//! tiledb-py 0.36 read as their own.
+//!
+//! - [`create_array`]: `__schema/__<t>_<t>_<uuid>` (the schema, a generic
+//!   tile) and, on local disks, the empty `__commits/`, `__fragments/`,
+//!   `__fragment_meta/`, `__labels/`, `__meta/` and
+//!   `__schema/__enumerations/` folders tiledb-py makes.
+//! - [`write_fragment`]: one fragment `__fragments/__<t>_<t>_<uuid>_22/`
+//!   (data files, then `__fragment_metadata.tdb`), then the empty commit
+//!   marker `__commits/__<t>_<t>_<uuid>_22.wrt` last: a write that fails
+//!   before the marker leaves nothing readers see (and its files are
+//!   removed).
+//!
+//! Modules: [`encode`] (filters forward, generic tiles, schema bytes),
+//! [`codecs_enc`], [`cells`] (Arrow to cell bytes), [`plan`] (which cells
+//! go to which tile), [`stats`] (tile metadata), [`fragment`] (data files
+//! and the metadata file).
+
+pub mod cells;
+pub mod codecs_enc;
+pub mod encode;
+pub mod fragment;
+pub mod plan;
+pub mod stats;
+
+use std::hash::{BuildHasher, Hasher};
+
+use arrow_array::RecordBatch;
+use bytes::Bytes;
+
+use super::fragment::TimestampedName;
+use super::schema::{ArraySchema, Layout};
+use crate::error::{Error, Result};
+use crate::io::{Storage, StorageOptions};
+use cells::{column_cells, Cells};
+use encode::{generic_tile, serialize_schema, WRITE_VERSION};
+use fragment::{coords_slot, empty_slot, metadata_file, write_column, ColumnIn, FragmentHeader, Mbr, SlotOut};
+
+/// 32 random hex digits (TileDB's name uuids).
+pub fn random_uuid() -> String {
+    let mut s = String::new();
+    for k in 0..2u64 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(k);
+        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        s.push_str(&format!("{:016x}", h.finish()));
+    }
+    s
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// The local directory behind a URI (None for object stores and memory).
+fn local_path(uri: &str) -> Option<std::path::PathBuf> {
+    if let Some(rest) = uri.strip_prefix("file://") {
+        return Some(rest.into());
+    }
+    (!uri.contains("://")).then(|| uri.into())
+}
+
+/// TileDB's check that every filter of a pipeline takes the datatype the
+/// one before it hands on (`Filter::accepts_input_datatype`).
+fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Datatype, field: &str) -> Result<()> {
+    use super::datatype::Datatype as D;
+    use super::filters::Filter as F;
+    let mut t = input;
+    for f in &p.filters {
+        let integral = t.is_integer() || t == D::Blob;
+        let ok = match f {
+            F::BitWidthReduction { .. } | F::PositiveDelta { .. } => integral,
+            F::Delta { reinterpret, .. } | F::DoubleDelta { reinterpret, .. } => {
+                let r = reinterpret.unwrap_or(t);
+                !matches!(r, D::Float32 | D::Float64) && t.size() % r.size() == 0
+            }
+            F::FloatScale { bytewidth, .. } => {
+                matches!(t.size(), 4 | 8) && matches!(bytewidth, 1 | 2 | 4 | 8)
+            }
+            F::Xor => matches!(t.size(), 1 | 2 | 4 | 8),
+            _ => true,
+        };
+        if !ok {
+            return Err(Error::invalid_input(format!("{field}: filter {} does not accept input type {}", f.name(), t.name())));
+        }
+        if let F::Delta { reinterpret: Some(r), .. } | F::DoubleDelta { reinterpret: Some(r), .. } = f {
+            t = *r;
+        }
+        if let F::FloatScale { bytewidth, .. } = f {
+            t = match bytewidth {
+                1 => D::Int8,
+                2 => D::Int16,
+                4 => D::Int32,
+                _ => D::Int64,
+            };
+        }
+    }
+    Ok(())
+}
+
+fn check_writable_schema(s: &ArraySchema) -> Result<()> {
+    check_pipeline(&s.offsets_filters, super::datatype::Datatype::UInt64, "offsets filters")?;
+    check_pipeline(&s.validity_filters, super::datatype::Datatype::UInt8, "validity filters")?;
+    for (i, d) in s.dims.iter().enumerate() {
+        check_pipeline(s.dim_filters(i), d.datatype, &format!("dimension {}", d.name))?;
+    }
+    for a in &s.attrs {
+        check_pipeline(&a.filters, a.datatype, &format!("attribute {}", a.name))?;
+    }
+    for l in [s.cell_order, s.tile_order] {
+        if l == Layout::Hilbert {
+            return Err(Error::unsupported("writing arrays with Hilbert cell order"));
+        }
+    }
+    if s.dims.is_empty() {
+        return Err(Error::invalid_input("an array needs at least one dimension"));
+    }
+    if !s.sparse && s.attrs.is_empty() {
+        return Err(Error::invalid_input("a dense array needs at least one attribute"));
+    }
+    let mut names = std::collections::HashSet::new();
+    for n in s.dims.iter().map(|d| &d.name).chain(s.attrs.iter().map(|a| &a.name)) {
+        if n.is_empty() || !names.insert(n.as_str()) {
+            return Err(Error::invalid_input(format!("dimension and attribute names must be unique and non-empty ({n:?})")));
+        }
+    }
+    for d in &s.dims {
+        if !s.sparse && d.datatype != s.dims[0].datatype {
+            return Err(Error::invalid_input(format!(
+                "in dense arrays all dimensions must have the same datatype ({} is {}, {} is {})",
+                s.dims[0].name,
+                s.dims[0].datatype.name(),
+                d.name,
+                d.datatype.name()
+            )));
+        }
+        if !s.sparse && d.int_domain().is_none() {
+            return Err(Error::invalid_input(format!(
+                "dense arrays need integer or datetime dimensions; {} is {}",
+                d.name,
+                d.datatype.name()
+            )));
+        }
+        if let Some((lo, hi)) = &d.domain {
+            if plan::cmp_coord(d.datatype, lo, hi).is_gt() {
+                return Err(Error::invalid_input(format!("dimension {}: domain low bound above the high bound", d.name)));
+            }
+        } else if !d.is_var() {
+            return Err(Error::invalid_input(format!("dimension {} needs a domain", d.name)));
+        }
+    }
+    Ok(())
+}
+
+/// Create an empty array at `uri` with `schema` (its `name` is replaced
+/// by the timestamped file name). Fails if an array is already there.
+pub fn create_array(uri: &str, options: &StorageOptions, schema: &ArraySchema, timestamp: Option<u64>) -> Result<String> {
+    check_writable_schema(schema)?;
+    let root = Storage::open_with(uri, options)?;
+    let schema_dir = root.child("__schema")?;
+    if root.child("__schema")?.list().map(|l| !l.is_empty()).unwrap_or(false) {
+        return Err(Error::AlreadyExists { what: format!("TileDB array at {}", root.display()) });
+    }
+    let t = timestamp.unwrap_or_else(now_ms);
+    let name = format!("__{t}_{t}_{}", random_uuid());
+    let mut s = schema.clone();
+    s.version = WRITE_VERSION;
+    s.name = name.clone();
+    if let Some(p) = local_path(uri) {
+        for d in ["__commits", "__fragments", "__fragment_meta", "__labels", "__meta", "__schema/__enumerations"] {
+            std::fs::create_dir_all(p.join(d)).map_err(|e| Error::Io { path: p.join(d).display().to_string(), message: e.to_string() })?;
+        }
+    }
+    schema_dir.child(&name)?.write_new(Bytes::from(generic_tile(&serialize_schema(&s))))?;
+    Ok(name)
+}
+
+/// Load the newest schema of the array at `root`.
+pub fn latest_schema(root: &Storage) -> Result<ArraySchema> {
+    let dir = root.child("__schema")?;
+    let mut found: Vec<(u64, String)> = Vec::new();
+    for (file, _) in dir.list()? {
+        if let Ok(ts) = TimestampedName::parse(&file) {
+            found.push((ts.t1, file));
+        }
+    }
+    found.sort();
+    let Some((_, name)) = found.last() else {
+        return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+    };
+    let file = dir.child(name)?;
+    ArraySchema::parse(&file.read_all()?, name).map_err(|e| e.in_file(file.display()))
+}
+
+/// What a write produced.
+#[derive(Debug, Clone)]
+pub struct WrittenFragment {
+    pub name: String,
+    pub timestamp: u64,
+    pub dense: bool,
+    /// Cells stored (dense: whole space tiles).
+    pub cell_num: u64,
+    pub nonempty: Mbr,
+}
+
+fn column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b arrow_array::ArrayRef> {
+    batch.column_by_name(name).ok_or_else(|| Error::invalid_input(format!("the write data has no column {name}")))
+}
+
+/// Write `batch` as one fragment. Dense arrays take every attribute and
+/// `subarray` (inclusive integer ranges, default the whole domain) with
+/// cells row-major over it; sparse arrays take every dimension and
+/// attribute in any row order.
+pub fn write_fragment(
+    uri: &str,
+    options: &StorageOptions,
+    batch: &RecordBatch,
+    subarray: Option<Vec<(i128, i128)>>,
+    timestamp: Option<u64>,
+) -> Result<WrittenFragment> {
+    let root = Storage::open_with(uri, options)?;
+    let schema = latest_schema(&root)?;
+    check_writable_schema(&schema)?;
+    let expected: Vec<&str> = if schema.sparse {
+        schema.dims.iter().map(|d| d.name.as_str()).chain(schema.attrs.iter().map(|a| a.name.as_str())).collect()
+    } else {
+        schema.attrs.iter().map(|a| a.name.as_str()).collect()
+    };
+    for f in batch.schema().fields() {
+        if !expected.contains(&f.name().as_str()) {
+            let why = if schema.dim_index(f.name()).is_some() { " (dense writes place cells by the subarray)" } else { "" };
+            return Err(Error::invalid_input(format!("the write data has column {} that the array does not take{why}", f.name())));
+        }
+    }
+    let n = batch.num_rows();
+    let mut attr_cells = Vec::new();
+    for a in &schema.attrs {
+        attr_cells.push(column_cells(column(batch, &a.name)?, a.datatype, a.cell_val_num, a.nullable, &a.name)?);
+    }
+    let nd = schema.dims.len();
+    let (plan, leaves, nonempty, dim_cells, sparse_tiles, last_cells) = if schema.sparse {
+        if subarray.is_some() {
+            return Err(Error::invalid_input("sparse writes take coordinates from the dimension columns, not a subarray"));
+        }
+        let mut dims: Vec<Cells> = Vec::new();
+        for d in &schema.dims {
+            dims.push(column_cells(column(batch, &d.name)?, d.datatype, d.cell_val_num, false, &d.name)?);
+        }
+        if n == 0 {
+            return Err(Error::invalid_input("the write data has no rows"));
+        }
+        let (plan, leaves, nonempty) = plan::sparse_plan(&schema, &dims)?;
+        let tiles = plan.tiles.len() as u64;
+        let last = plan.tiles.last().map_or(0, |t| t.len() as u64);
+        (plan, leaves, nonempty, dims, tiles, last)
+    } else {
+        let mut sub = Vec::with_capacity(nd);
+        for (d, dim) in schema.dims.iter().enumerate() {
+            let (lo, hi) = dim.int_domain().ok_or_else(|| Error::invalid_input(format!("dimension {} is not integer", dim.name)))?;
+            let r = match subarray.as_ref().map(|s| s.get(d).copied()) {
+                None => (lo, hi),
+                Some(Some(r)) => r,
+                Some(None) => {
+                    return Err(Error::invalid_input(format!("subarray has {} ranges for {nd} dimensions", subarray.as_ref().map_or(0, |s| s.len()))))
+                }
+            };
+            if r.0 > r.1 || r.0 < lo || r.1 > hi {
+                return Err(Error::invalid_input(format!(
+                    "subarray range [{}, {}] of dimension {} is outside the domain [{lo}, {hi}]",
+                    r.0, r.1, dim.name
+                )));
+            }
+            sub.push(r);
+        }
+        if subarray.as_ref().is_some_and(|s| s.len() != nd) {
+            return Err(Error::invalid_input(format!("subarray has {} ranges for {nd} dimensions", subarray.as_ref().map_or(0, |s| s.len()))));
+        }
+        let want: i128 = sub.iter().map(|(l, h)| h - l + 1).product();
+        if want != n as i128 {
+            return Err(Error::invalid_input(format!("the subarray holds {want} cells, the write data has {n} rows")));
+        }
+        let (plan, per_tile) = plan::dense_plan(&schema, &sub)?;
+        let nonempty: Mbr = schema
+            .dims
+            .iter()
+            .zip(&sub)
+            .map(|(d, (lo, hi))| {
+                let w = d.datatype.size();
+                ((*lo as i64).to_le_bytes()[..w].to_vec(), (*hi as i64).to_le_bytes()[..w].to_vec())
+            })
+            .collect();
+        (plan, Vec::new(), nonempty, Vec::new(), 0, per_tile)
+    };
+    let ntiles = plan.tiles.len();
+    let mut slots: Vec<SlotOut> = Vec::with_capacity(schema.attrs.len() + 1 + nd);
+    for (a, cells) in schema.attrs.iter().zip(&attr_cells) {
+        let col = ColumnIn {
+            name: &a.name,
+            datatype: a.datatype,
+            cell_val_num: a.cell_val_num,
+            nullable: a.nullable,
+            is_dim: false,
+            filters: &a.filters,
+            cells,
+        };
+        slots.push(write_column(&schema, &col, &plan)?);
+    }
+    slots.push(coords_slot(&schema, ntiles));
+    for (d, dim) in schema.dims.iter().enumerate() {
+        if schema.sparse {
+            let col = ColumnIn {
+                name: &dim.name,
+                datatype: dim.datatype,
+                cell_val_num: dim.cell_val_num,
+                nullable: false,
+                is_dim: true,
+                filters: schema.dim_filters(d),
+                cells: &dim_cells[d],
+            };
+            slots.push(write_column(&schema, &col, &plan)?);
+        } else {
+            slots.push(empty_slot(ntiles));
+        }
+    }
+    let header = FragmentHeader {
+        schema: &schema,
+        dense: !schema.sparse,
+        nonempty: &nonempty,
+        leaves: &leaves,
+        sparse_tile_num: sparse_tiles,
+        last_tile_cell_num: last_cells,
+    };
+    let meta = metadata_file(&header, &slots);
+
+    let t = timestamp.unwrap_or_else(now_ms);
+    let name = format!("__{t}_{t}_{}_{WRITE_VERSION}", random_uuid());
+    let dir = root.child(&format!("__fragments/{name}"))?;
+    let result = (|| -> Result<()> {
+        for (i, s) in slots.iter().enumerate() {
+            let stem = if i < schema.attrs.len() {
+                format!("a{i}")
+            } else if i == schema.attrs.len() {
+                continue;
+            } else if schema.sparse {
+                format!("d{}", i - schema.attrs.len() - 1)
+            } else {
+                continue;
+            };
+            dir.child(&format!("{stem}.tdb"))?.write_all(Bytes::from(s.file.clone()))?;
+            if slot_is_var(&schema, i) {
+                dir.child(&format!("{stem}_var.tdb"))?.write_all(Bytes::from(s.var_file.clone()))?;
+            }
+            if i < schema.attrs.len() && schema.attrs[i].nullable {
+                dir.child(&format!("{stem}_validity.tdb"))?.write_all(Bytes::from(s.validity_file.clone()))?;
+            }
+        }
+        dir.child("__fragment_metadata.tdb")?.write_all(Bytes::from(meta))?;
+        fail_point("before_commit")?;
+        root.child(&format!("__commits/{name}.wrt"))?.write_new(Bytes::new())?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        // Nothing is committed: remove what was written (best effort; an
+        // uncommitted fragment is invisible to readers anyway).
+        let _ = dir.delete_all();
+        if let Some(p) = local_path(uri) {
+            let _ = std::fs::remove_dir_all(p.join("__fragments").join(&name));
+        }
+        return Err(e);
+    }
+    let cell_num = if schema.sparse { n as u64 } else { last_cells * ntiles as u64 };
+    Ok(WrittenFragment { name, timestamp: t, dense: !schema.sparse, cell_num, nonempty })
+}
+
+/// [`write_fragment`] over a stream's batches (concatenated first).
+pub fn write_batches(
+    uri: &str,
+    options: &StorageOptions,
+    schema: &arrow_schema::SchemaRef,
+    batches: &[RecordBatch],
+    subarray: Option<Vec<(i128, i128)>>,
+    timestamp: Option<u64>,
+) -> Result<WrittenFragment> {
+    let batch = arrow_select::concat::concat_batches(schema, batches)
+        .map_err(|e| Error::invalid_input(format!("write data: {e}")))?;
+    write_fragment(uri, options, &batch, subarray, timestamp)
+}
+
+fn slot_is_var(schema: &ArraySchema, slot: usize) -> bool {
+    let na = schema.attrs.len();
+    if slot < na {
+        schema.attrs[slot].is_var()
+    } else if slot > na {
+        schema.dims[slot - na - 1].is_var()
+    } else {
+        false
+    }
+}
+
+thread_local! {
+    static FAIL_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Make the next write on this thread fail at `point` (tests of the
+/// failure path: "before_commit" fails after every data and metadata
+/// file is written, before the commit marker).
+pub fn set_fail_point(point: Option<&str>) {
+    FAIL_AT.with(|f| *f.borrow_mut() = point.map(str::to_string));
+}
+
+fn fail_point(point: &str) -> Result<()> {
+    FAIL_AT.with(|f| {
+        if f.borrow().as_deref() == Some(point) {
+            *f.borrow_mut() = None;
+            return Err(Error::Io { path: point.to_string(), message: "injected failure".into() });
+        }
+        Ok(())
+    })
+}
