@@ -45,14 +45,25 @@ def consolidate(uri: str, *, mode: Optional[str] = None, timestamp: Any = None,
                 config: Optional[Mapping[str, Any]] = None,
                 storage_options: Optional[Dict[str, str]] = None) -> str:
     """Consolidate the array at ``uri`` as ``tiledb.consolidate`` does.
-    ``mode``: "commits" (one ``__commits/*.con`` listing every commit),
-    "fragment_meta" (one ``__fragment_meta/*.meta`` holding every visible
-    fragment's footer) or "fragments" (merging fragments: not built yet,
-    ``UnsupportedError``). Returns ``uri``, as tiledb-py does."""
+    ``mode``: "fragments" (the fragments of the ``timestamp`` range, an end
+    or ``(start, end)`` in ms, merged into one, newest cells winning, and a
+    ``.vac`` naming the merged ones; ``config["sm.consolidation.amplification"]``
+    bounds a dense merge's box), "commits" (one ``__commits/*.con`` listing
+    every commit) or "fragment_meta" (one ``__fragment_meta/*.meta``
+    holding every visible fragment's footer). Returns ``uri``, as tiledb-py
+    does."""
     m = _mode(mode, config, "sm.consolidation.mode")
-    _range(timestamp)  # checked; commits and fragment_meta take every commit, as TileDB
+    cfg = dict(config.items()) if config is not None and hasattr(config, "items") else {}
+    start, end = _range(timestamp)
+    if timestamp is None:
+        start = int(cfg.get("sm.consolidation.timestamp_start", start))
+        end = int(cfg.get("sm.consolidation.timestamp_end", end))
+    try:
+        amplification = float(cfg.get("sm.consolidation.amplification", 1.0))
+    except (TypeError, ValueError):
+        raise InvalidInputError("sm.consolidation.amplification must be a number") from None
     opts = {str(k): str(v) for k, v in (storage_options or {}).items()}
-    _native.tiledb_consolidate(str(uri), m, opts)
+    _native.tiledb_consolidate(str(uri), m, start, end, amplification, opts)
     return str(uri)
 
 

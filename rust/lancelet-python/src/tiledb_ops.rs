@@ -102,20 +102,19 @@ fn tiledb_check_filter(array: &NativeTileDBArray, filter: &str) -> PyResult<()> 
     guard(|| array.inner.check_filter(filter)).py_err()
 }
 
-/// Consolidate the array at `uri` in `mode` ("commits" or
-/// "fragment_meta"); returns the name of the file written, if any.
+/// Consolidate the array at `uri` in `mode` ("fragments", "commits" or
+/// "fragment_meta"); returns the name of the file or fragment written.
 #[pyfunction]
-#[pyo3(signature = (uri, mode, storage_options=None))]
-fn tiledb_consolidate(py: Python<'_>, uri: String, mode: String, storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Option<String>> {
-    use lancelet::tiledb::consolidate::{consolidate_commits, consolidate_fragment_meta, ConsolidationMode};
+#[pyo3(signature = (uri, mode, start=0, end=u64::MAX, amplification=1.0, storage_options=None))]
+fn tiledb_consolidate(py: Python<'_>, uri: String, mode: String, start: u64, end: u64, amplification: f64,
+                      storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Option<String>> {
+    use lancelet::tiledb::consolidate::{consolidate_commits, consolidate_fragment_meta, consolidate_fragments, ConsolidationMode};
     let options = storage_options.unwrap_or_default();
     py.detach(|| {
         guard(|| match ConsolidationMode::parse(&mode)? {
             ConsolidationMode::Commits => consolidate_commits(&uri, &options),
             ConsolidationMode::FragmentMeta => consolidate_fragment_meta(&uri, &options),
-            ConsolidationMode::Fragments => Err(lancelet::Error::unsupported(
-                "fragment consolidation (it needs the TileDB fragment writer, not built yet)",
-            )),
+            ConsolidationMode::Fragments => consolidate_fragments(&uri, &options, (start, end), amplification),
         })
     })
     .py_err()

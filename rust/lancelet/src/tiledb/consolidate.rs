@@ -1,5 +1,20 @@
-//! Consolidation as TileDB 2.30 does it, for the modes that need no new
-//! fragment: commits and fragment metadata.
+//! Consolidation as TileDB 2.30 does it: fragments, commits and fragment
+//! metadata.
+//!
+//! *Fragments* (`"fragments"`): the fragments visible in the consolidation
+//! range (at least two) are read as one resolved read (newest cell wins;
+//! dense: the bounding box of their non-empty domains, fills where none
+//! wrote) and written as one new fragment `__<first t1>_<last t2>_uuid_22`
+//! through the fragment writer (data, metadata, `.wrt` commit last); then
+//! `__commits/<new name>.vac` lists the merged fragments
+//! (`/__fragments/<name>` a line) so readers skip them until a vacuum
+//! removes them. Dense fragments are merged only when no older fragment
+//! outside the range overlaps the box (it would be overwritten by fills)
+//! and the box holds at most `amplification` times the cells the fragments
+//! hold (TileDB's `sm.consolidation.amplification`, default 1.0); otherwise
+//! nothing is written. The new fragment keeps no per-cell timestamps, so
+//! time travel into the middle of its range sees none of it (as TileDB with
+//! `sm.consolidation.with_timestamps` off).
 //!
 //! *Commits* (`sm.consolidation.mode = "commits"`): one file
 //! `__commits/<__t1_t2_uuid_v>.con` lists every commit of the array, one
@@ -254,6 +269,77 @@ pub fn consolidate_fragment_meta(uri: &str, options: &StorageOptions) -> Result<
     let tile = write_generic_tile(&table)?;
     array.root.child(&format!("__fragment_meta/{name}"))?.write_new(Bytes::from(tile))?;
     Ok(Some(name))
+}
+
+/// Consolidate the fragments visible in `range` (inclusive ms, capped at
+/// now) into one; returns the new fragment's name (None when there is
+/// nothing to merge or TileDB's rules forbid it).
+pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u64), amplification: f64) -> Result<Option<String>> {
+    use super::read::{Bound, ReadOptions};
+    use super::schema::int_value;
+
+    let end = range.1.min(now_ms());
+    if range.0 > end {
+        return Ok(None);
+    }
+    let array = TileDbArray::open(uri, options, (range.0, end))?;
+    let frags: Vec<_> = array.fragments.iter().filter(|f| f.nonempty.is_some()).collect();
+    if frags.len() < 2 {
+        return Ok(None);
+    }
+    let schema = &array.schema;
+    let t1 = frags.iter().map(|f| f.t1).min().unwrap_or(0);
+    let t2 = frags.iter().map(|f| f.t2).max().unwrap_or(0);
+    let written = if schema.sparse {
+        let batch = array.read(&ReadOptions { dims: true, attrs: None, ..Default::default() })?;
+        if batch.num_rows() == 0 {
+            return Ok(None);
+        }
+        super::write::write_fragment_over(uri, options, &batch, None, (t1, t2))?
+    } else {
+        let nd = schema.dims.len();
+        let ints = |v: &[u8], d: usize| {
+            int_value(schema.dims[d].datatype, v).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"))
+        };
+        let mut boxed: Vec<(i128, i128)> = Vec::with_capacity(nd);
+        let mut written_cells = 0f64;
+        for f in &frags {
+            let ned = f.nonempty.as_ref().ok_or_else(|| Error::Internal { what: "empty fragment kept".into() })?;
+            let mut cells = 1f64;
+            for d in 0..nd {
+                let (lo, hi) = (ints(&ned[d].0, d)?, ints(&ned[d].1, d)?);
+                cells *= (hi - lo + 1) as f64;
+                match boxed.get_mut(d) {
+                    Some(b) => *b = (b.0.min(lo), b.1.max(hi)),
+                    None => boxed.push((lo, hi)),
+                }
+            }
+            written_cells += cells;
+        }
+        let box_cells: f64 = boxed.iter().map(|(l, h)| (h - l + 1) as f64).product();
+        if box_cells > amplification * written_cells {
+            return Ok(None);
+        }
+        // older fragments outside the range must not meet the box: the
+        // merged fragment's fills would hide their cells
+        let all = TileDbArray::open(uri, options, (0, u64::MAX))?;
+        for f in all.fragments.iter().filter(|f| f.t1 < t1 && !frags.iter().any(|g| g.name == f.name)) {
+            let Some(ned) = &f.nonempty else { continue };
+            let meets = (0..nd).all(|d| {
+                let (lo, hi) = (ints(&ned[d].0, d).unwrap_or(i128::MAX), ints(&ned[d].1, d).unwrap_or(i128::MIN));
+                lo <= boxed[d].1 && boxed[d].0 <= hi
+            });
+            if meets {
+                return Ok(None);
+            }
+        }
+        let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
+        let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor })?;
+        super::write::write_fragment_over(uri, options, &batch, Some(boxed), (t1, t2))?
+    };
+    let body: String = frags.iter().map(|f| format!("/__fragments/{}\n", f.name)).collect();
+    array.root.child(&format!("__commits/{}.vac", written.name))?.write_new(Bytes::from(body))?;
+    Ok(Some(written.name))
 }
 
 /// Bytes per chunk of a generic tile's filter pipeline.
