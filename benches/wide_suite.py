@@ -18,7 +18,7 @@ Figures, each system on its own dataset, warm page cache:
 - the issue's case of ``columns=["kind", "emb"]`` and a filter matching
   nothing.
 
-Ratios are lancelet / pylance medians of the same run (< 1: lancelet is
+Runs alternate between the libraries, one of each per round. Ratios are lancelet / pylance medians of the same run (< 1: lancelet is
 faster); the summary gives the geometric mean of the filtered-scan ratios
 and the worst one. Output: a table on stdout and JSON under
 ``benches/results/`` (``wide_suite-*.json``), with the commit measured and
@@ -56,16 +56,19 @@ import lancelet  # noqa: E402
 TAKE_ROWS = 1000
 
 
-def timed(fn: Callable[[], object], repeat: int, warmup: int = 1) -> List[float]:
-    out = []
+def timed_alternating(fns: Dict[str, Callable[[], object]], repeat: int, warmup: int = 1) -> Dict[str, List[float]]:
+    """Times each of fns (name -> function) repeat times, round robin: one
+    run of each per round, after warmup untimed rounds."""
+    out: Dict[str, List[float]] = {k: [] for k in fns}
     for i in range(warmup + repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        r = fn()
-        dt = time.perf_counter() - t0
-        del r
-        if i >= warmup:
-            out.append(dt)
+        for k, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            r = fn()
+            dt = time.perf_counter() - t0
+            del r
+            if i >= warmup:
+                out[k].append(dt)
     return out
 
 
@@ -133,46 +136,59 @@ def run(a) -> dict:
               f"{row['max'] * 1e3:.1f}]{more}", flush=True)
 
     with tempfile.TemporaryDirectory(dir=a.tmp) as d:
+        paths = {s.name: os.path.join(d, s.name) for s in systems}
+
+        def write(s):
+            shutil.rmtree(paths[s.name], ignore_errors=True)
+            s.mod.write_dataset(table, paths[s.name], max_rows_per_file=a.rows_per_file)
+
+        # Every figure alternates the libraries run by run, so a burst of
+        # load on this shared machine hits both sides alike.
+        ts = timed_alternating({s.name: (lambda s=s: write(s)) for s in systems}, a.write_repeat, warmup=0)
         for s in systems:
-            path = os.path.join(d, s.name)
-            wt = []
-            for _ in range(a.write_repeat):
-                shutil.rmtree(path, ignore_errors=True)
-                gc.collect()
-                t1 = time.perf_counter()
-                s.mod.write_dataset(table, path, max_rows_per_file=a.rows_per_file)
-                wt.append(time.perf_counter() - t1)
-            record(s.name, "write", wt, bytes=dir_size(path))
-            ds = s.mod.dataset(path)
+            record(s.name, "write", ts[s.name], bytes=dir_size(paths[s.name]))
+        handles = {}
+        for s in systems:
+            ds = s.mod.dataset(paths[s.name])
             got = ds.to_table()
             if not got.equals(table.cast(got.schema)):
                 print(f"  !! {s.name}: full scan differs from the input", flush=True)
             del got
-            _, req, nb = s.scan_io(ds)
-            record(s.name, "full scan", timed(lambda: s.mod.dataset(path).to_table(), a.repeat), requests=req, bytes_read=nb)
-            for c in ("kind", "emb"):
-                record(s.name, f"scan {c}", timed(lambda: s.mod.dataset(path).to_table(columns=[c]), a.repeat))
-            h = s.mod.dataset(path)
-            chk = h.take(draws[0])
+            chk = ds.take(draws[0])
             if not chk.equals(table.take(pa.array(draws[0])).cast(chk.schema)):
                 print(f"  !! {s.name}: take differs from the input", flush=True)
-            it = iter(draws * 2)
-            record(s.name, f"take {TAKE_ROWS}", timed(lambda: h.take(next(it)), a.takes))
-            for fam, sel, flt in filters:
-                _, req, nb = s.scan_io(ds, filter=flt)
-                n = s.mod.dataset(path).count_rows(filter=flt)
-                record(s.name, f"filter {fam} {sel}", timed(lambda: s.mod.dataset(path).to_table(filter=flt), a.repeat),
-                       rows=n, requests=req, bytes_read=nb, sql=flt)
-                record(s.name, f"count {fam} {sel}", timed(lambda: s.mod.dataset(path).count_rows(filter=flt), a.repeat),
-                       rows=n)
-            flt = "kind = 'abc'"
-            _, req, nb = s.scan_io(ds, columns=["kind", "emb"], filter=flt)
-            record(s.name, "filter kind,emb 0 rows", timed(
-                lambda: s.mod.dataset(path).to_table(columns=["kind", "emb"], filter=flt), a.repeat),
-                requests=req, bytes_read=nb)
-            del ds, h
-            if not a.keep:
-                shutil.rmtree(path, ignore_errors=True)
+            handles[s.name] = ds
+
+        def figure(name, fn, repeat=a.repeat, io_kw=None, **extra):
+            """Times fn(system) for every system, alternating; io_kw: scan
+            arguments whose requests and bytes are recorded too."""
+            ts = timed_alternating({s.name: (lambda s=s: fn(s)) for s in systems}, repeat)
+            for s in systems:
+                more = dict(extra)
+                if io_kw is not None:
+                    _, more["requests"], more["bytes_read"] = s.scan_io(handles[s.name], **io_kw)
+                record(s.name, name, ts[s.name], **more)
+
+        figure("full scan", lambda s: s.mod.dataset(paths[s.name]).to_table(), io_kw={})
+        for c in ("kind", "emb"):
+            figure(f"scan {c}", lambda s: s.mod.dataset(paths[s.name]).to_table(columns=[c]))
+        its = {s.name: iter(draws * 2) for s in systems}
+        figure(f"take {TAKE_ROWS}", lambda s: handles[s.name].take(next(its[s.name])), repeat=a.takes)
+        for fam, sel, flt in filters:
+            n = {s.name: handles[s.name].count_rows(filter=flt) for s in systems}
+            if len(set(n.values())) > 1:
+                print(f"  !! filter {flt!r}: row counts differ {n}", flush=True)
+            figure(f"filter {fam} {sel}", lambda s: s.mod.dataset(paths[s.name]).to_table(filter=flt),
+                   io_kw={"filter": flt}, rows=next(iter(n.values())), sql=flt)
+            figure(f"count {fam} {sel}", lambda s: s.mod.dataset(paths[s.name]).count_rows(filter=flt),
+                   rows=next(iter(n.values())))
+        flt = "kind = 'abc'"
+        figure("filter kind,emb 0 rows", lambda s: s.mod.dataset(paths[s.name]).to_table(columns=["kind", "emb"], filter=flt),
+               io_kw={"columns": ["kind", "emb"], "filter": flt})
+        handles.clear()
+        if not a.keep:
+            for p in paths.values():
+                shutil.rmtree(p, ignore_errors=True)
     meta["load_avg_after"] = load_avg()
     return {"meta": meta, "results": results}
 
