@@ -334,7 +334,7 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
             }
         }
         let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
-        let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor })?;
+        let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
         super::write::write_fragment_over(uri, options, &batch, Some(boxed), (t1, t2))?
     };
     let body: String = frags.iter().map(|f| format!("/__fragments/{}\n", f.name)).collect();
