@@ -13,6 +13,7 @@
 //! This room is a peer of the Lance format: it shares `io/` and the general
 //! compression crates and never imports `file/` or `table/`.
 
+pub mod aggregate;
 pub mod array;
 pub mod bitshuffle;
 pub mod codecs;
@@ -29,6 +30,7 @@ pub mod read;
 pub mod regions;
 pub mod schema;
 pub mod sparse;
+pub mod stream;
 pub mod string_codecs;
 pub mod tiles;
 pub mod vacuum;
