@@ -24,6 +24,8 @@ __all__ = [
     "write",
     "delete",
     "to_lance",
+    "consolidate",
+    "vacuum",
     "TileDBArray",
     "FragmentInfo",
     "ArraySchema",
@@ -510,6 +512,7 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
 
 
+from lancelet._tiledb_consolidate import consolidate, vacuum  # noqa: E402
 # Writing (create_array, write, delete) lives in its own module.
 from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
 from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

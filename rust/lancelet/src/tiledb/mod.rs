@@ -17,6 +17,7 @@ pub mod aggregate;
 pub mod array;
 pub mod bitshuffle;
 pub mod codecs;
+pub mod consolidate;
 pub mod conditions;
 pub mod cursor;
 pub mod datatype;
@@ -32,6 +33,7 @@ pub mod sparse;
 pub mod stream;
 pub mod string_codecs;
 pub mod tiles;
+pub mod vacuum;
 pub mod write;
 
 pub use array::TileDbArray;
