@@ -265,6 +265,18 @@ def tiledb_read(uri, timestamp=None) -> dict:
                 for k, v in r.items()}
 
 
+def tiledb_read_or_error(uri, timestamp=None):
+    """tiledb-py's read, or its error: tiledb-py 0.36.1 cannot read some arrays
+    it writes itself (an empty var cell behind ByteShuffle and a checksum
+    filter fails with "FilterBuffer error; no current buffer"). Where its own
+    twin fails so, tiledb-py is no oracle for that read; lancelet's reads of
+    both arrays are still compared."""
+    try:
+        return tiledb_read(uri, timestamp)
+    except tiledb.TileDBError as e:
+        return ("TileDBError", str(e))
+
+
 def _rows(cols: dict) -> list:
     return sorted(zip(*cols.values()), key=repr)
 
@@ -274,7 +286,9 @@ def assert_same_reads(ours, theirs, timestamps=(None,), duplicates=False):
     rows when duplicate coordinates make the order among them free)."""
     same = (lambda x, y: _rows(x) == _rows(y)) if duplicates else (lambda x, y: x == y)
     for ts in timestamps:
-        assert same(tiledb_read(ours, ts), tiledb_read(theirs, ts)), ts
+        x, y = tiledb_read_or_error(ours, ts), tiledb_read_or_error(theirs, ts)
+        if not isinstance(y, tuple):
+            assert not isinstance(x, tuple) and same(x, y), (ts, x)
         a = lt.open_array(ours, timestamp=ts).read(order="C")
         b = lt.open_array(theirs, timestamp=ts).read(order="C")
         assert a.schema == b.schema
@@ -458,6 +472,35 @@ def test_more_types_dense_and_sparse(tmp_path):
         got = lt.open_array(ours).read(order="C")
         t = got.schema.field("pair").type
         assert pa.types.is_fixed_size_list(t) and t.list_size == 2 and t.value_type == pa.int32()
+
+
+def test_list_columns_of_bools_and_floats(tmp_path):
+    uri = str(tmp_path / "l")
+    schema = lt.ArraySchema(domain=lt.Domain(lt.Dim("x", domain=(0, 9), tile=5, dtype=np.int32)), sparse=True,
+                            attrs=[lt.Attr("bb", dtype=pa.list_(pa.bool_(), 3)), lt.Attr("vb", dtype=pa.list_(pa.bool_())),
+                                   lt.Attr("vf", dtype=pa.large_list(pa.float64()))])
+    lt.create_array(uri, schema)
+    bb = [[True, False, True], [False, False, True], [True, True, True]]
+    vb = [[True], [], [False, True, False, True]]
+    vf = [[1.5, -2.0], [], [3.25]]
+    table = pa.table({"x": pa.array([7, 2, 4], pa.int32()),
+                      "bb": pa.array(bb, pa.list_(pa.bool_(), 3)).slice(0),
+                      "vb": pa.array(vb, pa.list_(pa.bool_())), "vf": pa.array(vf, pa.list_(pa.float64()))})
+    lt.write(uri, table, timestamp=1)
+    with tiledb.open(uri) as A:
+        r = A.query(order="G")[:]
+    order = [1, 2, 0]  # by x: 2, 4, 7
+    assert r["x"].tolist() == [2, 4, 7]
+    assert [list(map(bool, v)) for v in r["vb"]] == [vb[i] for i in order]
+    assert [list(v) for v in r["vf"]] == [vf[i] for i in order]
+    got = lt.open_array(uri).read(order="C")
+    assert got["bb"].to_pylist() == [bb[i] for i in order]
+    assert got["vb"].to_pylist() == [vb[i] for i in order]
+    # A sliced (offset) input gives the same cells.
+    uri2 = str(tmp_path / "l2")
+    lt.create_array(uri2, schema)
+    lt.write(uri2, pa.concat_tables([table.slice(0, 1), table.slice(1)]).combine_chunks().slice(1), timestamp=1)
+    assert lt.open_array(uri2).read(order="C")["vb"].to_pylist() == [vb[1], vb[2]]
 
 
 def test_string_dimension_and_duplicates(tmp_path):
@@ -939,7 +982,7 @@ def _check_random_case(tmp_path_factory, case):
 _PROP = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-@settings(max_examples=10, **_PROP)
+@settings(max_examples=10, derandomize=True, **_PROP)
 @given(case=array_cases())
 def test_random_arrays_equal_tiledb_py_twins(tmp_path_factory, case):
     _check_random_case(tmp_path_factory, case)
