@@ -2,7 +2,13 @@
 //! a byte string, so that rows of the source and of the dataset can be
 //! matched with one hash table whatever the key types.
 //!
-//! A key is the concatenation, column by column, of the value's bytes:
+//! The common case — one key column of fixed-width values of at most 8
+//! bytes (integers, dates, timestamps, floats) — skips the byte strings:
+//! each row's key is its value's bits as one `u64` ([`BatchKeys::Words`]),
+//! hashed with one multiply. Equal bits mean equal keys exactly as equal
+//! byte strings do, so both forms match the same rows.
+//!
+//! A byte-string key is the concatenation, column by column, of the value's bytes:
 //! fixed-width values as their little-endian bytes (booleans one byte),
 //! strings and binaries as a u32 length then the bytes. Both sides have the
 //! same types (checked before), so equal keys mean equal values. A row with
@@ -13,6 +19,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
+use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 
 use crate::error::{Error, Result};
@@ -55,6 +62,81 @@ impl FxHasher {
 
 /// A hash map with [`FxHasher`].
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Hashes one `u64` key: a folded 128-bit multiply, so keys that differ
+/// only in their high bits (multiples of a power of two) still spread over
+/// the table's low bits.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed with it; keep any other use correct.
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let m = ((v ^ self.0) as u128) * (SEED as u128);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash map keyed by [`BatchKeys::Words`] values.
+pub(crate) type WordMap<V> = HashMap<u64, V, BuildHasherDefault<WordHasher>>;
+
+/// The join keys of the rows of one batch (see the module docs).
+pub(crate) enum BatchKeys {
+    /// One fixed-width key column: each row's value bits, and its nulls.
+    Words { values: Vec<u64>, nulls: Option<NullBuffer> },
+    /// Anything else: byte strings.
+    Bytes(Keys),
+}
+
+/// The byte width of a single key column joined as words, if it is.
+fn word_width(t: &DataType) -> Option<usize> {
+    match t {
+        DataType::Boolean | DataType::Null => None,
+        t => t.primitive_width().filter(|w| matches!(w, 1 | 2 | 4 | 8)),
+    }
+}
+
+/// Each value's bits of a fixed-width column of `width` bytes.
+fn words(a: &ArrayRef, width: usize) -> Vec<u64> {
+    let data = a.to_data();
+    let (off, len) = (data.offset(), data.len());
+    let b = &data.buffers()[0].as_slice()[off * width..(off + len) * width];
+    match width {
+        8 => b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect(),
+        4 => b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")) as u64).collect(),
+        2 => b.chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().expect("2 bytes")) as u64).collect(),
+        _ => b.iter().map(|&x| x as u64).collect(),
+    }
+}
+
+impl BatchKeys {
+    /// Encode the rows of `cols` (all of the same length).
+    pub(crate) fn new(cols: &[ArrayRef]) -> Result<BatchKeys> {
+        match cols {
+            [a] if word_width(a.data_type()).is_some() => {
+                let width = word_width(a.data_type()).expect("checked");
+                Ok(BatchKeys::Words { values: words(a, width), nulls: a.logical_nulls() })
+            }
+            _ => Ok(BatchKeys::Bytes(Keys::new(cols)?)),
+        }
+    }
+
+    /// Number of rows.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            BatchKeys::Words { values, .. } => values.len(),
+            BatchKeys::Bytes(k) => k.len(),
+        }
+    }
+}
 
 /// Writes one column's value of a row into a key.
 type Writer<'a> = Box<dyn Fn(usize, &mut Vec<u8>) + 'a>;
@@ -168,5 +250,32 @@ mod tests {
         let mut m: FxMap<&[u8], usize> = FxMap::default();
         m.insert(k.get(0).unwrap(), 0);
         assert_eq!(m.get(k.get(3).unwrap()), Some(&0));
+    }
+
+    #[test]
+    fn single_fixed_width_keys_are_words() {
+        use arrow_array::{Float64Array, Int16Array, Int64Array};
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![Some(-1), None, Some(1 << 40), Some(7)]));
+        let BatchKeys::Words { values, nulls } = BatchKeys::new(&[a.slice(1, 3)]).unwrap() else { panic!("int64 keys are words") };
+        assert_eq!(values[1..], [1u64 << 40, 7]);
+        assert!(nulls.unwrap().is_null(0));
+        let h: ArrayRef = Arc::new(Int16Array::from(vec![-2i16, 3]));
+        let BatchKeys::Words { values, nulls } = BatchKeys::new(&[h]).unwrap() else { panic!("int16 keys are words") };
+        assert_eq!(values, [0xfffe, 3]);
+        assert!(nulls.is_none());
+        let f: ArrayRef = Arc::new(Float64Array::from(vec![1.5]));
+        assert!(matches!(BatchKeys::new(&[f.clone()]).unwrap(), BatchKeys::Words { .. }));
+        // Several columns, strings and booleans stay byte strings.
+        assert!(matches!(BatchKeys::new(&[f.clone(), f]).unwrap(), BatchKeys::Bytes(_)));
+        let s: ArrayRef = Arc::new(StringArray::from(vec!["x"]));
+        assert!(matches!(BatchKeys::new(&[s]).unwrap(), BatchKeys::Bytes(_)));
+        let b: ArrayRef = Arc::new(arrow_array::BooleanArray::from(vec![true]));
+        assert!(matches!(BatchKeys::new(&[b]).unwrap(), BatchKeys::Bytes(_)));
+        // Keys differing only in high bits spread over the table.
+        let mut m: WordMap<u64> = WordMap::default();
+        for i in 0..10_000u64 {
+            m.insert(i << 32, i);
+        }
+        assert_eq!(m.get(&(1234 << 32)), Some(&1234));
     }
 }

@@ -6,8 +6,10 @@
 //! How it runs:
 //!
 //! 1. The source is held in memory (a re-run after a conflict needs it
-//!    again) and its keys go into one hash table ([`super::keys`]); a
-//!    null key never matches.
+//!    again) and its keys go into one hash table ([`super::keys`]; a
+//!    single integer-like key column is hashed as a word, with a bitmap of
+//!    the source's keys in front when they span a narrow range); a null
+//!    key never matches.
 //! 2. The dataset is scanned reading only the key columns (plus the
 //!    columns the conditions name) with `_rowaddr` (and `_rowid` with
 //!    stable row ids); each live row is looked up. Deleted rows never
@@ -26,7 +28,11 @@
 //!    `when_not_matched_by_source_delete(expr)`: dataset rows matching no
 //!    source row (and `expr`, if given) are deleted.
 //! 4. New rows — updated ones in dataset order, then inserted ones in
-//!    source order — go into new fragments after the existing ones;
+//!    source order — go into new fragments after the existing ones
+//!    (the plain upsert — update all without a condition, insert all,
+//!    every column in the source, no stable row ids — writes the source in
+//!    source order instead, on another thread while step 2 runs: see
+//!    [`upsert_overlapped`]);
 //!    updated and deleted rows are marked deleted (see [`super::update`]
 //!    for the deletion files and `removed_fragment_ids`). With stable row
 //!    ids updated rows keep their ids and inserted rows take new ones from
@@ -34,7 +40,8 @@
 //!    still commits (an empty Update). `fields_for_preserving_frag_bitmap`
 //!    lists every field id of the schema, as pylance writes it.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
@@ -46,7 +53,7 @@ use crate::expr::SqlFilter;
 use crate::table::commit::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::table::ops::keys::{FxMap, Keys};
+use crate::table::ops::keys::{BatchKeys, FxMap, WordMap};
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
 use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::update::MAX_ROWS_PER_FILE;
@@ -314,36 +321,127 @@ pub fn merge_insert(ds: &Arc<Dataset>, source_schema: SchemaRef, source: Vec<Rec
 /// never match).
 struct SourceIndex<'a> {
     /// key -> (first row, last row) of its chain.
-    heads: FxMap<&'a [u8], (u32, u32)>,
+    heads: Heads<'a>,
     /// The next row with the same key ([`NO_ROW`] at the end).
     next: Vec<u32>,
 }
 
+/// The chains' heads, by word or byte-string key (see [`super::keys`]).
+enum Heads<'a> {
+    /// Word keys, with a bitmap of the source keys when they span a
+    /// narrow range (most dataset rows match nothing: the bitmap answers
+    /// them without a probe of the hash table).
+    Words(WordMap<(u32, u32)>, Option<KeyBits>),
+    Bytes(FxMap<&'a [u8], (u32, u32)>),
+}
+
+/// One bit per value in `min..min + 64 * bits.len()`: set for the source's
+/// keys.
+struct KeyBits {
+    min: u64,
+    bits: Vec<u64>,
+}
+
+impl KeyBits {
+    /// A bitmap of `keys` if their range is at most 64 bits per key (and
+    /// 2^30 values): a few hundred KiB for a dense source.
+    fn new(keys: &[u64]) -> Option<KeyBits> {
+        let (min, max) = (keys.iter().min()?, keys.iter().max()?);
+        let span = max - min;
+        if span >= (64 * keys.len() as u64).max(1 << 16) || span >= 1 << 30 {
+            return None;
+        }
+        let mut bits = vec![0u64; (span / 64 + 1) as usize];
+        for &k in keys {
+            let d = k - min;
+            bits[(d / 64) as usize] |= 1 << (d % 64);
+        }
+        Some(KeyBits { min: *min, bits })
+    }
+
+    /// Whether `k` is a source key.
+    #[inline]
+    fn contains(&self, k: u64) -> bool {
+        let d = k.wrapping_sub(self.min);
+        self.bits.get((d / 64) as usize).is_some_and(|w| w >> (d % 64) & 1 == 1)
+    }
+}
+
 const NO_ROW: u32 = u32::MAX;
 
+/// Append row `i` to its key's chain.
+fn chain<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(heads: &mut std::collections::HashMap<K, (u32, u32), S>, next: &mut [u32], k: K, i: u32) {
+    heads
+        .entry(k)
+        .and_modify(|e| {
+            next[e.1 as usize] = i;
+            e.1 = i;
+        })
+        .or_insert((i, i));
+}
+
 impl<'a> SourceIndex<'a> {
-    fn new(keys: &'a Keys) -> Self {
-        let mut heads: FxMap<&[u8], (u32, u32)> = FxMap::default();
-        heads.reserve(keys.len());
+    fn new(keys: &'a BatchKeys) -> Self {
         let mut next = vec![NO_ROW; keys.len()];
-        for i in 0..keys.len() as u32 {
-            if let Some(k) = keys.get(i as usize) {
-                heads
-                    .entry(k)
-                    .and_modify(|e| {
-                        next[e.1 as usize] = i;
-                        e.1 = i;
-                    })
-                    .or_insert((i, i));
+        let heads = match keys {
+            BatchKeys::Words { values, nulls } => {
+                let mut heads = WordMap::default();
+                heads.reserve(values.len());
+                let mut live = Vec::with_capacity(values.len());
+                for (i, &k) in values.iter().enumerate() {
+                    if !nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                        chain(&mut heads, &mut next, k, i as u32);
+                        live.push(k);
+                    }
+                }
+                Heads::Words(heads, KeyBits::new(&live))
             }
-        }
+            BatchKeys::Bytes(keys) => {
+                let mut heads = FxMap::default();
+                heads.reserve(keys.len());
+                for i in 0..keys.len() {
+                    if let Some(k) = keys.get(i) {
+                        chain(&mut heads, &mut next, k, i as u32);
+                    }
+                }
+                Heads::Bytes(heads)
+            }
+        };
         SourceIndex { heads, next }
     }
 
-    /// The source rows with key `k`.
-    fn rows(&self, k: &[u8]) -> impl Iterator<Item = u32> + '_ {
-        let first = self.heads.get(k).map_or(NO_ROW, |e| e.0);
-        std::iter::successors((first != NO_ROW).then_some(first), move |&i| Some(self.next[i as usize]).filter(|&n| n != NO_ROW))
+    /// The rows of a batch of dataset keys (of the source's key types)
+    /// that some source row matches, in order, each with the first source
+    /// row of its key.
+    fn hits(&self, keys: &BatchKeys) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        match (&self.heads, keys) {
+            (Heads::Words(map, bits), BatchKeys::Words { values, nulls }) => {
+                for (row, &k) in values.iter().enumerate() {
+                    if bits.as_ref().is_some_and(|b| !b.contains(k)) || nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+                        continue;
+                    }
+                    if let Some(e) = map.get(&k) {
+                        out.push((row as u32, e.0));
+                    }
+                }
+            }
+            (Heads::Bytes(map), BatchKeys::Bytes(k)) => {
+                for row in 0..k.len() {
+                    if let Some(e) = k.get(row).and_then(|k| map.get(k)) {
+                        out.push((row as u32, e.0));
+                    }
+                }
+            }
+            // Both sides have the same key types, hence the same form.
+            _ => {}
+        }
+        out
+    }
+
+    /// Source row `first` and the later rows with its key.
+    fn chain_from(&self, first: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(Some(first), move |&i| Some(self.next[i as usize]).filter(|&n| n != NO_ROW))
     }
 }
 
@@ -361,21 +459,26 @@ struct Found {
 fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams) -> Result<Prepared<MergeStats>> {
     let plan = plan(ds, &source.schema(), params)?;
     let stable = ds.has_stable_row_ids();
-    let source_keys = Keys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
+    let source_keys = BatchKeys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
     let index = SourceIndex::new(&source_keys);
-    let found = scan_and_match(ds, source, &plan, &index, stable, params)?;
-    let (updated, deleted) = (found.updates.len() as u64, found.deletes.len() as u64);
-    let inserts: Vec<u32> = if params.insert_not_matched {
-        (0..source.num_rows() as u32).filter(|&i| !found.source_matched[i as usize]).collect()
-    } else {
-        Vec::new()
-    };
     let version = dataset_file_version(ds.manifest())?;
     let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", hook: params.hook.clone() };
     let out_schema = ds.schema().clone();
-    let update_batches = found.updates.chunks(OUT_BATCH).map(|chunk| updated_rows(ds, source, &out_schema, chunk));
-    let insert_batches = inserts.chunks(OUT_BATCH).map(|chunk| inserted_rows(source, &out_schema, chunk));
-    let new_fragments = stage_fragments(&target, update_batches.chain(insert_batches))?;
+    let (found, inserted, new_fragments) = if plain_upsert(ds, source, params) {
+        upsert_overlapped(ds, source, &plan, &index, params, &target)?
+    } else {
+        let found = scan_and_match(ds, source, &plan, &index, stable, params)?;
+        let inserts: Vec<u32> = if params.insert_not_matched {
+            (0..source.num_rows() as u32).filter(|&i| !found.source_matched[i as usize]).collect()
+        } else {
+            Vec::new()
+        };
+        let update_batches = found.updates.chunks(OUT_BATCH).map(|chunk| updated_rows(ds, source, &out_schema, chunk));
+        let insert_batches = inserts.chunks(OUT_BATCH).map(|chunk| inserted_rows(source, &out_schema, chunk));
+        let new_fragments = stage_fragments(&target, update_batches.chain(insert_batches))?;
+        (found, inserts.len() as u64, new_fragments)
+    };
+    let (updated, deleted) = (found.updates.len() as u64, found.deletes.len() as u64);
     // Updated rows come first: they keep their ids; the manifest gives the
     // inserted rows new ones.
     let moved_ids: Vec<u64> = if stable { found.updates.iter().map(|u| u.1).collect() } else { Vec::new() };
@@ -383,9 +486,90 @@ fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams)
     for a in found.updates.iter().map(|u| u.0).chain(found.deletes.iter().copied()) {
         affected.entry(a >> 32).or_default().insert(a as u32);
     }
-    let stats = MergeStats { inserted: inserts.len() as u64, updated, deleted };
+    let stats = MergeStats { inserted, updated, deleted };
     let moved = MovedRows { new_fragments, moved_ids, affected, preserved_fields: all_field_ids(ds) };
     prepare_update(ds, moved, &params.hook, || Ok(()), stats)
+}
+
+/// Whether this is the plain upsert that [`upsert_overlapped`] runs:
+/// `when_matched_update_all()` without a condition and
+/// `when_not_matched_insert_all()`, a source holding every dataset column,
+/// and no stable row ids (moved rows would have to come first, see
+/// [`super::rewrite`]).
+fn plain_upsert(ds: &Dataset, source: &RecordBatch, params: &MergeInsertParams) -> bool {
+    params.when_matched == (WhenMatched::UpdateAll { condition: None })
+        && params.insert_not_matched
+        && !ds.has_stable_row_ids()
+        && ds.schema().fields().iter().all(|f| source.schema().field_with_name(f.name()).is_ok())
+}
+
+/// The plain upsert: every source row becomes exactly one new row — the
+/// update of the dataset row it matches, or an insert — with the source's
+/// values in every column. So the new rows do not wait for the scan: the
+/// source is written, in source order, on another thread while the scan
+/// matches keys (the write and the scan overlap instead of adding up). A
+/// source row that matches several dataset rows replaces each of them:
+/// its extra copies are written after the rest once the scan is done.
+/// If the scan fails, the write stops and its files are removed.
+fn upsert_overlapped(
+    ds: &Arc<Dataset>,
+    source: &RecordBatch,
+    plan: &Plan,
+    index: &SourceIndex<'_>,
+    params: &MergeInsertParams,
+    target: &StageTarget<'_>,
+) -> Result<(Found, u64, Vec<crate::proto::table::DataFragment>)> {
+    let out_schema = ds.schema().clone();
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<Result<RecordBatch>>();
+    std::thread::scope(|scope| {
+        let writer = std::thread::Builder::new()
+            .name("lancelet-upsert".into())
+            .spawn_scoped(scope, || {
+                let chunks = (0..source.num_rows()).step_by(OUT_BATCH).map(|start| {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Internal { what: "merge_insert write stopped".into() });
+                    }
+                    let len = OUT_BATCH.min(source.num_rows() - start);
+                    source_rows(&source.slice(start, len), &out_schema)
+                });
+                stage_fragments(target, chunks.chain(rx))
+            })
+            .map_err(|e| Error::Internal { what: format!("cannot start the merge_insert writer thread: {e}") })?;
+        let scanned = scan_and_match(ds, source, plan, index, false, params);
+        // Extra copies of source rows matching more than one dataset row.
+        let extra = scanned.as_ref().ok().map(|found| {
+            let mut seen = vec![false; source.num_rows()];
+            found.updates.iter().filter_map(|u| std::mem::replace(&mut seen[u.2 as usize], true).then_some(u.2)).collect::<Vec<u32>>()
+        });
+        match &extra {
+            Some(extra) => {
+                for chunk in extra.chunks(OUT_BATCH) {
+                    let _ = tx.send(inserted_rows(source, &out_schema, chunk));
+                }
+            }
+            None => {
+                stop.store(true, Ordering::Relaxed);
+                let _ = tx.send(Err(Error::Internal { what: "merge_insert write stopped".into() }));
+            }
+        }
+        drop(tx);
+        let written = writer.join().map_err(|_| Error::Internal { what: "the merge_insert writer thread panicked".into() })?;
+        let found = scanned?;
+        let new_fragments = written?;
+        let inserted = found.source_matched.iter().filter(|m| !**m).count() as u64;
+        Ok((found, inserted, new_fragments))
+    })
+}
+
+/// Source rows as new rows of the dataset's schema (columns by name).
+fn source_rows(source: &RecordBatch, out: &SchemaRef) -> Result<RecordBatch> {
+    let cols = out
+        .fields()
+        .iter()
+        .map(|f| source.column_by_name(f.name()).cloned().ok_or_else(|| Error::Internal { what: format!("source column {} missing", f.name()) }))
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
 }
 
 /// Every field id of the schema, in order (top-level fields and children).
@@ -425,20 +609,24 @@ fn scan_and_match(
         } else {
             None
         };
-        let keys = Keys::new(&(0..plan.keys.len()).map(|i| b.column(i).clone()).collect::<Vec<_>>())?;
-        let (mut t_idx, mut s_idx) = (Vec::new(), Vec::new());
+        let keys = BatchKeys::new(&(0..plan.keys.len()).map(|i| b.column(i).clone()).collect::<Vec<_>>())?;
+        let hits = index.hits(&keys);
+        let (mut t_idx, mut s_idx) = (Vec::with_capacity(hits.len()), Vec::with_capacity(hits.len()));
         let mut unmatched = Vec::new();
-        for row in 0..b.num_rows() {
-            let mut matched = false;
-            for s in keys.get(row).map(|k| index.rows(k)).into_iter().flatten() {
-                matched = true;
+        let mut next_row = 0u32;
+        for &(row, first) in &hits {
+            if delete_unmatched {
+                unmatched.extend(next_row..row);
+            }
+            next_row = row + 1;
+            for s in index.chain_from(first) {
                 found.source_matched[s as usize] = true;
-                t_idx.push(row as u32);
+                t_idx.push(row);
                 s_idx.push(s);
             }
-            if !matched {
-                unmatched.push(row as u32);
-            }
+        }
+        if delete_unmatched {
+            unmatched.extend(next_row..b.num_rows() as u32);
         }
         let (mut t_idx, mut s_idx) = (UInt32Array::from(t_idx), UInt32Array::from(s_idx));
         if let (Some(c), false) = (&plan.condition, t_idx.is_empty()) {
@@ -538,4 +726,35 @@ fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_bits_answer_exactly_within_a_narrow_range() {
+        let keys = [10u64, 12, 200, 10];
+        let bits = KeyBits::new(&keys).expect("a narrow range");
+        for k in 0..300u64 {
+            assert_eq!(bits.contains(k), keys.contains(&k), "{k}");
+        }
+        assert!(!bits.contains(u64::MAX) && !bits.contains(10 + (1 << 40)));
+        // A wide range (negative integers' bits, sparse keys) has no bitmap.
+        assert!(KeyBits::new(&[0, u64::MAX]).is_none());
+        assert!(KeyBits::new(&[0, 1 << 20]).is_none());
+        assert!(KeyBits::new(&[]).is_none());
+    }
+
+    #[test]
+    fn hits_follow_chains_in_source_order() {
+        let src: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![Some(5), None, Some(7), Some(5)]));
+        let keys = BatchKeys::new(&[src]).unwrap();
+        let index = SourceIndex::new(&keys);
+        let ds: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![Some(1), Some(5), None, Some(7)]));
+        let hits = index.hits(&BatchKeys::new(&[ds]).unwrap());
+        let rows: Vec<(u32, Vec<u32>)> = hits.iter().map(|&(r, f)| (r, index.chain_from(f).collect())).collect();
+        assert_eq!(rows, vec![(1, vec![0, 3]), (3, vec![2])]);
+    }
 }
