@@ -435,7 +435,7 @@ mod tests {
         let a = strings(Offsets::I32(vec![0, 3, 3, 8]), b"abcdefgh", &DataType::Utf8).unwrap();
         let a = a.as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!(a.iter().collect::<Vec<_>>(), vec![Some("abc"), Some(""), Some("defgh")]);
-        let a = strings(Offsets::I64(vec![0, 2, 4]), "é€".as_bytes(), &DataType::LargeUtf8).unwrap();
+        let a = strings(Offsets::I64(vec![0, 2, 5]), "é€".as_bytes(), &DataType::LargeUtf8).unwrap();
         let a = a.as_any().downcast_ref::<LargeStringArray>().unwrap();
         assert_eq!(a.value(0), "é");
         // A cut inside a character, invalid UTF-8, offsets out of order or
