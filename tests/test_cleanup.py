@@ -127,3 +127,51 @@ def test_progress(tmp_path):
     stages = {e["stage"] for e in events}
     assert stages == {"read", "delete"}
     assert events[-1]["done"] == events[-1]["total"]
+
+
+def _indexed_history(path, version: str, stable: bool) -> None:
+    """Deletions, indices (created, then replaced), an update, a
+    compaction and an append, written by lancelet on ``version``."""
+    t = lambda a, n: pa.table({"x": pa.array(range(a, a + n), pa.int64()), "s": [f"v{i % 9}" for i in range(a, a + n)]})  # noqa: E731
+    lancelet.write_dataset(t(0, 200), path, max_rows_per_file=50, data_storage_version=version,
+                           enable_stable_row_ids=stable)
+    ds = lancelet.dataset(path)
+    ds.delete("x % 7 = 0")                       # v2: deletion files
+    ds.create_scalar_index("x", "BTREE")         # v3
+    ds.create_scalar_index("s", "BITMAP")        # v4
+    ds.delete("x % 7 = 1")                       # v5: the v2 deletion files are replaced
+    ds.create_scalar_index("x", "BTREE")         # v6: the v3 index files are replaced
+    ds.update({"s": "'u'"}, "x < 30")            # v7: rows move to a new fragment
+    ds.optimize.compact_files(target_rows_per_fragment=120)  # v8, v9: indices remapped
+    ds.insert(t(200, 20))                        # v10
+
+
+@pytest.mark.parametrize("version,stable", [("2.0", False), ("2.1", True), ("2.2", False), ("2.2", True)],
+                         ids=["2.0", "2.1-stable", "2.2", "2.2-stable"])
+def test_indices_and_deletions_across_versions(tmp_path, version, stable):
+    base = str(tmp_path / "base")
+    _indexed_history(base, version, stable)
+    latest = lance.dataset(base).version
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    shutil.copytree(base, ours)
+    shutil.copytree(base, theirs)
+    s_theirs = lance.dataset(theirs).cleanup_old_versions(retain_versions=2)
+    s_ours = lancelet.dataset(ours).cleanup_old_versions(retain_versions=2)
+    assert _stats(s_ours) == _stats(s_theirs)
+    assert _files(ours) == _files(theirs)
+    assert s_ours.old_versions == latest - 2
+    assert s_ours.deletion_files_removed > 0 and s_ours.index_files_removed > 0 and s_ours.data_files_removed > 0
+    kept = [v["version"] for v in lance.dataset(ours).versions()]
+    assert kept == [latest - 1, latest]
+    _readable(ours, kept)
+    for v in kept:
+        a, b = lance.dataset(ours, version=v), lancelet.dataset(ours, version=v)
+        # every index a retained version lists still has its files and answers
+        assert sorted(i["uuid"] for i in a.list_indices()) == sorted(i["uuid"] for i in b.list_indices())
+        for i in b.list_indices():
+            if not i["name"].startswith("__"):
+                assert os.listdir(os.path.join(ours, "_indices", i["uuid"])), i
+        for f in ("x = 60", "x >= 100 and x < 130", "s = 'v3'", "s = 'u'"):
+            want = a.to_table(filter=f, columns=["x"]).column("x").to_pylist()
+            assert sorted(b.to_table(filter=f, columns=["x"]).column("x").to_pylist()) == sorted(want), (v, f)
+            assert sorted(b.to_table(filter=f, columns=["x"], use_scalar_index=False).column("x").to_pylist()) == sorted(want)

@@ -366,7 +366,7 @@ def test_progress(tmp_path, capsys):
     seen = []
     ds = lancelet.dataset(u)
     ds.add_columns({"y": "x"}, progress=seen.append)
-    assert sorted(p["done"] for p in seen) == [1, 2, 3] and {p["total"] for p in seen} == {3}
+    assert sorted(p["done"] for p in seen) == [0, 1, 2, 3] and {p["total"] for p in seen} == {3}
     assert {p["stage"] for p in seen} == {"add_columns"}
     ds.add_columns(lambda b: pa.record_batch([b["x"]], names=["z"]), read_columns=["x"], progress=True)
     assert "add_columns: 3/3" in capsys.readouterr().err

@@ -8,35 +8,17 @@ the object to it. See ``docs/architecture.md`` ("Schema evolution").
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import pyarrow as pa
 
 from lancelet import _native
+from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError
 
-__all__ = ["add_columns", "drop_columns", "alter_columns", "merge", "udf_caller", "progress_callback"]
+__all__ = ["add_columns", "drop_columns", "alter_columns", "merge", "udf_caller"]
 
 _ALTER_KEYS = {"path", "name", "nullable", "data_type"}
-
-
-def progress_callback(progress: Any, stage: str) -> Optional[Callable[[int, int], None]]:
-    """``progress``: None, True (a line on stderr) or a callable getting
-    ``{"stage", "done", "total"}``; as a ``(done, total)`` function."""
-    if progress is None or progress is False:
-        return None
-    if progress is True:
-        def line(done: int, total: int) -> None:
-            end = "\n" if done == total else ""
-            print(f"\r{stage}: {done}/{total} fragments", end=end, file=sys.stderr, flush=True)
-        return line
-    if not callable(progress):
-        raise InvalidInputError(f"progress must be a callable or True, not {type(progress).__name__}")
-
-    def call(done: int, total: int) -> None:
-        progress({"stage": stage, "done": done, "total": total})
-    return call
 
 
 def _is_dataframe(obj: Any) -> bool:
@@ -127,7 +109,7 @@ def add_columns(ds: Any, transforms: Any, read_columns: Optional[List[str]] = No
         if isinstance(read_columns, str):
             raise TypeError("read_columns must be a list of column names, not a string")
         read_columns = [str(c) for c in read_columns]
-    cb = progress_callback(progress, "add_columns")
+    cb = progress_callback(progress)
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
     if isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms):

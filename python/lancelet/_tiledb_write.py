@@ -1,5 +1,5 @@
-"""Writing TileDB arrays (format version 22): ``create_array`` and
-``write``, re-exported by :mod:`lancelet.tiledb`.
+"""Writing TileDB arrays (format version 22): ``create_array``, ``write``
+and ``delete``, re-exported by :mod:`lancelet.tiledb`.
 
 This module only converts arguments: schema objects become plain dicts
 whose domains, tile extents and fill values are already the stored bytes
@@ -18,7 +18,7 @@ import lancelet.tiledb as _t
 from lancelet import _native
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 
-__all__ = ["create_array", "write"]
+__all__ = ["create_array", "write", "delete"]
 
 _NP_TYPES = {
     "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
@@ -93,6 +93,13 @@ def _type_of(dtype: Any) -> tuple:
     if nd.subdtype is not None:
         inner, n = _type_of(nd.subdtype[0])
         return inner, int(np.prod(nd.subdtype[1]))
+    if nd.names:
+        # tiledb-py's structured dtypes ("i4,i4"): n values of one type.
+        kinds = {nd.fields[f][0] for f in nd.names}
+        if len(kinds) != 1:
+            raise InvalidInputError(f"structured dtype {nd} mixes types; TileDB cells hold one type")
+        inner, n = _type_of(kinds.pop())
+        return inner, len(nd.names)
     return _type_of(pa.from_numpy_dtype(nd))
 
 
@@ -323,3 +330,15 @@ def write(uri: str, data: Any, *, subarray: Any = None, timestamp: Optional[int]
 def open_schema(uri: str, storage_options: Optional[dict]) -> Any:
     """The array opened at the start of time: its schema without fragments."""
     return _t.open_array(uri, timestamp=(0, 0), storage_options=storage_options)
+
+
+def delete(uri: str, filter: str, *, timestamp: Optional[int] = None,
+           storage_options: Optional[dict] = None) -> None:
+    """Delete the cells of a sparse array matching ``filter`` (lancelet SQL:
+    comparisons of a dimension or attribute with a constant, ``BETWEEN``,
+    ``IN``, combined with AND/OR/NOT) as of ``timestamp`` (default now):
+    writes a ``.del`` commit holding the negated condition, as TileDB does;
+    readers drop older cells it matches."""
+    if not isinstance(filter, str) or not filter.strip():
+        raise InvalidInputError("delete needs a filter (lancelet SQL)")
+    _native.tiledb_delete(str(uri), filter, _timestamp(timestamp), _opts(storage_options))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 import pyarrow as pa
 
 from lancelet import _args, _native
+from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 _storage_options = _args.storage_options
 
@@ -465,7 +466,9 @@ class Dataset:
         ``conflict_retries``/``retry_timeout`` bound re-runs after a
         concurrent commit changed the rows read (see :meth:`delete`);
         ``progress`` is a callable receiving ``{"stage", "done", "total"}``
-        per fragment scanned, or ``True`` for a line on stderr."""
+        per fragment scanned, or ``True`` for a line on stderr; an exception
+        it raises aborts the update (nothing committed) and propagates
+        unchanged."""
         if not isinstance(updates, dict):
             raise InvalidInputError(f"updates must be a dict of column name -> SQL expression, got {type(updates).__name__}")
         pairs = []
@@ -476,7 +479,7 @@ class Dataset:
         if where is not None and not isinstance(where, str):
             raise UnsupportedError("update predicates must be SQL strings")
         native_ds, n = _native.dataset_update(self._native, pairs, where, *_retry_args(conflict_retries, retry_timeout),
-                                              _progress(progress))
+                                              progress_callback(progress))
         self._become(native_ds)
         return {"num_rows_updated": n}
 
@@ -567,7 +570,10 @@ class Dataset:
         files younger than 7 days stay unless ``delete_unverified``. With a
         tagged version in range and ``error_if_tagged_old_versions``, nothing
         is removed and :class:`~lancelet.exceptions.InvalidInputError` names
-        the tags."""
+        the tags. ``progress``: ``True`` or a callable getting ``{"stage",
+        "done", "total"}`` (``read`` per manifest, ``delete`` per file); an
+        exception it raises stops the cleanup and propagates unchanged
+        (before the first ``delete`` report nothing is removed)."""
         from lancelet.optimize import cleanup_old_versions
 
         return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
@@ -599,25 +605,6 @@ def _retry_args(conflict_retries: Any, retry_timeout: Any) -> Tuple[int, float]:
     if not seconds >= 0:
         raise InvalidInputError(f"retry_timeout must not be negative, got {retry_timeout!r}")
     return min(conflict_retries, 2**32 - 1), seconds
-
-
-def _progress(progress: Any) -> Any:
-    """The native progress callback ``(stage, done, total)`` for a user's
-    ``progress`` argument: a callable getting ``{"stage", "done", "total"}``,
-    ``True`` for a progress line on stderr, or ``None``/``False``."""
-    if progress is None or progress is False:
-        return None
-    if progress is True:
-        import sys
-
-        def show(stage: str, done: int, total: int) -> None:
-            end = "\n" if done >= total else ""
-            sys.stderr.write(f"\rlancelet {stage}: {done}/{total}{end}")
-            sys.stderr.flush()
-        return show
-    if not callable(progress):
-        raise InvalidInputError(f"progress must be a callable or True, got {type(progress).__name__}")
-    return lambda stage, done, total: progress({"stage": stage, "done": done, "total": total})
 
 
 def _stream(data: Any, schema: Optional[pa.Schema] = None, convert_schema: Optional[pa.Schema] = None) -> Any:

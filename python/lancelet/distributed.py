@@ -141,8 +141,11 @@ class AddColumnsPlan:
         """Every data file of this job starts with this."""
         return f"{self.job_id}-"
 
-    def _cols(self) -> Optional[List[str]]:
-        return None if self.read_columns is None else list(self.read_columns)
+    def _job(self) -> Any:
+        """The native description of this job (what every task and the commit share)."""
+        cols = None if self.read_columns is None else list(self.read_columns)
+        return _native.ColumnsJob(self.uri, self.read_version, self.schema, cols, self.batch_size, self.file_prefix,
+                                  self.storage_options)
 
     def write(self, fragment_id: int, func: Callable[[pa.RecordBatch], Any]) -> bytes:
         """Compute the new columns of one fragment with ``func`` (called with
@@ -152,8 +155,7 @@ class AddColumnsPlan:
         from lancelet._evolve import udf_caller
 
         so = self.storage_options
-        staged = bytes(_native.columns_job_write(self.uri, self.read_version, self.schema, int(fragment_id),
-                                                 udf_caller(func), self._cols(), self.batch_size, self.file_prefix, so))
+        staged = bytes(self._job().write(int(fragment_id), udf_caller(func)))
         if _native.staged_job_closed(self.uri, self.file_prefix, so):
             names = [n for n in _native.staged_file_names([staged]) if n.startswith(self.file_prefix)]
             _native.staged_remove_files(self.uri, names, so)
@@ -166,8 +168,7 @@ class AddColumnsPlan:
         once) as one new version, then remove this job's unused files."""
         frags = [bytes(f) for f in staged]
         so = self.storage_options
-        native_ds = _native.columns_job_commit(self.uri, self.read_version, self.schema, frags, self._cols(),
-                                               self.batch_size, self.file_prefix, so)
+        native_ds = self._job().commit(frags)
         _native.staged_close_job(self.uri, self.file_prefix, so)
         _native.staged_cleanup(self.uri, self.file_prefix, _native.staged_file_names(frags), so)
         return Dataset(self.uri, storage_options=so, _native_ds=native_ds)
@@ -200,6 +201,6 @@ def plan_add_columns(uri: Any, schema: pa.Schema, read_columns: Optional[Sequenc
     cols = None if read_columns is None else tuple(str(c) for c in read_columns)
     job_id = secrets.token_hex(6)
     bs = None if batch_size is None else int(batch_size)
-    ids = _native.columns_job_fragments(uri, rv, schema, None if cols is None else list(cols), bs, f"{job_id}-", so)
+    ids = _native.ColumnsJob(uri, rv, schema, None if cols is None else list(cols), bs, f"{job_id}-", so).fragment_ids()
     return AddColumnsPlan(uri=uri, read_version=rv, schema=schema, read_columns=cols, batch_size=bs, job_id=job_id,
                           fragment_ids=tuple(ids), storage_options=so)

@@ -22,6 +22,7 @@ import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from lancelet import _native
+from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
@@ -68,8 +69,11 @@ class IndexDescription:
         return len(self.segments)
 
     @property
-    def total_size_bytes(self) -> int:
-        return sum(s.size_bytes or 0 for s in self.segments)
+    def total_size_bytes(self) -> Optional[int]:
+        """Bytes of every segment's files (None when no segment lists its
+        files, as for ``__lance_frag_reuse``)."""
+        sizes = [s.size_bytes for s in self.segments if s.size_bytes is not None]
+        return sum(sizes) if sizes else None
 
 
 def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optional[str] = None, *,
@@ -78,7 +82,10 @@ def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optio
     new version). ``index_type``: ``"BTREE"``, ``"BITMAP"`` or
     ``"LABEL_LIST"``; ``name`` defaults to ``f"{column}_idx"``; an existing
     index of that name is replaced unless ``replace=False``
-    (:class:`~lancelet.exceptions.AlreadyExistsError`)."""
+    (:class:`~lancelet.exceptions.AlreadyExistsError`). ``progress``: True
+    or a callable getting ``{"stage", "done", "total"}`` (stages
+    ``load_data`` in rows, then ``build``); an exception it raises aborts
+    the build and propagates (nothing committed)."""
     if not isinstance(column, str):
         if isinstance(column, (list, tuple)) and len(column) == 1 and isinstance(column[0], str):
             column = column[0]
@@ -91,10 +98,9 @@ def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optio
     for k, v in kwargs.items():
         if v is not None:
             raise InvalidInputError(f"create_scalar_index does not take {k!r} for {index_type} indices")
-    native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace))
+    native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace),
+                                                  progress_callback(progress))
     ds._become(native)
-    if progress is not None and hasattr(progress, "update"):
-        progress.update(1)
     return ds
 
 
@@ -115,12 +121,11 @@ def list_indices(ds: "Dataset") -> List[Dict[str, Any]]:
 
 
 def describe_indices(ds: "Dataset") -> List[IndexDescription]:
-    """One description per index name (system indices left out)."""
+    """One description per index name, system indices (``__lance_frag_reuse``,
+    after a deferred remap) included, as pylance 14 lists them."""
     by_name: Dict[str, IndexDescription] = {}
     for (name, type_name, uuid, fields, field_ids, version, frags, _base, type_url, index_version, created_at,
          files, rows) in _rows(ds):
-        if name.startswith("__"):
-            continue
         seg = IndexSegmentDescription(
             uuid=uuid, fragment_ids=FragmentIds(frags), dataset_version_at_last_update=version,
             index_version=index_version,

@@ -249,7 +249,9 @@ class DatasetOptimizer:
         (1048576 rows, materialize deletions above 10%). The dataset moves
         to the new version; nothing is committed when there is nothing to
         do. ``progress``: ``True`` or a callable getting
-        ``{"stage", "done", "total"}`` per task."""
+        ``{"stage", "done", "total"}`` per task; an exception it raises
+        aborts the compaction (nothing committed, new files removed) and
+        propagates unchanged (docs/errors.md)."""
         options = dict(target_rows_per_fragment=target_rows_per_fragment, max_bytes_per_file=max_bytes_per_file,
                        materialize_deletions=materialize_deletions,
                        materialize_deletions_threshold=materialize_deletions_threshold,

@@ -22,6 +22,7 @@ __all__ = [
     "open_array",
     "create_array",
     "write",
+    "delete",
     "to_lance",
     "TileDBArray",
     "FragmentInfo",
@@ -410,16 +411,26 @@ class TileDBArray:
         *,
         dims: bool = True,
         order: Optional[str] = None,
+        filter: Optional[str] = None,
     ) -> pa.Table:
         """Read cells as a ``pyarrow.Table``: dimensions (if ``dims``), then
         attributes. ``subarray``: per dimension None, ``(lo, hi)`` or a list
         of them. ``order``: dense "C" (default) or "F"; sparse "U"
-        (default), "C" or "F"."""
+        (default), "C" or "F". ``filter``: lancelet SQL over dimensions and
+        attributes; only matching cells are returned, and tiles whose
+        statistics rule the filter out are not read."""
         if isinstance(attrs, str):
             attrs = [attrs]
         sub = _subarray(subarray, self.schema.ndim)
-        stream = self._native.read(sub, list(attrs) if attrs is not None else None, dims, order)
+        stream = self._native.read(sub, list(attrs) if attrs is not None else None, dims, order, filter)
         return pa.table(pa.RecordBatchReader.from_stream(stream))
+
+    def explain(self, subarray: Any = None, filter: Optional[str] = None) -> dict:
+        """What a read of ``subarray`` with ``filter`` involves, from the
+        fragment metadata alone: ``{"fragments", "tiles_total",
+        "tiles_read"}`` (data tiles; read = left after R-tree, space-tile
+        and min/max pruning)."""
+        return dict(self._native.explain(_subarray(subarray, self.schema.ndim), filter))
 
     def __enter__(self) -> "TileDBArray":
         return self
@@ -449,6 +460,6 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
 
 
-# Writing (create_array, write) lives in its own module.
-from lancelet._tiledb_write import create_array, write  # noqa: E402
+# Writing (create_array, write, delete) lives in its own module.
+from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
 from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

@@ -187,18 +187,7 @@ impl NativeDataset {
         row_range: Option<(u64, u64)>,
         use_scalar_index: bool,
     ) -> PyResult<ArrowStream> {
-        let opts = ScanOptions {
-            columns,
-            limit,
-            offset,
-            with_row_id,
-            with_row_address,
-            batch_size,
-            fragments,
-            filter: None,
-            row_range: row_range.map(|(s, e)| s..e),
-            disable_scalar_index: !use_scalar_index,
-        };
+        let opts = scan_options(columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, row_range, use_scalar_index);
         let stream = py.detach(|| guard(|| self.scanner(opts, filter)?.stream())).py_err()?;
         Ok(ArrowStream::new(Box::new(StreamReader { schema: stream.schema(), inner: stream })))
     }
@@ -220,18 +209,7 @@ impl NativeDataset {
         row_range: Option<(u64, u64)>,
         use_scalar_index: bool,
     ) -> PyResult<ArrowStream> {
-        let opts = ScanOptions {
-            columns,
-            limit,
-            offset,
-            with_row_id,
-            with_row_address,
-            batch_size,
-            fragments,
-            filter: None,
-            row_range: row_range.map(|(s, e)| s..e),
-            disable_scalar_index: !use_scalar_index,
-        };
+        let opts = scan_options(columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, row_range, use_scalar_index);
         let (schema, batches) = py
             .detach(|| {
                 guard(|| {
@@ -294,6 +272,33 @@ impl NativeDataset {
     /// Plan a scan of this version, with the SQL filter parsed in.
     fn scanner(&self, opts: ScanOptions, filter: Option<String>) -> lancelet::Result<Scanner> {
         Scanner::new(self.inner.clone(), with_filter(&self.inner, opts, filter)?)
+    }
+}
+
+/// The options of `scan` / `scan_all` (the filter is planned separately).
+#[allow(clippy::too_many_arguments)]
+fn scan_options(
+    columns: Option<Vec<String>>,
+    limit: Option<u64>,
+    offset: u64,
+    with_row_id: bool,
+    with_row_address: bool,
+    batch_size: Option<usize>,
+    fragments: Option<Vec<u64>>,
+    row_range: Option<(u64, u64)>,
+    use_scalar_index: bool,
+) -> ScanOptions {
+    ScanOptions {
+        columns,
+        limit,
+        offset,
+        with_row_id,
+        with_row_address,
+        batch_size,
+        fragments,
+        filter: None,
+        row_range: row_range.map(|(s, e)| s..e),
+        disable_scalar_index: !use_scalar_index,
     }
 }
 

@@ -9,6 +9,7 @@ use lancelet::table::{ScanOptions, Scanner};
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
 
+use crate::callback;
 use crate::dataset::NativeDataset;
 use crate::errors::{guard, IntoPy};
 
@@ -22,7 +23,7 @@ type IndexRow = (
 
 /// Build (or with `replace`, rebuild) a scalar index.
 #[pyfunction]
-#[pyo3(signature = (ds, column, index_type, name=None, replace=true))]
+#[pyo3(signature = (ds, column, index_type, name=None, replace=true, progress=None))]
 fn dataset_create_scalar_index(
     py: Python<'_>,
     ds: &NativeDataset,
@@ -30,9 +31,10 @@ fn dataset_create_scalar_index(
     index_type: String,
     name: Option<String>,
     replace: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    let out = py.detach(move || guard(move || ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace))).py_err()?;
+    let out = callback::run(py, |raised| ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace, &callback::progress(progress, raised)))?;
     Ok(NativeDataset { inner: Arc::new(out) })
 }
 

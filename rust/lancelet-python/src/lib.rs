@@ -4,6 +4,7 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+mod callback;
 mod dataset;
 mod errors;
 mod evolve;

@@ -8,12 +8,12 @@ use std::time::Duration;
 use lancelet::table::ops::retry::RetryPolicy;
 use lancelet::table::ops::merge_insert::{self, MergeInsertParams, WhenMatched, WhenNotMatchedBySource};
 use lancelet::table::ops::update::{self, UpdateParams};
-use lancelet::table::ops::Progress;
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
 
+use crate::callback;
 use crate::dataset::NativeDataset;
-use crate::errors::{guard, IntoPy};
+use crate::errors::IntoPy;
 
 /// The re-run policy from `conflict_retries` and `retry_timeout` (seconds).
 pub fn retry_policy(conflict_retries: u32, retry_timeout: f64) -> PyResult<RetryPolicy> {
@@ -21,20 +21,6 @@ pub fn retry_policy(conflict_retries: u32, retry_timeout: f64) -> PyResult<Retry
         return Err(lancelet::Error::invalid_input(format!("retry_timeout must be a non-negative duration, got {retry_timeout} s"))).py_err();
     }
     Ok(RetryPolicy { conflict_retries, retry_timeout: Duration::from_secs_f64(retry_timeout) })
-}
-
-/// A progress callback calling `callback(stage, done, total)` with the GIL
-/// held; an exception it raises aborts the operation.
-pub fn progress(callback: Option<Py<PyAny>>) -> Option<Progress> {
-    let callback = callback?;
-    Some(Arc::new(move |stage: &str, done: u64, total: u64| {
-        Python::attach(|py| {
-            callback
-                .call1(py, (stage, done, total))
-                .map(|_| ())
-                .map_err(|e| lancelet::Error::invalid_input(format!("the progress callback raised {e}")))
-        })
-    }))
 }
 
 /// Update rows: `(new dataset, rows updated)`.
@@ -49,9 +35,12 @@ fn dataset_update(
     retry_timeout: f64,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(NativeDataset, u64)> {
-    let params = UpdateParams { updates, predicate, policy: retry_policy(conflict_retries, retry_timeout)?, hook: None, progress: self::progress(progress) };
+    let policy = retry_policy(conflict_retries, retry_timeout)?;
     let inner = ds.inner.clone();
-    let (out, n) = py.detach(move || guard(move || update::update(&inner, &params))).py_err()?;
+    let (out, n) = callback::run(py, |raised| {
+        let params = UpdateParams { updates, predicate, policy, hook: None, progress: callback::progress(progress, raised) };
+        update::update(&inner, &params)
+    })?;
     Ok((NativeDataset { inner: Arc::new(out) }, n))
 }
 
@@ -82,28 +71,25 @@ fn dataset_merge_insert(
     };
     let when_not_matched_by_source =
         if by_source_delete { WhenNotMatchedBySource::Delete { condition: by_source_condition } } else { WhenNotMatchedBySource::Keep };
-    let params = MergeInsertParams {
-        on,
-        when_matched,
-        insert_not_matched: insert,
-        when_not_matched_by_source,
-        policy: retry_policy(conflict_retries, retry_timeout)?,
-        hook: None,
-        progress: self::progress(progress),
-    };
+    let policy = retry_policy(conflict_retries, retry_timeout)?;
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let inner = ds.inner.clone();
-    let (out, stats) = py
-        .detach(move || {
-            guard(move || {
-                let batches = reader
-                    .map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the merge_insert source: {e}"))))
-                    .collect::<lancelet::Result<Vec<_>>>()?;
-                merge_insert::merge_insert(&inner, schema, batches, &params)
-            })
-        })
-        .py_err()?;
+    let (out, stats) = callback::run(py, |raised| {
+        let params = MergeInsertParams {
+            on,
+            when_matched,
+            insert_not_matched: insert,
+            when_not_matched_by_source,
+            policy,
+            hook: None,
+            progress: callback::progress(progress, raised),
+        };
+        let batches = reader
+            .map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the merge_insert source: {e}"))))
+            .collect::<lancelet::Result<Vec<_>>>()?;
+        merge_insert::merge_insert(&inner, schema, batches, &params)
+    })?;
     Ok((NativeDataset { inner: Arc::new(out) }, (stats.inserted, stats.updated, stats.deleted)))
 }
 

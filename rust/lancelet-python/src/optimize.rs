@@ -14,9 +14,10 @@ use lancelet::table::cleanup::{self, CleanupPolicy};
 use lancelet::table::optimize::{self, decode_fragments, encode_fragments, CompactionMetrics, CompactionOptions, CompactionTask, RewriteResult};
 use lancelet::table::{Dataset, VersionRef};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 use pyo3::wrap_pyfunction;
 
+use crate::callback;
 use crate::dataset::NativeDataset;
 use crate::errors::{guard, IntoPy};
 
@@ -35,22 +36,6 @@ fn options(ds: &Dataset, given: &HashMap<String, String>) -> lancelet::Result<Co
         o.set(k, v)?;
     }
     o.validated()
-}
-
-/// A progress callback as a core `Progress`: `cb({"stage", "done", "total"})`
-/// (the Python layer makes sure it never raises).
-fn progress_fn(cb: Option<Py<PyAny>>) -> impl Fn(&str, u64, u64) + Send + Sync {
-    move |stage: &str, done: u64, total: u64| {
-        if let Some(cb) = &cb {
-            Python::attach(|py| {
-                let d = PyDict::new(py);
-                let _ = d.set_item("stage", stage);
-                let _ = d.set_item("done", done);
-                let _ = d.set_item("total", total);
-                let _ = cb.call1(py, (d,));
-            });
-        }
-    }
 }
 
 fn at_version(ds: &Arc<Dataset>, version: u64) -> lancelet::Result<Arc<Dataset>> {
@@ -146,15 +131,10 @@ fn compaction_commit(py: Python<'_>, ds: &NativeDataset, results: Vec<ResultRow>
 #[pyo3(signature = (ds, given, progress=None))]
 fn compact_files(py: Python<'_>, ds: &NativeDataset, given: HashMap<String, String>, progress: Option<Py<PyAny>>) -> PyResult<(NativeDataset, MetricsRow)> {
     let inner = ds.inner.clone();
-    let report = progress_fn(progress);
-    let (out, m) = py
-        .detach(move || {
-            guard(move || {
-                let o = options(&inner, &given)?;
-                optimize::compact_files(&inner, &o, None, &report)
-            })
-        })
-        .py_err()?;
+    let (out, m) = callback::run(py, |raised| {
+        let o = options(&inner, &given)?;
+        optimize::compact_files(&inner, &o, None, &callback::progress(progress, raised))
+    })?;
     Ok((NativeDataset { inner: Arc::new(out) }, metrics_row(&m)))
 }
 
@@ -179,10 +159,7 @@ fn cleanup_old_versions(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(u64, u64, u64, u64, u64, u64)> {
     let inner = ds.inner.clone();
-    let report = progress_fn(progress);
-    let s = py
-        .detach(move || {
-            guard(move || {
+    let s = callback::run(py, |raised| {
                 let before_timestamp = older_than_micros.map(|us| {
                     let now = SystemTime::now();
                     if us >= 0 {
@@ -193,10 +170,8 @@ fn cleanup_old_versions(
                 });
                 let before_version = retain_versions.map(|n| cleanup::retain_versions_bound(&inner, n)).transpose()?;
                 let policy = CleanupPolicy { before_timestamp, before_version, delete_unverified, error_if_tagged_old_versions };
-                cleanup::cleanup_old_versions(&inner, &policy, &report)
-            })
-        })
-        .py_err()?;
+                cleanup::cleanup_old_versions(&inner, &policy, &callback::progress(progress, raised))
+    })?;
     Ok((s.bytes_removed, s.old_versions, s.data_files_removed, s.transaction_files_removed, s.deletion_files_removed, s.index_files_removed))
 }
 

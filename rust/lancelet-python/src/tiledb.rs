@@ -238,32 +238,53 @@ impl NativeTileDBArray {
     }
 
     /// Read into an Arrow stream (one batch).
-    #[pyo3(signature = (subarray=None, attrs=None, dims=true, order=None))]
-    fn read(&self, py: Python<'_>, subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>, attrs: Option<Vec<String>>, dims: bool, order: Option<String>) -> PyResult<ArrowStream> {
-        let order = match order.as_deref() {
-            None | Some("U") => Order::Unordered,
-            Some("C") => Order::RowMajor,
-            Some("F") => Order::ColMajor,
-            Some(o) => return Err(crate::errors::to_py(lancelet::Error::invalid_input(format!("order {o:?} (use 'C', 'F' or 'U')")))),
-        };
-        let mut sub = Vec::new();
-        for dim in subarray.unwrap_or_default() {
-            match dim {
-                None => sub.push(None),
-                Some(ranges) => {
-                    let mut rs = Vec::new();
-                    for (lo, hi) in ranges {
-                        rs.push((bound_from_py(&lo)?.0, bound_from_py(&hi)?.0));
-                    }
-                    sub.push(Some(rs));
-                }
-            }
-        }
-        let opts = ReadOptions { subarray: sub, attrs, dims, order };
+    #[pyo3(signature = (subarray=None, attrs=None, dims=true, order=None, filter=None))]
+    fn read(&self, py: Python<'_>, subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>, attrs: Option<Vec<String>>, dims: bool, order: Option<String>, filter: Option<String>) -> PyResult<ArrowStream> {
+        let opts = ReadOptions { subarray: subarray_arg(subarray)?, attrs, dims, order: order_arg(order.as_deref())?, filter };
         let inner = self.inner.clone();
         let batch = py.detach(|| guard(|| inner.read(&opts))).py_err()?;
         Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
     }
+
+    /// Fragments, data tiles and tiles left after pruning for a read.
+    #[pyo3(signature = (subarray=None, filter=None))]
+    fn explain<'py>(&self, py: Python<'py>, subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>, filter: Option<String>) -> PyResult<Bound<'py, PyDict>> {
+        let sub = subarray_arg(subarray)?;
+        let inner = self.inner.clone();
+        let c = py.detach(|| guard(|| inner.explain(&sub, filter.as_deref()))).py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("fragments", c.fragments)?;
+        d.set_item("tiles_total", c.tiles_total)?;
+        d.set_item("tiles_read", c.tiles_read)?;
+        Ok(d)
+    }
+}
+
+fn order_arg(order: Option<&str>) -> PyResult<Order> {
+    Ok(match order {
+        None | Some("U") => Order::Unordered,
+        Some("C") => Order::RowMajor,
+        Some("F") => Order::ColMajor,
+        Some(o) => return Err(crate::errors::to_py(lancelet::Error::invalid_input(format!("order {o:?} (use 'C', 'F' or 'U')")))),
+    })
+}
+
+#[allow(clippy::type_complexity)]
+fn subarray_arg(subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>) -> PyResult<Vec<Option<lancelet::tiledb::DimRanges>>> {
+    let mut sub = Vec::new();
+    for dim in subarray.unwrap_or_default() {
+        match dim {
+            None => sub.push(None),
+            Some(ranges) => {
+                let mut rs = Vec::new();
+                for (lo, hi) in ranges {
+                    rs.push((bound_from_py(&lo)?.0, bound_from_py(&hi)?.0));
+                }
+                sub.push(Some(rs));
+            }
+        }
+    }
+    Ok(sub)
 }
 
 /// Register the TileDB classes.

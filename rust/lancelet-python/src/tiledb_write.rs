@@ -204,6 +204,14 @@ fn tiledb_write<'py>(
     Ok(d)
 }
 
+/// Write a delete commit; returns its file name.
+#[pyfunction]
+#[pyo3(signature = (uri, filter, timestamp=None, storage_options=None))]
+fn tiledb_delete(py: Python<'_>, uri: String, filter: String, timestamp: Option<u64>, storage_options: Option<StorageOptions>) -> PyResult<String> {
+    let opts = storage_options.unwrap_or_default();
+    py.detach(|| guard(|| write::delete(&uri, &opts, &filter, timestamp))).py_err()
+}
+
 /// Make the next write on this thread fail at a named point (tests).
 #[pyfunction]
 #[pyo3(signature = (point=None))]
@@ -216,6 +224,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tiledb_create_array, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_schema_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_write, m)?)?;
+    m.add_function(wrap_pyfunction!(tiledb_delete, m)?)?;
     m.add_function(wrap_pyfunction!(_tiledb_fail_point, m)?)?;
     Ok(())
 }

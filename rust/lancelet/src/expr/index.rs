@@ -431,12 +431,15 @@ impl IndexedFilter {
                 let leaf = &self.leaves[*l];
                 let Some(k) = leaf.segment(frag) else { return Ok(Sel::unknown()) };
                 let seg = &leaf.segments[k];
-                let t = seg.offsets(ds, i, leaf.rows(k, false)?.as_ref())?;
-                if !negated {
-                    Sel::exact(t)
-                } else {
-                    let nulls = seg.offsets(ds, i, leaf.rows(k, true)?.as_ref())?;
-                    Sel::exact(Self::all(rows) - t - nulls)
+                let found = leaf.rows(k, false)?;
+                let nulls = if negated { Some(leaf.rows(k, true)?) } else { None };
+                if seg.is_stale() {
+                    return Ok(Sel::unknown());
+                }
+                let t = seg.offsets(ds, i, found.as_ref())?;
+                match nulls {
+                    None => Sel::exact(t),
+                    Some(n) => Sel::exact(Self::all(rows) - t - seg.offsets(ds, i, n.as_ref())?),
                 }
             }
             Node::And(a, b) => {

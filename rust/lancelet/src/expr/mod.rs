@@ -42,8 +42,8 @@ mod eval;
 pub mod functions;
 pub mod index;
 mod inlist;
-mod parse;
-mod plan;
+pub(crate) mod parse;
+pub(crate) mod plan;
 mod prune;
 mod value;
 

@@ -109,6 +109,25 @@ impl Expr {
         matches!(self.kind, Kind::Literal(_))
     }
 
+    /// The direct sub-expressions, in order.
+    fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            Kind::Column { .. } | Kind::Literal(_) => Vec::new(),
+            Kind::Cast(e)
+            | Kind::Neg(e)
+            | Kind::Not(e)
+            | Kind::IsNull(e)
+            | Kind::IsNotNull(e)
+            | Kind::Test(_, e)
+            | Kind::Func(_, e)
+            | Kind::InList { expr: e, .. }
+            | Kind::ArrayHas { list: e, .. } => vec![e],
+            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) | Kind::Like { expr: a, pattern: b, .. } => vec![a, b],
+            Kind::And(terms) | Kind::Or(terms) => terms.iter().collect(),
+            Kind::Call(c) => c.args.iter().collect(),
+        }
+    }
+
     /// Top-level columns read, in first-use order.
     pub fn columns(&self, out: &mut Vec<String>) {
         match &self.kind {
@@ -117,26 +136,7 @@ impl Expr {
                     out.push(name.clone())
                 }
             }
-            Kind::Literal(_) => {}
-            Kind::Cast(e)
-            | Kind::Neg(e)
-            | Kind::Not(e)
-            | Kind::IsNull(e)
-            | Kind::IsNotNull(e)
-            | Kind::Test(_, e)
-            | Kind::Func(_, e)
-            | Kind::InList { expr: e, .. } => e.columns(out),
-            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => {
-                a.columns(out);
-                b.columns(out);
-            }
-            Kind::And(terms) | Kind::Or(terms) => terms.iter().for_each(|t| t.columns(out)),
-            Kind::Like { expr, pattern, .. } => {
-                expr.columns(out);
-                pattern.columns(out);
-            }
-            Kind::Call(c) => c.args.iter().for_each(|a| a.columns(out)),
-            Kind::ArrayHas { list, .. } => list.columns(out),
+            _ => self.children().into_iter().for_each(|c| c.columns(out)),
         }
     }
 
@@ -149,45 +149,14 @@ impl Expr {
                     out.push(c);
                 }
             }
-            Kind::Literal(_) => {}
-            Kind::Cast(e)
-            | Kind::Neg(e)
-            | Kind::Not(e)
-            | Kind::IsNull(e)
-            | Kind::IsNotNull(e)
-            | Kind::Test(_, e)
-            | Kind::Func(_, e)
-            | Kind::InList { expr: e, .. } => e.column_paths(out),
-            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => {
-                a.column_paths(out);
-                b.column_paths(out);
-            }
-            Kind::And(terms) | Kind::Or(terms) => terms.iter().for_each(|t| t.column_paths(out)),
-            Kind::Like { expr, pattern, .. } => {
-                expr.column_paths(out);
-                pattern.column_paths(out);
-            }
-            Kind::Call(c) => c.args.iter().for_each(|a| a.column_paths(out)),
-            Kind::ArrayHas { list, .. } => list.column_paths(out),
+            _ => self.children().into_iter().for_each(|c| c.column_paths(out)),
         }
     }
 
     fn children_literal(&self) -> bool {
         match &self.kind {
             Kind::Column { .. } | Kind::Literal(_) => false,
-            Kind::Cast(e)
-            | Kind::Neg(e)
-            | Kind::Not(e)
-            | Kind::IsNull(e)
-            | Kind::IsNotNull(e)
-            | Kind::Test(_, e)
-            | Kind::Func(_, e)
-            | Kind::InList { expr: e, .. } => e.is_literal(),
-            Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => a.is_literal() && b.is_literal(),
-            Kind::And(terms) | Kind::Or(terms) => terms.iter().all(Expr::is_literal),
-            Kind::Like { expr, pattern, .. } => expr.is_literal() && pattern.is_literal(),
-            Kind::Call(c) => c.args.iter().all(Expr::is_literal),
-            Kind::ArrayHas { list, .. } => list.is_literal(),
+            _ => self.children().into_iter().all(Expr::is_literal),
         }
     }
 }

@@ -186,6 +186,15 @@ impl FragReuse {
     }
 }
 
+/// The reuse index among a manifest's index entries, decoded (`root`: the
+/// dataset root, where details stored in a file live).
+pub fn find(indices: &[pb::IndexMetadata], root: &Storage) -> Result<Option<FragReuse>> {
+    let Some(entry) = indices.iter().find(|m| m.name == NAME) else { return Ok(None) };
+    let details = entry.index_details.as_ref().ok_or_else(|| Error::corrupt("the fragment reuse index has no details"))?;
+    let uuid = entry.uuid.as_ref().map(|u| super::meta::uuid_string(&u.uuid)).unwrap_or_default();
+    Ok(Some(FragReuse::from_details(details, &root.child(&format!("{}/{uuid}", super::meta::INDICES_DIR))?)?))
+}
+
 /// The `__lance_frag_reuse` entry a compaction with `defer_index_remap`
 /// commits: `previous` (the dataset's current entry, if any) with one more
 /// version, `dataset_version`, recording `groups`; as pylance 14 writes it

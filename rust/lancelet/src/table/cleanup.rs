@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
 use crate::table::manifest::{list_versions, read_manifest, VERSIONS_DIR};
+use crate::table::ops::{report, Progress};
 
 /// Unreferenced files younger than this many days may belong to a write in
 /// progress and stay (unless `delete_unverified`).
@@ -158,9 +159,14 @@ fn kind_of(path: &str) -> Option<Kind> {
 }
 
 /// Remove old versions of `ds`'s dataset (see the module docs). `progress`
-/// hears `("read", done, total)` per manifest and `("delete", done, total)`
-/// per file.
-pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &(dyn Fn(&str, u64, u64) + Sync)) -> Result<CleanupStats> {
+/// hears `("read", done, total)` per manifest, then `("delete", 0, total)`
+/// before anything is removed and `("delete", done, total)` per file. An
+/// error it returns stops the cleanup at once: before the removal starts
+/// nothing is removed; later, the versions and files removed so far stay
+/// removed (manifests go first, so every version left is complete, and the
+/// files of removed versions a later cleanup takes once they are
+/// [`UNVERIFIED_DAYS`] old, or with `delete_unverified`).
+pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) -> Result<CleanupStats> {
     let tags = ds.tags()?;
     let tagged: HashMap<u64, Vec<&str>> = tags.iter().fold(HashMap::new(), |mut m, t| {
         m.entry(t.version).or_default().push(t.name.as_str());
@@ -172,9 +178,9 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &(dy
     let manifests = locations
         .par_iter()
         .map(|l| {
-            let r = read_refs(ds, &l.name, l.version);
-            progress("read", read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
-            r
+            let r = read_refs(ds, &l.name, l.version)?;
+            report(progress, "read", read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total)?;
+            Ok(r)
         })
         .collect::<Result<Vec<_>>>()?;
 
@@ -241,13 +247,14 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &(dy
     let mut stats = CleanupStats::default();
     let all = (old.len() + doomed.len()) as u64;
     let mut done = 0u64;
+    report(progress, "delete", 0, all)?;
     // Manifests first: a version is either complete or gone.
     for m in &old {
         ds.root().child(&format!("{VERSIONS_DIR}/{}", m.name))?.delete().or_else(ignore_missing)?;
         stats.old_versions += 1;
         stats.bytes_removed += sizes.get(&m.name).copied().unwrap_or(0);
         done += 1;
-        progress("delete", done, all);
+        report(progress, "delete", done, all)?;
     }
     for (path, size, kind) in doomed {
         ds.root().child(&path)?.delete().or_else(ignore_missing)?;
@@ -260,7 +267,7 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &(dy
             Kind::TempManifest => {}
         }
         done += 1;
-        progress("delete", done, all);
+        report(progress, "delete", done, all)?;
     }
     Ok(stats)
 }

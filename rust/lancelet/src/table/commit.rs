@@ -243,6 +243,7 @@ fn try_commit(
             &m,
             &new_ids,
             frag_reuse,
+            crate::index::frag_reuse::find(prev_indices.as_deref().unwrap_or_default(), root)?.as_ref(),
         )?;
         m.transaction_file = txn_name.clone();
         // v0.1 dictionary values stay at the positions the fields name.

@@ -10,6 +10,11 @@
 //! | Update | fields in `fields_modified` drop the updated fragments from indices on them; with stable row ids and rows rewritten, indices holding row ids (BITMAP, LABEL_LIST) on no field of `fields_for_preserving_frag_bitmap` that cover every fragment rows came from also cover the new fragments whose rows all moved there |
 //! | Merge, Project | entries whose field left the schema go |
 //! | others | unchanged |
+//!
+//! Before any of that, when the previous manifest has a
+//! `__lance_frag_reuse` index (a deferred remap), every index's bitmap is
+//! moved through it: pylance 14 does this at the first commit after a
+//! deferred compaction (the compaction's own version keeps the old bitmaps).
 
 use std::collections::HashSet;
 
@@ -17,7 +22,7 @@ use prost::Message;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
-use crate::index::frag_reuse;
+use crate::index::frag_reuse::{self, FragReuse};
 use crate::index::rowset::{fragment_bitmap_bytes, parse_fragment_bitmap};
 use crate::index::IndexKind;
 use crate::proto::table as pb;
@@ -80,7 +85,8 @@ fn all_rows_moved(f: &pb::DataFragment) -> bool {
 /// `next`: the manifest being built; `new_fragment_ids`: the ids of its
 /// fragments the previous manifest did not have, in order (a Rewrite's
 /// new fragments group by group, an Update's new ones); `frag_reuse`: the
-/// reuse index a deferred-remap Rewrite adds.
+/// reuse index a deferred-remap Rewrite adds; `prev_reuse`: the reuse
+/// index of the previous manifest, decoded.
 pub fn next_indices(
     txn: &pb::Transaction,
     prev: Option<&[pb::IndexMetadata]>,
@@ -88,9 +94,23 @@ pub fn next_indices(
     next: &pb::Manifest,
     new_fragment_ids: &[u64],
     frag_reuse: Option<&pb::IndexMetadata>,
+    prev_reuse: Option<&FragReuse>,
 ) -> Result<Vec<pb::IndexMetadata>> {
     let mut out: Vec<pb::IndexMetadata> = prev.map(<[_]>::to_vec).unwrap_or_default();
     let stable = next.reader_feature_flags & STABLE_ROW_IDS != 0;
+    // The commit after a deferred remap moves every index's coverage
+    // through the recorded compactions, as pylance 14 does (a group's old
+    // fragments, when all covered, become its new ones); untouched bitmaps
+    // keep their bytes.
+    if let Some(reuse) = prev_reuse {
+        for m in out.iter_mut().filter(|m| !is_system(m)) {
+            let b = bitmap(m)?;
+            let moved = reuse.remap_coverage(&b, false);
+            if moved != b {
+                set_bitmap(m, &moved);
+            }
+        }
+    }
     match txn.operation.as_ref() {
         Some(Operation::Overwrite(_)) => out.clear(),
         Some(Operation::Restore(_)) => out = restored.map(<[_]>::to_vec).unwrap_or_default(),
@@ -231,13 +251,13 @@ mod tests {
             operation: Some(Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed })),
             ..Default::default()
         };
-        let out = next_indices(&txn(vec![a2.clone()], vec![a.clone()]), Some(&[a.clone()]), None, &next, &[], None).unwrap();
+        let out = next_indices(&txn(vec![a2.clone()], vec![a.clone()]), Some(&[a.clone()]), None, &next, &[], None, None).unwrap();
         assert_eq!(out, vec![a2.clone()]);
-        let out = next_indices(&txn(vec![], vec![a2.clone()]), Some(&[a2.clone()]), None, &next, &[], None).unwrap();
+        let out = next_indices(&txn(vec![], vec![a2.clone()]), Some(&[a2.clone()]), None, &next, &[], None, None).unwrap();
         assert!(out.is_empty());
         // a new index on a field a concurrent Project dropped is left out
         let gone = idx("b", 3, 7, IndexKind::Bitmap, &[0]);
-        let out = next_indices(&txn(vec![gone], vec![]), Some(&[a.clone()]), None, &next, &[], None).unwrap();
+        let out = next_indices(&txn(vec![gone], vec![]), Some(&[a.clone()]), None, &next, &[], None, None).unwrap();
         assert_eq!(out, vec![a]);
     }
 
@@ -259,12 +279,24 @@ mod tests {
             ..Default::default()
         };
         let txn = pb::Transaction { operation: Some(Operation::Rewrite(rewrite)), ..Default::default() };
-        let out = next_indices(&txn, Some(&[bt, bm]), None, &next, &[5], None).unwrap();
+        let out = next_indices(&txn, Some(&[bt, bm]), None, &next, &[5], None, None).unwrap();
         assert_eq!(out[0].uuid.as_ref().unwrap().uuid, vec![9; 16]);
         assert_eq!(frags(&out[0]), vec![2, 5]);
         assert_eq!(out[0].files.len(), 1);
         // plain dataset: the bitmap index was not rewritten, so it keeps its fragments
         assert_eq!(frags(&out[1]), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn the_commit_after_a_deferred_remap_moves_bitmaps() {
+        use crate::index::frag_reuse::Group;
+        let reuse = FragReuse { versions: vec![(4, vec![Group::new(vec![(0, 10, 0), (1, 10, 0)], vec![(5, 20)], (0..10u64).chain((1 << 32)..(1 << 32) + 10).collect())])] };
+        let bt = idx("x", 1, 0, IndexKind::BTree, &[0, 1, 3]);
+        let other = idx("y", 2, 1, IndexKind::Bitmap, &[3]);
+        let append = pb::Transaction { operation: Some(Operation::Append(Default::default())), ..Default::default() };
+        let out = next_indices(&append, Some(&[bt, other.clone()]), None, &pb::Manifest::default(), &[6], None, Some(&reuse)).unwrap();
+        assert_eq!(frags(&out[0]), vec![3, 5]);
+        assert_eq!(out[1].fragment_bitmap, other.fragment_bitmap, "an untouched bitmap keeps its bytes");
     }
 
     #[test]
@@ -288,7 +320,7 @@ mod tests {
             ..Default::default()
         };
         let txn = pb::Transaction { operation: Some(Operation::Update(upd)), ..Default::default() };
-        let out = next_indices(&txn, Some(&[bt, bm, ll]), None, &next, &[3], None).unwrap();
+        let out = next_indices(&txn, Some(&[bt, bm, ll]), None, &next, &[3], None, None).unwrap();
         assert_eq!(frags(&out[0]), vec![0, 1, 2]); // BTREE holds addresses
         assert_eq!(frags(&out[1]), vec![0, 1, 2]); // its column changed
         assert_eq!(frags(&out[2]), vec![0, 1, 2, 3]);

@@ -38,6 +38,10 @@ pub struct UsableIndex {
     /// Its row sets hold stable row ids (else row addresses).
     pub keyed_by_row_id: bool,
     reuse: Option<Arc<FragReuse>>,
+    /// Fragment ids of the dataset version (to spot stale addresses).
+    present: Arc<RoaringBitmap>,
+    /// A search found addresses the index cannot hold if it were current.
+    stale: std::sync::atomic::AtomicBool,
     dir: Storage,
     opened: Mutex<Option<Arc<dyn ScalarIndex>>>,
 }
@@ -59,9 +63,27 @@ impl UsableIndex {
     pub fn search(&self, query: &IndexQuery) -> Result<RowSet> {
         let set = self.index()?.search(query)?;
         match &self.reuse {
-            Some(r) if !self.keyed_by_row_id => set.map(|a| r.remap(a), |frag| r.moves(frag as u64)),
+            Some(r) if !self.keyed_by_row_id => {
+                let set = set.map(|a| r.remap(a), |frag| r.moves(frag as u64))?;
+                // An address that lands neither in a fragment the index
+                // covers nor in any fragment of the version means the index
+                // was rewritten without the deferred moves (pylance 14's own
+                // compaction after `defer_index_remap=True` does that to
+                // BTREE indices): its answers cannot be trusted, so it is
+                // treated as covering nothing (the fragments are scanned).
+                if set.parts().any(|(hi, _)| !self.coverage.contains(hi) && !self.present.contains(hi)) {
+                    self.stale.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(set)
+            }
             _ => Ok(set),
         }
+    }
+
+    /// Whether a search showed the index holds addresses no current
+    /// fragment has (see [`Self::search`]); its answers are then unused.
+    pub fn is_stale(&self) -> bool {
+        self.stale.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The offsets of fragment `i` of `ds` in `set` (a result of this index).
@@ -138,6 +160,7 @@ impl DatasetIndices {
             None => None,
         };
         let stable = ds.has_stable_row_ids();
+        let present: Arc<RoaringBitmap> = Arc::new(ds.fragments().iter().filter_map(|f| u32::try_from(f.id).ok()).collect());
         let mut out = Vec::new();
         for info in infos {
             let Some(kind) = info.kind else { continue };
@@ -158,6 +181,8 @@ impl DatasetIndices {
                 coverage,
                 keyed_by_row_id,
                 reuse: reuse.clone(),
+                present: present.clone(),
+                stale: std::sync::atomic::AtomicBool::new(false),
                 dir,
                 opened: Mutex::new(None),
                 info,

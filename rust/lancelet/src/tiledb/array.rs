@@ -14,6 +14,7 @@
 //! its `[t1, t2]` lies inside the open range. Fragments apply in order of
 //! `t1`.
 
+use super::conditions::DeleteCondition;
 use super::fragment::{FragmentMeta, TimestampedName};
 use super::schema::ArraySchema;
 use crate::error::{Error, Result};
@@ -29,6 +30,8 @@ pub struct TileDbArray {
     pub fragments: Vec<FragmentMeta>,
     /// The open range (inclusive, milliseconds).
     pub range: (u64, u64),
+    /// Delete commits whose timestamp lies in the open range, oldest first.
+    pub deletes: Vec<DeleteCondition>,
 }
 
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -45,7 +48,8 @@ fn base_name(uri: &str) -> &str {
 struct Commits {
     committed: Vec<String>,
     excluded: Vec<String>,
-    deletes: Vec<String>,
+    /// Delete/update commits in the open range: file name and tile bytes.
+    deletes: Vec<(String, bytes::Bytes)>,
 }
 
 fn read_commits(root: &Storage, range: (u64, u64)) -> Result<Commits> {
@@ -64,7 +68,7 @@ fn read_commits(root: &Storage, range: (u64, u64)) -> Result<Commits> {
             "wrt" => out.committed.push(stem.to_string()),
             "con" => {
                 let bytes = dir.child(&file)?.read_all()?;
-                parse_consolidated(&bytes, &mut out).map_err(|e| e.in_file(&format!("{}/{file}", dir.display())))?;
+                parse_consolidated(&bytes, range, &mut out).map_err(|e| e.in_file(&format!("{}/{file}", dir.display())))?;
             }
             "ign" | "vac" if overlaps((ts.t1, ts.t2), range) => {
                 let bytes = dir.child(&file)?.read_all()?;
@@ -72,14 +76,17 @@ fn read_commits(root: &Storage, range: (u64, u64)) -> Result<Commits> {
                     out.excluded.push(base_name(line).to_string());
                 }
             }
-            "del" | "upd" if overlaps((ts.t1, ts.t2), range) => out.deletes.push(file.clone()),
+            "del" | "upd" if ts.t1 >= range.0 && ts.t1 <= range.1 => {
+                let bytes = dir.child(&file)?.read_all()?;
+                out.deletes.push((file.clone(), bytes));
+            }
             _ => {}
         }
     }
     Ok(out)
 }
 
-fn parse_consolidated(b: &[u8], out: &mut Commits) -> Result<()> {
+fn parse_consolidated(b: &bytes::Bytes, range: (u64, u64), out: &mut Commits) -> Result<()> {
     let mut pos = 0;
     while pos < b.len() {
         let nl = b[pos..].iter().position(|&c| c == b'\n').ok_or_else(|| Error::corrupt("entry without newline"))?;
@@ -89,9 +96,19 @@ fn parse_consolidated(b: &[u8], out: &mut Commits) -> Result<()> {
             out.committed.push(base_name(&uri).to_string());
         } else if uri.ends_with(".del") || uri.ends_with(".upd") {
             let size = b.get(pos..pos + 8).ok_or_else(|| Error::corrupt("truncated condition size"))?;
-            let size = u64::from_le_bytes(size.try_into().unwrap_or_default()) as usize;
-            pos = pos.checked_add(8 + size).filter(|p| *p <= b.len()).ok_or_else(|| Error::corrupt("truncated condition"))?;
-            out.deletes.push(uri);
+            let size = u64::from_le_bytes(size.try_into().unwrap_or_default());
+            let end = usize::try_from(size)
+                .ok()
+                .and_then(|s| pos.checked_add(8)?.checked_add(s))
+                .filter(|p| *p <= b.len())
+                .ok_or_else(|| Error::corrupt("truncated condition"))?;
+            let tile = b.slice(pos + 8..end);
+            pos = end;
+            let name = uri.rsplit('/').next().unwrap_or(&uri).to_string();
+            let ts = TimestampedName::parse(name.split('.').next().unwrap_or(&name))?;
+            if ts.t1 >= range.0 && ts.t1 <= range.1 {
+                out.deletes.push((name, tile));
+            }
         } else {
             return Err(Error::corrupt(format!("unknown consolidated commit entry {uri:?}")));
         }
@@ -109,8 +126,17 @@ impl TileDbArray {
         let root = Storage::open_with(uri, options)?;
         let schema = Self::load_schema(&root, range)?;
         let commits = read_commits(&root, range)?;
-        if let Some(d) = commits.deletes.first() {
-            return Err(Error::unsupported(format!("delete/update conditions ({d}) in {}", root.display())));
+        let mut deletes: Vec<DeleteCondition> = Vec::new();
+        for (name, bytes) in &commits.deletes {
+            if deletes.iter().any(|d| &d.marker == name) {
+                continue; // listed by a `.con` and still present as a file
+            }
+            let path = format!("{}/__commits/{name}", root.display());
+            deletes.push(DeleteCondition::parse(name, bytes).map_err(|e| e.in_file(&path))?);
+        }
+        deletes.sort_by(|a, b| (a.timestamp, &a.marker).cmp(&(b.timestamp, &b.marker)));
+        if !deletes.is_empty() && !schema.sparse {
+            return Err(Error::corrupt(format!("delete commits in dense array {}", root.display())));
         }
         let mut names: Vec<(TimestampedName, String)> = Vec::new();
         for name in &commits.committed {
@@ -132,12 +158,16 @@ impl TileDbArray {
             let meta = FragmentMeta::parse(bytes, &name, &schema).map_err(|e| e.in_file(file.display()))?;
             let inside = ts.t1 >= range.0 && ts.t2 <= range.1;
             if !inside {
-                if meta.has_timestamps {
+                // Overlapping fragments count only with per-cell
+                // timestamps: their cells outside the range are dropped.
+                if !meta.has_timestamps {
+                    continue;
+                }
+                if meta.dense {
                     return Err(Error::unsupported(format!(
-                        "reading part of fragment {name} by its per-cell timestamps"
+                        "reading part of dense fragment {name} by its per-cell timestamps"
                     )));
                 }
-                continue;
             }
             if meta.schema_name != schema.name {
                 return Err(Error::unsupported(format!(
@@ -151,7 +181,7 @@ impl TileDbArray {
             }
             fragments.push(meta);
         }
-        Ok(TileDbArray { root, schema, fragments, range })
+        Ok(TileDbArray { root, schema, fragments, range, deletes })
     }
 
     fn load_schema(root: &Storage, range: (u64, u64)) -> Result<ArraySchema> {

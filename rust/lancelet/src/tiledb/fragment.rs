@@ -76,7 +76,25 @@ pub struct FragmentMeta {
     var_offsets: Vec<u64>,
     var_sizes: Vec<u64>,
     validity_offsets: Vec<u64>,
+    /// Offsets of the tile statistics tiles per slot (mins, maxes, sums,
+    /// null counts) and of the processed delete conditions tile.
+    stats_offsets: [Vec<u64>; 4],
+    processed_offset: Option<u64>,
     bytes: bytes::Bytes,
+}
+
+/// Per-tile statistics of one column (from the fragment metadata).
+#[derive(Debug, Clone, Default)]
+pub struct TileStats {
+    /// Min and max per tile as stored bytes (`None`: not kept for this
+    /// column).
+    pub mins: Option<Vec<Vec<u8>>>,
+    pub maxes: Option<Vec<Vec<u8>>>,
+    /// Sum per tile as stored (i64 for signed, u64 for unsigned integers,
+    /// f64 for floats), 8 bytes each.
+    pub sums: Option<Vec<[u8; 8]>>,
+    /// Null cells per tile (nullable columns).
+    pub null_counts: Option<Vec<u64>>,
 }
 
 /// Where a data tile of one column lies in its files.
@@ -163,6 +181,14 @@ impl FragmentMeta {
         let var_offsets = u64s(&mut c, slots, "var tile offsets offsets")?;
         let var_sizes = u64s(&mut c, slots, "var tile sizes offsets")?;
         let validity_offsets = u64s(&mut c, slots, "validity tile offsets offsets")?;
+        // Tile statistics (mins, maxes, sums, null counts per slot), the
+        // fragment-wide statistics and the processed conditions follow.
+        let mut stats_offsets: [Vec<u64>; 4] = Default::default();
+        for (k, what) in ["tile mins offsets", "tile maxes offsets", "tile sums offsets", "tile null counts offsets"].iter().enumerate() {
+            stats_offsets[k] = u64s(&mut c, slots, what)?;
+        }
+        c.u64("fragment statistics offset")?;
+        let processed_offset = Some(c.u64("processed conditions offset")?);
         Ok(FragmentMeta {
             name: name.to_string(),
             t1: ts.t1,
@@ -183,6 +209,8 @@ impl FragmentMeta {
             var_offsets,
             var_sizes,
             validity_offsets,
+            stats_offsets,
+            processed_offset,
             bytes,
         })
     }
@@ -241,6 +269,82 @@ impl FragmentMeta {
             leaves = level;
         }
         Ok(leaves)
+    }
+
+    fn generic(&self, offset: u64, what: &str) -> Result<Vec<u8>> {
+        let off = usize::try_from(offset).map_err(|_| Error::corrupt(format!("{what}: offset {offset}")))?;
+        Ok(read_generic_tile(&self.bytes, off).map_err(|e| e.context(what))?.0)
+    }
+
+    /// Min/max tile: `u64 fixed bytes, u64 var bytes`, the fixed buffer
+    /// (one value per tile, or for var-sized columns one u64 offset per
+    /// tile into the var buffer), the var buffer.
+    fn minmax(&self, offset: u64, tiles: usize, cell_size: Option<usize>, what: &str) -> Result<Option<Vec<Vec<u8>>>> {
+        let b = self.generic(offset, what)?;
+        let mut c = Cursor::new(&b);
+        let fixed_len = c.u64(what)? as usize;
+        let var_len = c.u64(what)? as usize;
+        let fixed = c.take(fixed_len, what)?;
+        let var = c.take(var_len, what)?;
+        if fixed_len == 0 || tiles == 0 {
+            return Ok(None);
+        }
+        match cell_size {
+            Some(w) => {
+                if fixed_len != tiles * w {
+                    return Err(Error::corrupt(format!("{what}: {fixed_len} bytes for {tiles} tiles of {w}-byte values")));
+                }
+                Ok(Some(fixed.chunks_exact(w).map(|v| v.to_vec()).collect()))
+            }
+            None => {
+                if fixed_len != tiles * 8 {
+                    return Err(Error::corrupt(format!("{what}: {fixed_len} offset bytes for {tiles} tiles")));
+                }
+                let offs: Vec<u64> = (0..tiles).map(|i| super::cursor::u64_at(fixed, i)).collect();
+                let mut out = Vec::with_capacity(tiles);
+                for i in 0..tiles {
+                    let (s, e) = (offs[i], offs.get(i + 1).copied().unwrap_or(var.len() as u64));
+                    if s > e || e > var.len() as u64 {
+                        return Err(Error::corrupt(format!("{what}: value {i} spans {s}..{e} of {} bytes", var.len())));
+                    }
+                    out.push(var[s as usize..e as usize].to_vec());
+                }
+                Ok(Some(out))
+            }
+        }
+    }
+
+    /// Per-tile statistics of the column in `slot` (`cell_size`: bytes per
+    /// value, `None` for var-sized columns), for `tiles` data tiles.
+    pub fn tile_stats(&self, slot: usize, tiles: usize, cell_size: Option<usize>) -> Result<TileStats> {
+        let mut st = TileStats {
+            mins: self.minmax(self.stats_offsets[0][slot], tiles, cell_size, &format!("tile mins of slot {slot}"))?,
+            maxes: self.minmax(self.stats_offsets[1][slot], tiles, cell_size, &format!("tile maxes of slot {slot}"))?,
+            ..Default::default()
+        };
+        let sums = self.u64_tile(self.stats_offsets[2][slot], &format!("tile sums of slot {slot}"))?;
+        if sums.len() == tiles && tiles > 0 {
+            st.sums = Some(sums.iter().map(|v| v.to_le_bytes()).collect());
+        }
+        let nulls = self.u64_tile(self.stats_offsets[3][slot], &format!("tile null counts of slot {slot}"))?;
+        if nulls.len() == tiles && tiles > 0 {
+            st.null_counts = Some(nulls);
+        }
+        Ok(st)
+    }
+
+    /// Names of the delete/update commits already applied to this fragment
+    /// (consolidated fragments with delete metadata): `u64 count`, then per
+    /// condition `u64 length, marker file name`.
+    pub fn processed_conditions(&self) -> Result<Vec<String>> {
+        let Some(off) = self.processed_offset else { return Ok(Vec::new()) };
+        let b = self.generic(off, "processed conditions")?;
+        let mut c = Cursor::new(&b);
+        if c.remaining() == 0 {
+            return Ok(Vec::new());
+        }
+        let n = c.count(8, "processed condition count")?;
+        (0..n).map(|_| Ok(String::from_utf8_lossy(c.take_len_u64("processed condition")?).into_owned())).collect()
     }
 
     /// Cells in data tile `t` of a sparse fragment.

@@ -16,18 +16,21 @@
 pub mod array;
 pub mod bitshuffle;
 pub mod codecs;
+pub mod conditions;
 pub mod cursor;
 pub mod datatype;
 pub mod filters;
 pub mod fragment;
 pub mod generic_tile;
 pub mod hilbert;
+pub mod query;
 pub mod read;
 pub mod regions;
 pub mod schema;
+pub mod sparse;
 pub mod string_codecs;
 pub mod tiles;
 pub mod write;
 
 pub use array::TileDbArray;
-pub use read::{Bound, DimRanges, Order, ReadOptions};
+pub use read::{Bound, DimRanges, Order, ReadOptions, TileCounts};

@@ -59,21 +59,37 @@ pub struct ReadOptions {
     /// Whether to return the dimensions first.
     pub dims: bool,
     pub order: Order,
+    /// A lancelet SQL filter on dimensions and attributes (returned or not):
+    /// only the cells where it holds are returned; tiles whose statistics
+    /// prove it false are not read.
+    pub filter: Option<String>,
+}
+
+/// What a read touched: visible fragments, data tiles in them, and tiles
+/// left to read after R-tree / space-tile / statistics pruning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TileCounts {
+    pub fragments: usize,
+    pub tiles_total: usize,
+    pub tiles_read: usize,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { subarray: Vec::new(), attrs: None, dims: true, order: Order::Unordered }
+        ReadOptions { subarray: Vec::new(), attrs: None, dims: true, order: Order::Unordered, filter: None }
     }
 }
 
-const FILL: u64 = u64::MAX;
+pub(crate) const FILL: u64 = u64::MAX;
+/// Source of a dense cell whose newest tile a filter's statistics pruned:
+/// read as the fill and removed from the result.
+pub(crate) const PRUNED: u64 = u64::MAX - 1;
 
-fn pack(tile: usize, cell: usize) -> u64 {
+pub(crate) fn pack(tile: usize, cell: usize) -> u64 {
     ((tile as u64) << 32) | cell as u64
 }
 
-fn unpack(s: u64) -> (usize, usize) {
+pub(crate) fn unpack(s: u64) -> (usize, usize) {
     ((s >> 32) as usize, (s & 0xffff_ffff) as usize)
 }
 
@@ -88,7 +104,7 @@ pub fn cmp_values(t: Datatype, a: &[u8], b: &[u8]) -> Ordering {
     a.cmp(b)
 }
 
-fn cmp_bound(t: Datatype, v: &[u8], b: &Bound) -> Ordering {
+pub(crate) fn cmp_bound(t: Datatype, v: &[u8], b: &Bound) -> Ordering {
     match b {
         Bound::Int(i) => match int_value(t, v) {
             Some(x) => x.cmp(i),
@@ -99,7 +115,7 @@ fn cmp_bound(t: Datatype, v: &[u8], b: &Bound) -> Ordering {
     }
 }
 
-fn in_ranges(t: Datatype, v: &[u8], ranges: &DimRanges) -> bool {
+pub(crate) fn in_ranges(t: Datatype, v: &[u8], ranges: &DimRanges) -> bool {
     ranges.iter().any(|(lo, hi)| cmp_bound(t, v, lo) != Ordering::Less && cmp_bound(t, v, hi) != Ordering::Greater)
 }
 
@@ -222,7 +238,7 @@ pub fn output_schema(schema: &ArraySchema, opts: &ReadOptions) -> Result<SchemaR
 }
 
 /// Build an Arrow array of `n` cells from cell bytes.
-fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, validity: Option<Vec<bool>>) -> Result<ArrayRef> {
+pub(crate) fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, validity: Option<Vec<bool>>) -> Result<ArrayRef> {
     let nulls = validity.map(|v| NullBuffer::from(BooleanBuffer::from(v)));
     let n = cells.len;
     let data = match (dt, cells.offsets) {
@@ -271,10 +287,10 @@ fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, 
 }
 
 /// Gathered cell bytes of one column.
-struct CellBytes {
-    values: Vec<u8>,
-    offsets: Option<Vec<i64>>,
-    len: usize,
+pub(crate) struct CellBytes {
+    pub(crate) values: Vec<u8>,
+    pub(crate) offsets: Option<Vec<i64>>,
+    pub(crate) len: usize,
 }
 
 fn tile_at<'a>(tiles: &'a [Option<TileData>], t: usize, name: &str) -> Result<&'a TileData> {
@@ -282,7 +298,7 @@ fn tile_at<'a>(tiles: &'a [Option<TileData>], t: usize, name: &str) -> Result<&'
 }
 
 /// The stored bytes of dimension `d` of candidate cell `s`.
-fn coord<'a>(dim_tiles: &'a [Vec<Option<TileData>>], schema: &ArraySchema, s: u64, d: usize) -> &'a [u8] {
+pub(crate) fn coord<'a>(dim_tiles: &'a [Vec<Option<TileData>>], schema: &ArraySchema, s: u64, d: usize) -> &'a [u8] {
     let (g, c) = unpack(s);
     match dim_tiles[d][g].as_ref() {
         Some(td) => td.value(c, schema.dims[d].datatype.size()),
@@ -300,7 +316,7 @@ fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &
         let mut values = Vec::new();
         offsets.push(0i64);
         for &s in sources {
-            let (bytes, valid) = if s == FILL {
+            let (bytes, valid) = if s == FILL || s == PRUNED {
                 (fill, fill_valid)
             } else {
                 let (t, c) = unpack(s);
@@ -317,7 +333,7 @@ fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &
     } else {
         let mut values = Vec::with_capacity(n * cs);
         for &s in sources {
-            if s == FILL {
+            if s == FILL || s == PRUNED {
                 if fill.len() != cs {
                     return Err(Error::corrupt(format!("fill value of {} is {} bytes, cells are {cs}", col.name, fill.len())));
                 }
@@ -340,16 +356,16 @@ fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &
 
 /// Tile ids are global across fragments: fragment `f` owns
 /// `bases[f]..bases[f+1]`.
-struct TileIds {
-    bases: Vec<usize>,
+pub(crate) struct TileIds {
+    pub(crate) bases: Vec<usize>,
 }
 
 /// Load the tiles of `col` that `sources` name.
-fn load_used(array: &TileDbArray, ids: &TileIds, col: &ColumnSpec, sources: &[u64], cells_of: &dyn Fn(usize, usize) -> usize) -> Result<Vec<Option<TileData>>> {
+pub(crate) fn load_used(array: &TileDbArray, ids: &TileIds, col: &ColumnSpec, sources: &[u64], cells_of: &dyn Fn(usize, usize) -> usize) -> Result<Vec<Option<TileData>>> {
     let total = *ids.bases.last().unwrap_or(&0);
     let mut used = vec![false; total];
     for &s in sources {
-        if s != FILL {
+        if s != FILL && s != PRUNED {
             used[unpack(s).0] = true;
         }
     }
@@ -370,13 +386,38 @@ fn load_used(array: &TileDbArray, ids: &TileIds, col: &ColumnSpec, sources: &[u6
 impl TileDbArray {
     /// Read cells into one record batch.
     pub fn read(&self, opts: &ReadOptions) -> Result<RecordBatch> {
+        Ok(self.read_counted(opts)?.0)
+    }
+
+    /// Read cells and report which tiles the read needed.
+    pub fn read_counted(&self, opts: &ReadOptions) -> Result<(RecordBatch, TileCounts)> {
+        match &opts.filter {
+            Some(sql) => self.read_filtered(opts, sql),
+            None => {
+                let (batch, counts, _) = self.read_plain(opts, None)?;
+                Ok((batch, counts))
+            }
+        }
+    }
+
+    /// Read without a filter; `pruner` marks tiles no filtered cell can come
+    /// from. Dense reads also return which rows are not pruned cells.
+    pub(crate) fn read_plain(&self, opts: &ReadOptions, pruner: Option<&super::query::Pruner>) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
         let schema = &self.schema;
         let sub = normalize_subarray(schema, &opts.subarray)?;
         let out_schema = output_schema(schema, opts)?;
         let (dims, attrs) = output_columns(schema, opts)?;
         let mut columns: Vec<ArrayRef> = Vec::new();
         if schema.sparse {
-            let (ids, sources, dim_tiles) = self.sparse_sources(&sub, opts.order)?;
+            let may = |f: usize, which: &[usize], mbrs: &[super::fragment::Mbr]| -> Result<Vec<bool>> {
+                match pruner {
+                    Some(p) => p.sparse_may_match(self, f, which, mbrs),
+                    None => Ok(vec![true; which.len()]),
+                }
+            };
+            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None })?;
+            let counts = TileCounts { fragments: self.fragments.len(), tiles_total: sp.tiles_total, tiles_read: sp.tiles_read };
+            let (ids, sources, dim_tiles) = (sp.ids, sp.sources, sp.dim_tiles);
             let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
             for &d in &dims {
                 let col = ColumnSpec::dim(schema, d);
@@ -391,9 +432,25 @@ impl TileDbArray {
                 columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
             }
             let n = sources.len();
-            return Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?);
+            let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
+            return Ok((batch, counts, None));
         }
-        let dense = self.dense_sources(&sub, opts.order)?;
+        let may = |f: usize, ntiles: usize, per_tile: usize| -> Result<Vec<bool>> {
+            match pruner {
+                Some(p) => p.dense_may_match(self, f, ntiles, per_tile),
+                None => Ok(vec![true; ntiles]),
+            }
+        };
+        let dense = self.dense_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None })?;
+        let total = *dense.ids.bases.last().unwrap_or(&0);
+        let mut touched = vec![false; total];
+        for &s in &dense.sources {
+            if s != FILL && s != PRUNED {
+                touched[unpack(s).0] = true;
+            }
+        }
+        let counts = TileCounts { fragments: self.fragments.len(), tiles_total: total, tiles_read: touched.iter().filter(|t| **t).count() };
+        let keep = if pruner.is_some() { Some(dense.sources.iter().map(|&s| s != PRUNED).collect()) } else { None };
         let per_tile = dense.cells_per_tile;
         let cells_of = |_f: usize, _t: usize| per_tile;
         for &d in &dims {
@@ -415,13 +472,14 @@ impl TileDbArray {
             columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
         }
         let n = dense.sources.len();
-        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?)
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
+        Ok((batch, counts, keep))
     }
 }
 
 /// The space tile of a coordinate along dimension `d` (0 without an
 /// extent, e.g. string dimensions).
-fn space_tile_index(schema: &ArraySchema, d: usize, v: &[u8]) -> i64 {
+pub(crate) fn space_tile_index(schema: &ArraySchema, d: usize, v: &[u8]) -> i64 {
     let dim = &schema.dims[d];
     let (Some(ext), Some((lo, _))) = (&dim.tile_extent, &dim.domain) else { return 0 };
     let t = dim.datatype;
@@ -459,16 +517,17 @@ fn for_each_cell(coords: &[Vec<i128>], order: Order, mut f: impl FnMut(&[usize])
     }
 }
 
-struct DenseSources {
-    ids: TileIds,
-    sources: Vec<u64>,
+pub(crate) struct DenseSources {
+    pub(crate) ids: TileIds,
+    pub(crate) sources: Vec<u64>,
     coords: Vec<Vec<i128>>,
     order: Order,
     cells_per_tile: usize,
 }
 
 impl TileDbArray {
-    fn dense_sources(&self, sub: &[Option<DimRanges>], order: Order) -> Result<DenseSources> {
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn dense_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<&dyn Fn(usize, usize, usize) -> Result<Vec<bool>>>) -> Result<DenseSources> {
         let schema = &self.schema;
         let nd = schema.dims.len();
         let order = if order == Order::Unordered { Order::RowMajor } else { order };
@@ -526,7 +585,7 @@ impl TileDbArray {
         let cells_per_tile: usize = ext.iter().map(|&e| e as usize).product();
         let mut sources = vec![FILL; total];
         let mut bases = vec![0usize];
-        for frag in &self.fragments {
+        for (f, frag) in self.fragments.iter().enumerate() {
             let Some(ned) = &frag.nonempty else {
                 bases.push(*bases.last().unwrap_or(&0));
                 continue;
@@ -557,6 +616,10 @@ impl TileDbArray {
             let ntotal: usize = ntiles.iter().product();
             let base = *bases.last().unwrap_or(&0);
             bases.push(base + ntotal);
+            let keep = match may_match {
+                Some(m) => m(f, ntotal, cells_per_tile)?,
+                None => Vec::new(),
+            };
             // Per dimension: the output indices inside this fragment, with
             // their contributions to output index, tile and cell.
             let mut parts: Vec<Vec<(usize, usize, usize)>> = Vec::new();
@@ -586,7 +649,7 @@ impl TileDbArray {
                     t += p.1;
                     c += p.2;
                 }
-                sources[o] = pack(t, c);
+                sources[o] = if keep.get(t - base).is_some_and(|k| !k) { PRUNED } else { pack(t, c) };
                 let mut d = nd;
                 loop {
                     if d == 0 {
@@ -602,115 +665,5 @@ impl TileDbArray {
             }
         }
         Ok(DenseSources { ids: TileIds { bases }, sources, coords, order, cells_per_tile })
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order) -> Result<(TileIds, Vec<u64>, Vec<Vec<Option<TileData>>>)> {
-        let schema = &self.schema;
-        let nd = schema.dims.len();
-        let mut bases = vec![0usize];
-        let mut leaves = Vec::new();
-        for frag in &self.fragments {
-            let mbrs = frag.leaf_mbrs(schema).map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", self.uri(), frag.name)))?;
-            if mbrs.len() as u64 != frag.sparse_tile_num {
-                return Err(Error::corrupt(format!("fragment {}: {} R-tree leaves for {} tiles", frag.name, mbrs.len(), frag.sparse_tile_num)));
-            }
-            bases.push(bases.last().unwrap_or(&0) + mbrs.len());
-            leaves.push(mbrs);
-        }
-        let ids = TileIds { bases };
-        let total = *ids.bases.last().unwrap_or(&0);
-        let mut dim_tiles: Vec<Vec<Option<TileData>>> = (0..nd).map(|_| vec![None; total]).collect();
-        let mut candidates: Vec<u64> = Vec::new();
-        for (f, frag) in self.fragments.iter().enumerate() {
-            let which: Vec<usize> = leaves[f]
-                .iter()
-                .enumerate()
-                .filter(|(_, mbr)| {
-                    (0..nd).all(|d| match &sub[d] {
-                        None => true,
-                        Some(r) => {
-                            let t = schema.dims[d].datatype;
-                            r.iter().any(|(lo, hi)| cmp_bound(t, &mbr[d].1, lo) != Ordering::Less && cmp_bound(t, &mbr[d].0, hi) != Ordering::Greater)
-                        }
-                    })
-                })
-                .map(|(i, _)| i)
-                .collect();
-            if which.is_empty() {
-                continue;
-            }
-            let cells: Vec<usize> = which.iter().map(|&t| frag.sparse_tile_cells(schema, t) as usize).collect();
-            for d in 0..nd {
-                let col = ColumnSpec::dim(schema, d);
-                for (t, data) in which.iter().zip(load_tiles(self, frag, &col, &which, &cells)?) {
-                    dim_tiles[d][ids.bases[f] + t] = Some(data);
-                }
-            }
-            for (k, &t) in which.iter().enumerate() {
-                let g = ids.bases[f] + t;
-                for c in 0..cells[k] {
-                    let keep = (0..nd).all(|d| match &sub[d] {
-                        None => true,
-                        Some(r) => {
-                            let col_cs = schema.dims[d].datatype.size();
-                            let td = dim_tiles[d][g].as_ref().expect("loaded above");
-                            in_ranges(schema.dims[d].datatype, td.value(c, col_cs), r)
-                        }
-                    });
-                    if keep {
-                        candidates.push(pack(g, c));
-                    }
-                }
-            }
-        }
-        let col_major = order == Order::ColMajor || (order == Order::Unordered && schema.cell_order == Layout::ColMajor);
-        let dim_order: Vec<usize> = if col_major { (0..nd).rev().collect() } else { (0..nd).collect() };
-        let cmp_coords = |a: &u64, b: &u64| -> Ordering {
-            for &d in &dim_order {
-                let o = cmp_values(schema.dims[d].datatype, coord(&dim_tiles, schema, *a, d), coord(&dim_tiles, schema, *b, d));
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            Ordering::Equal
-        };
-        // Ties keep fragment order (tile ids grow with fragment age).
-        if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
-            // Hilbert arrays: by Hilbert value, ties row-major.
-            let mut keyed: Vec<(u64, u64)> = candidates
-                .iter()
-                .map(|&s| {
-                    let cs: Vec<&[u8]> = (0..nd).map(|d| coord(&dim_tiles, schema, s, d)).collect();
-                    (super::hilbert::cell_hilbert(schema, &cs), s)
-                })
-                .collect();
-            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.1, &b.1)).then(a.1.cmp(&b.1)));
-            candidates = keyed.into_iter().map(|k| k.1).collect();
-        } else if order == Order::Unordered && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
-            // TileDB's global order: space tiles in tile order, then cells
-            // in cell order.
-            let tile_dims: Vec<usize> = if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() };
-            let mut keyed: Vec<(Vec<i64>, u64)> = candidates
-                .iter()
-                .map(|&s| (tile_dims.iter().map(|&d| space_tile_index(schema, d, coord(&dim_tiles, schema, s, d))).collect(), s))
-                .collect();
-            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.1, &b.1)).then(a.1.cmp(&b.1)));
-            candidates = keyed.into_iter().map(|k| k.1).collect();
-        } else {
-            candidates.sort_by(|a, b| cmp_coords(a, b).then(a.cmp(b)));
-        }
-        if !schema.allows_duplicates {
-            let mut kept: Vec<u64> = Vec::with_capacity(candidates.len());
-            for s in candidates {
-                let same = kept.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
-                match kept.last_mut() {
-                    Some(last) if same => *last = s,
-                    _ => kept.push(s),
-                }
-            }
-            candidates = kept;
-        }
-        Ok((ids, candidates, dim_tiles))
     }
 }

@@ -22,7 +22,7 @@
 
 use std::cmp::Ordering;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::RecordBatch;
 
 use super::array::TileDbArray;
 use super::datatype::Datatype;
@@ -377,39 +377,9 @@ impl TileDbArray {
     /// holds (evaluated on the cells as read: fills included, nulls false).
     /// The filter may name any dimension or attribute, returned or not.
     pub fn read_where(&self, opts: &ReadOptions, filter: Option<&str>) -> Result<RecordBatch> {
-        let Some(sql) = filter else { return self.read(opts) };
-        let out_schema = output_schema(&self.schema, opts)?;
-        let mut all = opts.clone();
-        all.dims = true;
-        all.attrs = None;
-        let full_schema = output_schema(&self.schema, &all)?;
-        let predicate = crate::expr::parse_filter(sql, &full_schema)?;
-        let needed = predicate.columns();
-        // read what is returned plus what the filter names
-        let mut attrs: Vec<String> = Vec::new();
-        for a in &self.schema.attrs {
-            let wanted = match &opts.attrs {
-                None => true,
-                Some(names) => names.contains(&a.name),
-            };
-            if wanted || needed.iter().any(|n| n == &a.name) {
-                attrs.push(a.name.clone());
-            }
-        }
-        all.attrs = Some(attrs);
-        let batch = self.read(&all)?;
-        let mask = predicate.evaluate(&batch)?;
-        let kept = arrow_select::filter::filter_record_batch(&batch, &mask)?;
-        let columns = out_schema
-            .fields()
-            .iter()
-            .map(|f| {
-                kept.column_by_name(f.name())
-                    .cloned()
-                    .ok_or_else(|| Error::Internal { what: format!("column {} missing after the filtered read", f.name()) })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let n = kept.num_rows();
-        Ok(RecordBatch::try_new_with_options(out_schema, columns, &RecordBatchOptions::new().with_row_count(Some(n)))?)
+        // The filtered read (with tile pruning) lives in `query.rs`.
+        let mut o = opts.clone();
+        o.filter = filter.map(str::to_string);
+        self.read(&o)
     }
 }

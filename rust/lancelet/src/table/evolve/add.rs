@@ -8,23 +8,24 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Field, Schema, SchemaRef};
 
-use super::columns::{commit_merge, remove_files, write_columns, ColumnsPlan, Progress, SequentialFn, Transform, WriteOptions, DEFAULT_BATCH_SIZE};
+use super::columns::{commit_merge, remove_files, write_columns, ColumnsPlan, SequentialFn, Transform, WriteOptions, DEFAULT_BATCH_SIZE};
 use super::{max_field_id, merge_new_fields};
 use crate::error::{Error, Result};
 use crate::expr::SqlValue;
 use crate::file::schema::LanceField;
 use crate::table::commit::FailHook;
 use crate::table::dataset::Dataset;
+use crate::table::ops::Progress;
 use crate::table::scan::{ROW_ADDR, ROW_ID};
 use crate::table::write::dataset_file_version;
 
 /// Options every form shares.
 #[derive(Clone, Default)]
-pub struct AddOptions<'a> {
+pub struct AddOptions {
     /// Live rows per computation (default [`DEFAULT_BATCH_SIZE`]).
     pub batch_size: Option<usize>,
-    /// Called after each fragment with (done, total).
-    pub progress: Option<Progress<'a>>,
+    /// Hears `("add_columns", fragments done, total)`.
+    pub progress: Option<Progress>,
     /// Failure injection for tests.
     pub hook: Option<FailHook>,
 }
@@ -73,9 +74,9 @@ pub fn plan_function(ds: &Dataset, output: &Schema, read_columns: Option<&[Strin
 
 /// Add the columns `output` computed by `f` (called in scan order with the
 /// live rows' `read_columns`, returning as many rows of `output`).
-pub fn add_columns_with(ds: &Dataset, output: &Schema, read_columns: Option<&[String]>, f: SequentialFn<'_>, opts: &AddOptions<'_>) -> Result<Dataset> {
+pub fn add_columns_with(ds: &Dataset, output: &Schema, read_columns: Option<&[String]>, f: SequentialFn<'_>, opts: &AddOptions) -> Result<Dataset> {
     let plan = plan_function(ds, output, read_columns, opts.batch_size)?;
-    let files = write_columns(ds, &plan, Transform::Sequential(f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, opts.progress)?;
+    let files = write_columns(ds, &plan, Transform::Sequential(f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
     commit_merge(ds, &plan.new, files, opts.hook.clone())
 }
 
@@ -94,7 +95,7 @@ pub fn add_null_columns(ds: &Dataset, schema: &Schema, hook: Option<FailHook>) -
 /// (`(name, expression)` pairs, computed in parallel). Expressions that are
 /// a typed NULL (`CAST(NULL AS int)`) alone make all-null columns without
 /// data files, as pylance does.
-pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptions<'_>) -> Result<Dataset> {
+pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptions) -> Result<Dataset> {
     let schema = ds.schema();
     let values = exprs
         .iter()
@@ -123,7 +124,7 @@ pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptio
         let cols = values.iter().map(|v| v.evaluate(&input)).collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new_with_options(out_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
     };
-    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, opts.progress)?;
+    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
     commit_merge(ds, &plan.new, files, opts.hook.clone())
 }
 
@@ -188,13 +189,13 @@ pub fn add_columns_from_stream(
     ds: &Dataset,
     schema: SchemaRef,
     batches: impl Iterator<Item = Result<RecordBatch>> + Send,
-    opts: &AddOptions<'_>,
+    opts: &AddOptions,
 ) -> Result<Dataset> {
     let plan = plan_function(ds, &schema, Some(&[]), opts.batch_size)?;
     let total: u64 = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()?;
     let mut taker = Taker { it: batches, pending: None, schema: schema.clone(), taken: 0, total };
     let mut f = |input: RecordBatch| taker.take(input.num_rows());
-    let files = write_columns(ds, &plan, Transform::Sequential(&mut f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, opts.progress)?;
+    let files = write_columns(ds, &plan, Transform::Sequential(&mut f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
     match taker.exhausted() {
         Ok(true) => {}
         Ok(false) => {

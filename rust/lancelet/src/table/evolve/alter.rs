@@ -263,7 +263,7 @@ fn cast_columns(ds: &Arc<Dataset>, merged: LanceSchema, casts: Vec<(LanceField, 
         }
         Ok(RecordBatch::try_new(output.clone(), cols)?)
     };
-    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: hook.clone(), ..Default::default() }, None)?;
+    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)
 }
 

@@ -31,11 +31,15 @@ use crate::proto::table as pb;
 use crate::table::commit::{commit, step, CommitOptions, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::fragment::TOMBSTONE;
+use crate::table::ops::{report, Progress};
 use crate::table::scan::{ROW_ADDR, ROW_ID};
 use crate::table::transaction::{new_data_file_name, new_transaction};
 use crate::table::write::{column_field_ids, dataset_file_version};
 
 use pb::transaction::Operation;
+
+/// The progress stage of writing new columns.
+const STAGE: &str = "add_columns";
 
 /// Default rows per transform call.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
@@ -54,10 +58,6 @@ pub enum Transform<'a> {
     /// ascending), one batch at a time.
     Sequential(SequentialFn<'a>),
 }
-
-/// Progress callback: `(fragments done, fragments in total)`; an error
-/// from it stops the operation (nothing is committed).
-pub type Progress<'a> = &'a (dyn Fn(u64, u64) -> Result<()> + Sync);
 
 /// What an `add_columns`-like operation reads and writes.
 #[derive(Debug, Clone)]
@@ -316,16 +316,16 @@ pub(crate) fn remove_files(root: &Storage, files: &[pb::DataFile]) {
 
 /// Compute the new columns of every fragment of `ds` and write their data
 /// files (not committed). Returns one data file per fragment, in manifest
-/// order; on failure every file written is removed.
-pub fn write_columns(ds: &Dataset, plan: &ColumnsPlan, transform: Transform<'_>, opts: &WriteOptions, progress: Option<Progress<'_>>) -> Result<Vec<pb::DataFile>> {
+/// order; on failure every file written is removed. `progress` hears
+/// `("add_columns", fragments done, total)`; an error it returns stops the
+/// operation like any other failure.
+pub fn write_columns(ds: &Dataset, plan: &ColumnsPlan, transform: Transform<'_>, opts: &WriteOptions, progress: &Option<Progress>) -> Result<Vec<pb::DataFile>> {
     let n = ds.fragments().len();
+    report(progress, STAGE, 0, n as u64)?;
     let done = std::sync::atomic::AtomicU64::new(0);
     let tick = || -> Result<()> {
         let d = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        match progress {
-            Some(p) => p(d, n as u64),
-            None => Ok(()),
-        }
+        report(progress, STAGE, d, n as u64)
     };
     let results: Vec<Result<pb::DataFile>> = match transform {
         Transform::Parallel(f) => (0..n)

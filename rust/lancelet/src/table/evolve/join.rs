@@ -81,7 +81,7 @@ pub fn merge(ds: &Arc<Dataset>, schema: SchemaRef, right: Vec<RecordBatch>, left
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(input.num_rows())),
         )?)
     };
-    let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions { hook: hook.clone(), ..Default::default() }, None)?;
+    let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)
 }
 

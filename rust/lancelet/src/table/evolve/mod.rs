@@ -273,12 +273,5 @@ pub fn apply_project(m: &mut pb::Manifest, op: &pb::transaction::Project) -> Res
     Ok(())
 }
 
-/// Index entries that still cover only fields of `fields` (a dropped or
-/// cast column takes its indices with it).
-pub fn retain_indices(section: pb::IndexSection, fields: &[crate::proto::file::Field]) -> pb::IndexSection {
-    let ids: HashSet<i32> = fields.iter().map(|f| f.id).collect();
-    pb::IndexSection { indices: section.indices.into_iter().filter(|i| i.fields.iter().all(|f| ids.contains(f))).collect() }
-}
-
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,7 @@ use crate::index::{IndexKind, TrainingData};
 use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::ops::{report, Progress};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
 use crate::table::transaction::{new_transaction, new_uuid};
 use crate::table::write::dataset_file_version;
@@ -48,8 +49,9 @@ fn field<'a>(ds: &'a Dataset, column: &str) -> Result<&'a crate::file::schema::L
     })
 }
 
-/// The column's values and the row ids/addresses the index will hold.
-fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind) -> Result<TrainingData> {
+/// The column's values and the row ids/addresses the index will hold;
+/// `progress` hears `("load_data", rows read, live rows)` per batch.
+fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind, progress: &Option<Progress>) -> Result<TrainingData> {
     let by_id = kind.keyed_by_row_id(ds.has_stable_row_ids());
     let opts = ScanOptions {
         columns: Some(vec![column.to_string()]),
@@ -58,14 +60,17 @@ fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind) -> Result<Tra
         batch_size: Some(1 << 16),
         ..Default::default()
     };
-    let batches = Scanner::new(ds.clone(), opts)?.collect()?;
+    let total = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()?;
+    report(progress, "load_data", 0, total)?;
     let id_col = if by_id { ROW_ID } else { ROW_ADDR };
-    let mut values: Vec<ArrayRef> = Vec::with_capacity(batches.len());
+    let mut values: Vec<ArrayRef> = Vec::new();
     let mut ids: Vec<u64> = Vec::new();
-    for b in &batches {
+    for b in Scanner::new(ds.clone(), opts)?.stream()? {
+        let b = b?;
         values.push(b.column(0).clone());
         let c = b.column_by_name(id_col).ok_or_else(|| Error::Internal { what: format!("scan returned no {id_col}") })?;
         ids.extend_from_slice(c.as_primitive::<UInt64Type>().values());
+        report(progress, "load_data", ids.len() as u64, total)?;
     }
     let values = if values.is_empty() {
         arrow_array::new_empty_array(field(ds, column)?.arrow.data_type())
@@ -77,16 +82,20 @@ fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind) -> Result<Tra
 }
 
 /// Build index files for `column` over every fragment of `ds` into a new
-/// uuid directory; returns the metadata (removing the directory on error).
-fn build_segment(ds: &Arc<Dataset>, column: &str, kind: IndexKind, name: &str, dataset_version: u64) -> Result<pb::IndexMetadata> {
+/// uuid directory; returns the metadata (removing the directory on error,
+/// an error `progress` returns included: its last report, `("build", 1,
+/// 1)`, comes after the files are written).
+fn build_segment(ds: &Arc<Dataset>, column: &str, kind: IndexKind, name: &str, dataset_version: u64, progress: &Option<Progress>) -> Result<pb::IndexMetadata> {
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
     let field_id = f.id;
     let uuid = new_uuid();
     let dir = ds.root().child(&format!("{INDICES_DIR}/{uuid}"))?;
     let result = (|| {
-        let data = training_data(ds, column, kind)?;
+        let data = training_data(ds, column, kind, progress)?;
+        report(progress, "build", 0, 1)?;
         let files = crate::index::build(kind, &dir, index_file_version(ds)?, &data)?;
+        report(progress, "build", 1, 1)?;
         let frags = ds.fragments().iter().map(|f| u32::try_from(f.id).map_err(|_| Error::corrupt(format!("fragment id {} exceeds 32 bits", f.id))));
         let frags = frags.collect::<Result<Vec<u32>>>()?;
         new_metadata(&uuid, name, field_id, kind, dataset_version, frags, ds.has_stable_row_ids(), &files)
@@ -130,8 +139,10 @@ pub fn default_name(column: &str) -> String {
     format!("{column}_idx")
 }
 
-/// `Dataset.create_scalar_index(column, index_type, name, replace)`.
-pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, name: Option<&str>, replace: bool) -> Result<Dataset> {
+/// `Dataset.create_scalar_index(column, index_type, name, replace)`;
+/// `progress` hears `("load_data", rows, total)` and `("build", 0|1, 1)`,
+/// all before the commit (an error it returns aborts the build).
+pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, name: Option<&str>, replace: bool, progress: &Option<Progress>) -> Result<Dataset> {
     let kind = IndexKind::parse(index_type)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
@@ -148,7 +159,7 @@ pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, na
             what: format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri()),
         });
     }
-    let meta = build_segment(ds, column, kind, &name, ds.version())?;
+    let meta = build_segment(ds, column, kind, &name, ds.version(), progress)?;
     commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect())
 }
 
@@ -194,7 +205,7 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Re
         let Some(f) = ds.lance_schema().fields.iter().find(|f| f.id == field_id) else { continue };
         let dataset_version = segments.iter().map(|s| s.pb.dataset_version).min().unwrap_or(ds.version());
         let column = f.arrow.name().clone();
-        match build_segment(ds, &column, kind, info.name(), dataset_version) {
+        match build_segment(ds, &column, kind, info.name(), dataset_version, &None) {
             Ok(m) => new.push(m),
             Err(e) => {
                 for m in &new {

@@ -11,8 +11,11 @@
 //! 2. The dataset is scanned reading only the key columns (plus the
 //!    columns the conditions name) with `_rowaddr` (and `_rowid` with
 //!    stable row ids); each live row is looked up. Deleted rows never
-//!    match. A dataset row matched by two source rows is an error, as in
-//!    pylance; two dataset rows may match one source row.
+//!    match. As in pylance, a dataset row that two source rows would
+//!    update or delete (after the condition) is an error; repeated source
+//!    keys are fine otherwise (inserted twice when unmatched, ignored when
+//!    matched rows are left alone), and two dataset rows may match one
+//!    source row.
 //! 3. `when_matched_update_all(condition)`: matched rows where the
 //!    condition holds (it names `source.x` / `target.x`, or a column only
 //!    one side has) are rewritten with the source's values; columns the
@@ -40,21 +43,16 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::expr::SqlFilter;
-use crate::proto::table as pb;
 use crate::table::commit::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::table::ops::delete::mark_deleted;
 use crate::table::ops::keys::{FxMap, Keys};
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
+use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::update::MAX_ROWS_PER_FILE;
 use crate::table::ops::{FragmentProgress, Progress};
-use crate::table::row_meta::encode_row_ids;
 use crate::table::scan::{RowFilter, ScanOptions, Scanner, ROW_ADDR, ROW_ID};
-use crate::table::transaction::new_transaction;
 use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
-
-use pb::transaction::Operation;
 
 /// What happens to dataset rows a source row matches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -312,6 +310,43 @@ pub fn merge_insert(ds: &Arc<Dataset>, source_schema: SchemaRef, source: Vec<Rec
     run_with_retries(ds, &params.policy, params.hook.clone(), |ds| run_once(ds, &source, params))
 }
 
+/// Source rows by key: every row of a key, in source order (null keys
+/// never match).
+struct SourceIndex<'a> {
+    /// key -> (first row, last row) of its chain.
+    heads: FxMap<&'a [u8], (u32, u32)>,
+    /// The next row with the same key ([`NO_ROW`] at the end).
+    next: Vec<u32>,
+}
+
+const NO_ROW: u32 = u32::MAX;
+
+impl<'a> SourceIndex<'a> {
+    fn new(keys: &'a Keys) -> Self {
+        let mut heads: FxMap<&[u8], (u32, u32)> = FxMap::default();
+        heads.reserve(keys.len());
+        let mut next = vec![NO_ROW; keys.len()];
+        for i in 0..keys.len() as u32 {
+            if let Some(k) = keys.get(i as usize) {
+                heads
+                    .entry(k)
+                    .and_modify(|e| {
+                        next[e.1 as usize] = i;
+                        e.1 = i;
+                    })
+                    .or_insert((i, i));
+            }
+        }
+        SourceIndex { heads, next }
+    }
+
+    /// The source rows with key `k`.
+    fn rows(&self, k: &[u8]) -> impl Iterator<Item = u32> + '_ {
+        let first = self.heads.get(k).map_or(NO_ROW, |e| e.0);
+        std::iter::successors((first != NO_ROW).then_some(first), move |&i| Some(self.next[i as usize]).filter(|&n| n != NO_ROW))
+    }
+}
+
 /// Matched / deleted rows found by the scan.
 #[derive(Default)]
 struct Found {
@@ -327,14 +362,7 @@ fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams)
     let plan = plan(ds, &source.schema(), params)?;
     let stable = ds.has_stable_row_ids();
     let source_keys = Keys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
-    // key -> (first source row, a second one if the key repeats)
-    let mut index: FxMap<&[u8], (u32, Option<u32>)> = FxMap::default();
-    index.reserve(source_keys.len());
-    for i in 0..source_keys.len() {
-        if let Some(k) = source_keys.get(i) {
-            index.entry(k).and_modify(|e| e.1 = e.1.or(Some(i as u32))).or_insert((i as u32, None));
-        }
-    }
+    let index = SourceIndex::new(&source_keys);
     let found = scan_and_match(ds, source, &plan, &index, stable, params)?;
     let (updated, deleted) = (found.updates.len() as u64, found.deletes.len() as u64);
     let inserts: Vec<u32> = if params.insert_not_matched {
@@ -347,40 +375,17 @@ fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams)
     let out_schema = ds.schema().clone();
     let update_batches = found.updates.chunks(OUT_BATCH).map(|chunk| updated_rows(ds, source, &out_schema, chunk));
     let insert_batches = inserts.chunks(OUT_BATCH).map(|chunk| inserted_rows(source, &out_schema, chunk));
-    let mut new_fragments = stage_fragments(&target, update_batches.chain(insert_batches))?;
-    let mut written: Vec<String> = new_fragments.iter().flat_map(|f| f.files.iter().map(|d| format!("data/{}", d.path))).collect();
-    if stable {
-        // Updated rows come first: they keep their ids; the manifest gives
-        // the inserted rows new ones.
-        let mut start = 0usize;
-        for f in new_fragments.iter_mut() {
-            let end = (start + f.physical_rows as usize).min(found.updates.len());
-            if start < end {
-                let ids: Vec<u64> = found.updates[start..end].iter().map(|u| u.1).collect();
-                f.row_id_sequence = Some(pb::data_fragment::RowIdSequence::InlineRowIds(encode_row_ids(&ids)));
-            }
-            start += f.physical_rows as usize;
-        }
-    }
+    let new_fragments = stage_fragments(&target, update_batches.chain(insert_batches))?;
+    // Updated rows come first: they keep their ids; the manifest gives the
+    // inserted rows new ones.
+    let moved_ids: Vec<u64> = if stable { found.updates.iter().map(|u| u.1).collect() } else { Vec::new() };
     let mut affected = AffectedRows::new();
     for a in found.updates.iter().map(|u| u.0).chain(found.deletes.iter().copied()) {
         affected.entry(a >> 32).or_default().insert(a as u32);
     }
-    let (updated_frags, removed, deletion_files) = mark_deleted(ds, &affected, &params.hook)?;
-    written.extend(deletion_files);
-    let txn = new_transaction(
-        ds.version(),
-        Operation::Update(pb::transaction::Update {
-            removed_fragment_ids: removed,
-            updated_fragments: updated_frags,
-            new_fragments,
-            fields_modified: vec![],
-            fields_for_preserving_frag_bitmap: all_field_ids(ds),
-            update_mode: pb::transaction::UpdateMode::RewriteRows as i32,
-        }),
-    );
     let stats = MergeStats { inserted: inserts.len() as u64, updated, deleted };
-    Ok(Prepared { txn: Some(txn), affected: Some(affected), written, result: stats })
+    let moved = MovedRows { new_fragments, moved_ids, affected, preserved_fields: all_field_ids(ds) };
+    prepare_update(ds, moved, &params.hook, || Ok(()), stats)
 }
 
 /// Every field id of the schema, in order (top-level fields and children).
@@ -399,7 +404,7 @@ fn scan_and_match(
     ds: &Arc<Dataset>,
     source: &RecordBatch,
     plan: &Plan,
-    index: &FxMap<&[u8], (u32, Option<u32>)>,
+    index: &SourceIndex<'_>,
     stable: bool,
     params: &MergeInsertParams,
 ) -> Result<Found> {
@@ -424,16 +429,15 @@ fn scan_and_match(
         let (mut t_idx, mut s_idx) = (Vec::new(), Vec::new());
         let mut unmatched = Vec::new();
         for row in 0..b.num_rows() {
-            match keys.get(row).and_then(|k| index.get(k)) {
-                Some(&(s, second)) => {
-                    if let Some(other) = second {
-                        return Err(ambiguous(&b, row, plan.keys.len(), s, other, &params.on));
-                    }
-                    found.source_matched[s as usize] = true;
-                    t_idx.push(row as u32);
-                    s_idx.push(s);
-                }
-                None => unmatched.push(row as u32),
+            let mut matched = false;
+            for s in keys.get(row).map(|k| index.rows(k)).into_iter().flatten() {
+                matched = true;
+                found.source_matched[s as usize] = true;
+                t_idx.push(row as u32);
+                s_idx.push(s);
+            }
+            if !matched {
+                unmatched.push(row as u32);
             }
         }
         let (mut t_idx, mut s_idx) = (UInt32Array::from(t_idx), UInt32Array::from(s_idx));
@@ -442,6 +446,14 @@ fn scan_and_match(
             let keep = c.filter.evaluate(&eval)?;
             t_idx = filter_u32(&t_idx, &keep)?;
             s_idx = filter_u32(&s_idx, &keep)?;
+        }
+        // As pylance: a dataset row that two source rows would update or
+        // delete (after the condition) is ambiguous; repeated source keys
+        // are fine when nothing is done with the matches.
+        if !matches!(params.when_matched, WhenMatched::DoNothing) {
+            if let Some(w) = t_idx.values().windows(2).position(|w| w[0] == w[1]) {
+                return Err(ambiguous(&b, t_idx.value(w) as usize, plan.keys.len(), s_idx.value(w), s_idx.value(w + 1), &params.on));
+            }
         }
         match params.when_matched {
             WhenMatched::UpdateAll { .. } => {

@@ -21,6 +21,7 @@ pub mod index;
 pub(crate) mod keys;
 pub mod merge_insert;
 pub mod retry;
+mod rewrite;
 pub mod update;
 
 #[cfg(test)]

@@ -32,19 +32,14 @@ use arrow_schema::SchemaRef;
 
 use crate::error::{Error, Result};
 use crate::expr::SqlValue;
-use crate::proto::table as pb;
 use crate::table::commit::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::table::ops::delete::mark_deleted;
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
+use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::{FragmentProgress, Progress};
-use crate::table::row_meta::encode_row_ids;
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
-use crate::table::transaction::new_transaction;
 use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
-
-use pb::transaction::Operation;
 
 /// Rows per new data file / fragment (pylance's default write size).
 pub const MAX_ROWS_PER_FILE: u64 = 1024 * 1024;
@@ -155,30 +150,7 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
         let data = b.project(&(0..n_cols).collect::<Vec<_>>())?;
         apply(&data, &plan.values, &data_schema)
     });
-    let mut new_fragments = stage_fragments(&target, batches)?;
-    progress.finish(&params.progress)?;
-    let mut written: Vec<String> = new_fragments.iter().flat_map(|f| f.files.iter().map(|d| format!("data/{}", d.path))).collect();
-    if stable {
-        let mut start = 0usize;
-        for f in new_fragments.iter_mut() {
-            let end = start + f.physical_rows as usize;
-            let ids = moved_ids.get(start..end).ok_or_else(|| Error::Internal { what: "fewer row ids than rows rewritten".into() })?;
-            f.row_id_sequence = Some(pb::data_fragment::RowIdSequence::InlineRowIds(encode_row_ids(ids)));
-            start = end;
-        }
-    }
-    let (updated, removed, deletion_files) = mark_deleted(ds, &affected, &params.hook)?;
-    written.extend(deletion_files);
-    let txn = new_transaction(
-        ds.version(),
-        Operation::Update(pb::transaction::Update {
-            removed_fragment_ids: removed,
-            updated_fragments: updated,
-            new_fragments,
-            fields_modified: vec![],
-            fields_for_preserving_frag_bitmap: plan.field_ids,
-            update_mode: pb::transaction::UpdateMode::RewriteRows as i32,
-        }),
-    );
-    Ok(Prepared { txn: Some(txn), affected: Some(affected), written, result: rows })
+    let new_fragments = stage_fragments(&target, batches)?;
+    let moved = MovedRows { new_fragments, moved_ids, affected, preserved_fields: plan.field_ids };
+    prepare_update(ds, moved, &params.hook, || progress.finish(&params.progress), rows)
 }

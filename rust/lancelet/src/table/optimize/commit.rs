@@ -31,7 +31,7 @@ use super::apply::check_compaction;
 use super::execute::{CompactionMetrics, RewriteResult};
 use super::plan::CompactionOptions;
 use super::remap::{index_remapper, IndexRemapper, RowAddressMap};
-use super::Progress;
+use crate::table::ops::Progress;
 
 use pb::transaction::Operation;
 
@@ -72,25 +72,35 @@ fn address_map(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup]) -> Re
     Ok(map)
 }
 
-/// Indices of `old_ds` covering any rewritten fragment, remapped by `remapper`.
+/// Indices of `old_ds` covering any rewritten fragment, remapped by
+/// `remapper`. After a deferred remap (a `__lance_frag_reuse` index, e.g.
+/// from pylance's `compact_files(defer_index_remap=True)`) an index covers
+/// the fragments its bitmap names as moved by the recorded compactions, and
+/// its addresses are mapped through them first: the rewritten index holds
+/// current addresses only.
 fn remap_indices(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], remapper: &dyn IndexRemapper) -> Result<Vec<pb::transaction::RewrittenIndex>> {
     let Some(section) = old_ds.manifest_file().index_section()? else { return Ok(Vec::new()) };
+    let reuse = frag_reuse::find(&section.indices, old_ds.root())?.map(Arc::new);
     let old_ids: HashSet<u32> = groups.iter().flat_map(|g| g.old_fragments.iter().map(|f| f.id as u32)).collect();
     let mut map = None;
     let mut out = Vec::new();
-    for idx in &section.indices {
+    for idx in section.indices.iter().filter(|i| i.name != frag_reuse::NAME) {
         let covers = if idx.fragment_bitmap.is_empty() {
             false
         } else {
             let b = RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
                 .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)))?;
+            let b = match &reuse {
+                Some(r) => r.remap_coverage(&b, false),
+                None => b,
+            };
             old_ids.iter().any(|id| b.contains(*id))
         };
         if !covers {
             continue;
         }
         if map.is_none() {
-            map = Some(address_map(old_ds, groups)?);
+            map = Some(address_map(old_ds, groups)?.after_deferred(reuse.clone()));
         }
         if let Some(r) = remapper.remap(old_ds, idx, map.as_ref().expect("built"))? {
             out.push(r);
@@ -230,15 +240,14 @@ fn commit_inner(
 }
 
 /// Plan, run every task (`num_threads` at a time) and commit; `progress`
-/// hears of every finished task and of the commit.
-pub fn compact_files(ds: &Arc<Dataset>, options: &CompactionOptions, hook: Option<FailHook>, progress: &Progress) -> Result<(Dataset, CompactionMetrics)> {
+/// hears `("rewrite", done, total)` of every finished task, all before the
+/// commit, so an error it returns aborts the compaction with nothing
+/// committed and the new files removed.
+pub fn compact_files(ds: &Arc<Dataset>, options: &CompactionOptions, hook: Option<FailHook>, progress: &Option<Progress>) -> Result<(Dataset, CompactionMetrics)> {
     let plan = super::plan::plan_compaction(ds, options)?;
     if plan.tasks.is_empty() {
         return Ok((ds.checkout(VersionRef::Number(ds.version()))?, CompactionMetrics::default()));
     }
     let results = super::run_tasks(ds, &plan, "", hook.clone(), progress)?;
-    progress("commit", 0, 1);
-    let out = commit_compaction(ds, results, &plan.options, hook)?;
-    progress("commit", 1, 1);
-    Ok(out)
+    commit_compaction(ds, results, &plan.options, hook)
 }

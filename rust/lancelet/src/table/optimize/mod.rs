@@ -41,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::commit::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::ops::{report, Progress};
 
 pub use commit::{commit_compaction, compact_files};
 pub use execute::{execute_task, CompactionMetrics, RewriteResult};
@@ -61,20 +62,18 @@ pub fn encode_fragments(frags: &[pb::DataFragment]) -> Vec<Vec<u8>> {
     frags.iter().map(|f| f.encode_to_vec()).collect()
 }
 
-/// Progress reports: `(stage, done, total)`.
-pub type Progress = dyn Fn(&str, u64, u64) + Send + Sync;
-
 /// Run the plan's tasks on `ds` (checked out at the plan's version when it
 /// is not), `num_threads` at a time, reporting `("rewrite", done, total)`.
-/// If a task fails, the files every task wrote are removed.
-pub fn run_tasks(ds: &Arc<Dataset>, plan: &CompactionPlan, name_prefix: &str, hook: Option<FailHook>, progress: &Progress) -> Result<Vec<RewriteResult>> {
+/// If a task fails, or `progress` returns an error, no further task starts
+/// and the files every task wrote are removed.
+pub fn run_tasks(ds: &Arc<Dataset>, plan: &CompactionPlan, name_prefix: &str, hook: Option<FailHook>, progress: &Option<Progress>) -> Result<Vec<RewriteResult>> {
     let ds = if ds.version() == plan.read_version { ds.clone() } else { Arc::new(ds.checkout(VersionRef::Number(plan.read_version))?) };
     let total = plan.tasks.len();
     let threads = plan.options.num_threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, total.max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RewriteResult>>>> = Mutex::new((0..total).map(|_| None).collect());
-    progress("rewrite", 0, total as u64);
+    report(progress, "rewrite", 0, total as u64)?;
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -82,7 +81,16 @@ pub fn run_tasks(ds: &Arc<Dataset>, plan: &CompactionPlan, name_prefix: &str, ho
                 if i >= total {
                     return;
                 }
-                let r = execute_task(&ds, &plan.tasks[i], &plan.options, name_prefix, hook.clone());
+                let r = execute_task(&ds, &plan.tasks[i], &plan.options, name_prefix, hook.clone()).and_then(|res| {
+                    let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    match report(progress, "rewrite", d as u64, total as u64) {
+                        Ok(()) => Ok(res),
+                        Err(e) => {
+                            commit::remove_fragment_files(&ds, &res.new_fragments);
+                            Err(e)
+                        }
+                    }
+                });
                 let failed = r.is_err();
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 if failed {
@@ -90,8 +98,6 @@ pub fn run_tasks(ds: &Arc<Dataset>, plan: &CompactionPlan, name_prefix: &str, ho
                     next.store(total, Ordering::Relaxed);
                     return;
                 }
-                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress("rewrite", d as u64, total as u64);
             });
         }
     });

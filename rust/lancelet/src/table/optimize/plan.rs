@@ -220,6 +220,14 @@ fn fragment_counts(ds: &Dataset) -> Result<Vec<(u64, u64)>> {
 /// Plan a compaction of `ds`'s version (see the module docs).
 pub fn plan_compaction(ds: &Dataset, options: &CompactionOptions) -> Result<CompactionPlan> {
     let opts = options.clone().validated()?;
+    if opts.defer_index_remap && ds.has_stable_row_ids() {
+        // As pylance 14, which records no row moves for stable row ids.
+        return Err(Error::unsupported(format!(
+            "cannot compact {} with defer_index_remap=True: the dataset uses stable row ids, whose moves a fragment \
+             reuse index does not record; compact without deferring (indices are remapped in the same commit)",
+            ds.uri()
+        )));
+    }
     let coverage = index_coverage(ds)?;
     let counts = fragment_counts(ds)?;
     let target = opts.target_rows_per_fragment;

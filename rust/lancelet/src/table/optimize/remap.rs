@@ -23,6 +23,7 @@ use std::sync::{Arc, RwLock};
 use roaring::RoaringBitmap;
 
 use crate::error::Result;
+use crate::index::frag_reuse::FragReuse;
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
 
@@ -39,9 +40,20 @@ struct GroupMap {
 #[derive(Debug, Clone, Default)]
 pub struct RowAddressMap {
     groups: Vec<GroupMap>,
+    /// Earlier compactions whose remapping was deferred: an index's
+    /// addresses go through them first (`__lance_frag_reuse`).
+    deferred: Option<Arc<FragReuse>>,
 }
 
 impl RowAddressMap {
+    /// Map addresses through the deferred remaps of `reuse` before this
+    /// compaction's moves (an index written before those compactions still
+    /// holds the addresses they replaced).
+    pub fn after_deferred(mut self, reuse: Option<Arc<FragReuse>>) -> Self {
+        self.deferred = reuse;
+        self
+    }
+
     /// Add a group: its old fragments (id, physical rows, deleted offsets)
     /// and its new fragments (id, rows).
     pub fn push_group(&mut self, old: Vec<(u64, u64, RoaringBitmap)>, new: Vec<(u64, u64)>) {
@@ -54,8 +66,20 @@ impl RowAddressMap {
     }
 
     /// The new address of `old` (`Some(None)`: the row was deleted; `None`:
-    /// the address is not in a rewritten fragment).
+    /// the address did not move).
     pub fn get(&self, old: u64) -> Option<Option<u64>> {
+        let Some(reuse) = &self.deferred else { return self.get_rewritten(old) };
+        match reuse.remap(old) {
+            None => Some(None),
+            Some(a) => match self.get_rewritten(a) {
+                Some(moved) => Some(moved),
+                None => (a != old).then_some(Some(a)),
+            },
+        }
+    }
+
+    /// [`Self::get`] for this compaction's moves only.
+    fn get_rewritten(&self, old: u64) -> Option<Option<u64>> {
         let (frag, offset) = (old >> 32, old & 0xffff_ffff);
         for g in &self.groups {
             let mut live_before = 0u64;
@@ -77,7 +101,7 @@ impl RowAddressMap {
     }
 
     /// Call `f(old address, new address)` for every row of the rewritten
-    /// fragments, in order.
+    /// fragments, in order (this compaction's moves only).
     pub fn for_each(&self, mut f: impl FnMut(u64, Option<u64>)) {
         for g in &self.groups {
             let mut k = 0u64;
@@ -150,5 +174,24 @@ mod tests {
         assert_eq!(all.len(), 7);
         assert!(all.iter().all(|(o, n)| m.get(*o) == Some(*n)));
         assert_eq!(m.old_fragment_ids(), vec![0, 1]);
+    }
+
+    #[test]
+    fn deferred_moves_come_first() {
+        use crate::index::frag_reuse::{FragReuse, Group};
+        use roaring::RoaringTreemap;
+        // a deferred compaction moved fragment 0 (4 rows, row 1 deleted) to 5
+        let kept: RoaringTreemap = [0u64, 2, 3].into_iter().collect();
+        let reuse = FragReuse { versions: vec![(3, vec![Group::new(vec![(0, 4, 1)], vec![(5, 3)], kept)])] };
+        // this compaction rewrites 5 (row 0 now deleted) and 6 into 7
+        let mut m = RowAddressMap::default();
+        m.push_group(vec![(5, 3, [0u32].into_iter().collect()), (6, 2, RoaringBitmap::new())], vec![(7, 4)]);
+        let m = m.after_deferred(Some(Arc::new(reuse)));
+        assert_eq!(m.get(0), Some(None)); // -> 5:0, deleted since
+        assert_eq!(m.get(1), Some(None)); // deleted before the deferred compaction
+        assert_eq!(m.get(2), Some(Some(7 << 32))); // -> 5:1 -> 7:0
+        assert_eq!(m.get(3), Some(Some((7 << 32) | 1)));
+        assert_eq!(m.get(6 << 32), Some(Some((7 << 32) | 2)));
+        assert_eq!(m.get(9 << 32), None); // never moved
     }
 }

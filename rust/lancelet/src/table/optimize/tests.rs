@@ -63,7 +63,7 @@ fn op_of(ds: &Dataset, version: u64) -> &'static str {
     crate::table::transaction::op_name(t.operation.as_ref())
 }
 
-const NO_PROGRESS: &Progress = &|_, _, _| ();
+const NO_PROGRESS: &Option<Progress> = &None;
 
 #[test]
 fn compacts_small_fragments_with_deletions() {

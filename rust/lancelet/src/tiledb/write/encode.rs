@@ -184,13 +184,22 @@ pub struct EncodeKind {
     pub cell_size: usize,
 }
 
+/// Whether a var-sized column of type `t` with pipeline `p` has its
+/// offsets encoded with the strings (RLE or dictionary on UTF-8/ASCII):
+/// then the tile is one chunk and the offsets file holds empty tiles.
+pub fn strings_carry_offsets(p: &FilterPipeline, t: Datatype) -> bool {
+    matches!(t, Datatype::StringAscii | Datatype::StringUtf8) && p.encodes_string_offsets()
+}
+
 /// Filter one tile. `cell_starts` (var-sized data) are the byte offsets of
 /// its cells, so chunks end on cell boundaries; `field` names the column
 /// in errors.
 pub fn filter_tile(p: &FilterPipeline, data: &[u8], kind: EncodeKind, cell_starts: Option<&[u64]>, field: &str) -> Result<Vec<u8>> {
     let max = p.max_chunk_size.max(1) as usize;
     let mut bounds = Vec::new();
+    let whole = cell_starts.is_some() && strings_carry_offsets(p, kind.datatype);
     match cell_starts {
+        Some(_) if whole => bounds.push(data.len()),
         Some(starts) => {
             // Greedy: a chunk takes whole cells while it stays within `max`
             // bytes (a single larger cell makes a chunk of its own).
@@ -224,7 +233,8 @@ pub fn filter_tile(p: &FilterPipeline, data: &[u8], kind: EncodeKind, cell_start
     let mut start = 0usize;
     for end in bounds {
         let chunk = &data[start..end];
-        let (md, filtered) = filter_chunk(p, chunk, kind).map_err(|e| e.context(format!("column {field}")))?;
+        let offsets = if whole { cell_starts } else { None };
+        let (md, filtered) = filter_chunk(p, chunk, kind, offsets).map_err(|e| e.context(format!("column {field}")))?;
         put_u32(&mut out, chunk.len() as u32);
         put_u32(&mut out, filtered.len() as u32);
         put_u32(&mut out, md.len() as u32);
@@ -235,11 +245,26 @@ pub fn filter_tile(p: &FilterPipeline, data: &[u8], kind: EncodeKind, cell_start
     Ok(out)
 }
 
-fn filter_chunk(p: &FilterPipeline, chunk: &[u8], kind: EncodeKind) -> Result<(Vec<u8>, Vec<u8>)> {
+fn filter_chunk(p: &FilterPipeline, chunk: &[u8], kind: EncodeKind, offsets: Option<&[u64]>) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut md = Vec::new();
     let mut data = chunk.to_vec();
     let mut ty = kind.datatype;
+    let mut offsets = offsets;
     for f in &p.filters {
+        let string_stage = matches!(ty, Datatype::StringAscii | Datatype::StringUtf8)
+            && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. });
+        if let (true, Some(o)) = (string_stage, offsets) {
+            // The strings and their offsets are encoded together, once.
+            let (m, d) = if matches!(f, Filter::Rle { .. }) {
+                super::super::string_codecs::rle_forward(&data, o, &md)?
+            } else {
+                super::super::string_codecs::dict_forward(&data, o, &md)?
+            };
+            md = m;
+            data = d;
+            offsets = None;
+            continue;
+        }
         let (m, d, t) = forward(f, md, data, ty, kind).map_err(|e| e.context(f.name()))?;
         md = m;
         data = d;
@@ -324,9 +349,14 @@ fn forward(f: &Filter, md: Vec<u8>, data: Vec<u8>, ty: Datatype, kind: EncodeKin
             header.extend_from_slice(&md);
             Ok((header, out, ty))
         }
-        Filter::Dictionary { .. } | Filter::BitShuffle | Filter::Unknown { .. } => {
-            Err(Error::unsupported(format!("writing with {} is not supported yet", f.name())))
+        Filter::BitShuffle => {
+            let (m, d) = super::super::bitshuffle::forward(&data, ty.size(), &md);
+            Ok((m, d, ty))
         }
+        Filter::Dictionary { .. } => {
+            Err(Error::invalid_input("DictionaryFilter only applies to var-sized strings (as in TileDB)"))
+        }
+        Filter::Unknown { .. } => Err(Error::unsupported(format!("writing with {}", f.name()))),
     }
 }
 

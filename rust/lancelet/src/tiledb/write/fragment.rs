@@ -17,7 +17,7 @@ use super::super::datatype::Datatype;
 use super::super::filters::FilterPipeline;
 use super::super::schema::ArraySchema;
 use super::cells::Cells;
-use super::encode::{filter_tile, generic_tile, EncodeKind, WRITE_VERSION};
+use super::encode::{filter_tile, generic_tile, strings_carry_offsets, EncodeKind, WRITE_VERSION};
 use super::stats::{has_min_max, has_sum, sum_kind, MinMax, Sum};
 use crate::error::Result;
 
@@ -128,7 +128,12 @@ pub fn write_column(schema: &ArraySchema, col: &ColumnIn, plan: &TilePlan) -> Re
         if var {
             let okind = EncodeKind { datatype: Datatype::UInt64, cell_size: 8 };
             out.tile_offsets.push(out.file.len() as u64);
-            out.file.extend(filter_tile(&schema.offsets_filters, &fixed, okind, None, col.name)?);
+            if strings_carry_offsets(col.filters, col.datatype) {
+                // The offsets travel inside the string tile: an empty tile.
+                out.file.extend_from_slice(&0u64.to_le_bytes());
+            } else {
+                out.file.extend(filter_tile(&schema.offsets_filters, &fixed, okind, None, col.name)?);
+            }
             let vkind = EncodeKind { datatype: col.datatype, cell_size: value_size };
             out.var_offsets.push(out.var_file.len() as u64);
             out.var_sizes.push(var_data.len() as u64);

@@ -10,14 +10,17 @@
 //!   marker `__commits/__<t>_<t>_<uuid>_22.wrt` last: a write that fails
 //!   before the marker leaves nothing readers see (and its files are
 //!   removed).
+//! - [`delete`]: `__commits/__<t>_<t>_<uuid>_22.del`, a generic tile holding
+//!   the negated delete condition ([`condition`]).
 //!
 //! Modules: [`encode`] (filters forward, generic tiles, schema bytes),
 //! [`codecs_enc`], [`cells`] (Arrow to cell bytes), [`plan`] (which cells
 //! go to which tile), [`stats`] (tile metadata), [`fragment`] (data files
-//! and the metadata file).
+//! and the metadata file), [`condition`] (delete conditions).
 
 pub mod cells;
 pub mod codecs_enc;
+pub mod condition;
 pub mod encode;
 pub mod fragment;
 pub mod plan;
@@ -63,9 +66,19 @@ fn local_path(uri: &str) -> Option<std::path::PathBuf> {
 
 /// TileDB's check that every filter of a pipeline takes the datatype the
 /// one before it hands on (`Filter::accepts_input_datatype`).
-fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Datatype, field: &str) -> Result<()> {
+fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Datatype, var: bool, field: &str) -> Result<()> {
     use super::datatype::Datatype as D;
     use super::filters::Filter as F;
+    if var && matches!(input, D::StringAscii | D::StringUtf8) && p.filters.len() > 1 {
+        for (name, is) in [("RleFilter", 0u8), ("DictionaryFilter", 1)] {
+            let has = |f: &F| if is == 0 { matches!(f, F::Rle { .. }) } else { matches!(f, F::Dictionary { .. }) };
+            if p.filters.iter().any(has) && !has(&p.filters[0]) {
+                return Err(Error::invalid_input(format!(
+                    "{field}: {name} must be the first filter when used on var-sized strings (as in TileDB)"
+                )));
+            }
+        }
+    }
     let mut t = input;
     for f in &p.filters {
         let integral = t.is_integer() || t == D::Blob;
@@ -100,13 +113,13 @@ fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Da
 }
 
 fn check_writable_schema(s: &ArraySchema) -> Result<()> {
-    check_pipeline(&s.offsets_filters, super::datatype::Datatype::UInt64, "offsets filters")?;
-    check_pipeline(&s.validity_filters, super::datatype::Datatype::UInt8, "validity filters")?;
+    check_pipeline(&s.offsets_filters, super::datatype::Datatype::UInt64, false, "offsets filters")?;
+    check_pipeline(&s.validity_filters, super::datatype::Datatype::UInt8, false, "validity filters")?;
     for (i, d) in s.dims.iter().enumerate() {
-        check_pipeline(s.dim_filters(i), d.datatype, &format!("dimension {}", d.name))?;
+        check_pipeline(s.dim_filters(i), d.datatype, d.is_var(), &format!("dimension {}", d.name))?;
     }
     for a in &s.attrs {
-        check_pipeline(&a.filters, a.datatype, &format!("attribute {}", a.name))?;
+        check_pipeline(&a.filters, a.datatype, a.is_var(), &format!("attribute {}", a.name))?;
     }
     for l in [s.cell_order, s.tile_order] {
         if l == Layout::Hilbert {
@@ -371,6 +384,22 @@ pub fn write_fragment(
     }
     let cell_num = if schema.sparse { n as u64 } else { last_cells * ntiles as u64 };
     Ok(WrittenFragment { name, timestamp: t, dense: !schema.sparse, cell_num, nonempty })
+}
+
+/// Delete the cells of the sparse array at `uri` matching the lancelet SQL
+/// `filter` (as of `timestamp`, default now): writes the `.del` commit
+/// holding the negated condition; returns its file name.
+pub fn delete(uri: &str, options: &StorageOptions, filter: &str, timestamp: Option<u64>) -> Result<String> {
+    let root = Storage::open_with(uri, options)?;
+    let schema = latest_schema(&root)?;
+    if !schema.sparse {
+        return Err(Error::invalid_input("deletes apply to sparse arrays only (as in TileDB)"));
+    }
+    let cond = condition::delete_condition(&schema, filter)?;
+    let t = timestamp.unwrap_or_else(now_ms);
+    let name = format!("__{t}_{t}_{}_{WRITE_VERSION}.del", random_uuid());
+    root.child(&format!("__commits/{name}"))?.write_new(Bytes::from(generic_tile(&cond)))?;
+    Ok(name)
 }
 
 /// [`write_fragment`] over a stream's batches (concatenated first).

@@ -1,0 +1,312 @@
+//! Sparse resolution: which cells of which fragments a read returns.
+//!
+//! 1. Data tiles whose R-tree leaf MBR meets the subarray are selected;
+//!    a filter may mark some of them pruned (their statistics prove no cell
+//!    matches): their attributes are never read.
+//! 2. Coordinates (plus per-cell timestamps `t.tdb` and delete timestamps
+//!    `dt.tdb` where the fragment has them) are decoded; cells outside the
+//!    subarray, and cells whose timestamp lies outside the open range, are
+//!    dropped.
+//! 3. Cells are sorted (requested order; "U" is TileDB's global order) and,
+//!    unless duplicates are allowed, only the newest cell per coordinate is
+//!    kept (newest = largest per-cell timestamp, else the fragment's `t1`,
+//!    ties by fragment order).
+//! 4. Cells of pruned tiles are dropped, then cells deleted by consolidated
+//!    delete metadata (`dt <= open end`; with an unbounded end only cells
+//!    never deleted survive), then cells the visible delete commits remove
+//!    (see `conditions.rs`; commits a fragment lists as processed are
+//!    skipped for it).
+//!
+//! Pruned tiles still have their coordinates decoded when another fragment
+//! could hold the same coordinates (duplicates not allowed, several
+//! fragments): a newer pruned cell hides an older one.
+
+use std::cmp::Ordering;
+
+use super::array::TileDbArray;
+use super::conditions::CellValue;
+use super::datatype::Datatype;
+use super::fragment::{FragmentMeta, Mbr};
+use super::read::{cmp_bound, cmp_values, coord, in_ranges, load_used, pack, space_tile_index, unpack, DimRanges, Order, TileIds};
+use super::schema::{Layout, VAR_NUM};
+use super::tiles::{load_tiles, ColumnSpec, TileData};
+use crate::error::{Error, Result};
+
+/// Decides, for fragment `f` and its selected tiles (with their leaf MBRs),
+/// which tiles may hold cells matching a filter.
+pub type MayMatch<'a> = &'a dyn Fn(usize, &[usize], &[Mbr]) -> Result<Vec<bool>>;
+
+/// The cells a sparse read returns, and what was read to find them.
+pub struct SparseSources {
+    pub(crate) ids: TileIds,
+    /// Packed (tile, cell) per output row, in output order.
+    pub(crate) sources: Vec<u64>,
+    /// Decoded coordinate tiles per dimension, by global tile id.
+    pub(crate) dim_tiles: Vec<Vec<Option<TileData>>>,
+    /// Data tiles in the visible fragments.
+    pub tiles_total: usize,
+    /// Tiles left after R-tree and statistics pruning.
+    pub tiles_read: usize,
+}
+
+fn special_column(schema: &super::schema::ArraySchema, slot: usize, stem: &str) -> ColumnSpec {
+    ColumnSpec {
+        slot,
+        stem: stem.to_string(),
+        name: stem.to_string(),
+        datatype: Datatype::UInt64,
+        cell_val_num: 1,
+        nullable: false,
+        filters: schema.coords_filters.clone(),
+    }
+}
+
+fn strip_marker(m: &str) -> &str {
+    let base = m.rsplit('/').next().unwrap_or(m);
+    base.split('.').next().unwrap_or(base)
+}
+
+impl TileDbArray {
+    /// Leaf MBRs of every fragment (one per data tile).
+    pub(crate) fn all_leaves(&self) -> Result<Vec<Vec<Mbr>>> {
+        let schema = &self.schema;
+        let mut out = Vec::new();
+        for frag in &self.fragments {
+            let mbrs = frag
+                .leaf_mbrs(schema)
+                .map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", self.uri(), frag.name)))?;
+            if mbrs.len() as u64 != frag.sparse_tile_num {
+                return Err(Error::corrupt(format!("fragment {}: {} R-tree leaves for {} tiles", frag.name, mbrs.len(), frag.sparse_tile_num)));
+            }
+            out.push(mbrs);
+        }
+        Ok(out)
+    }
+
+    /// The tiles of each fragment whose MBR meets the subarray.
+    pub(crate) fn select_tiles(&self, leaves: &[Vec<Mbr>], sub: &[Option<DimRanges>]) -> Vec<Vec<usize>> {
+        let schema = &self.schema;
+        leaves
+            .iter()
+            .map(|mbrs| {
+                mbrs.iter()
+                    .enumerate()
+                    .filter(|(_, mbr)| {
+                        schema.dims.iter().enumerate().all(|(d, dim)| match &sub[d] {
+                            None => true,
+                            Some(r) => r.iter().any(|(lo, hi)| {
+                                cmp_bound(dim.datatype, &mbr[d].1, lo) != Ordering::Less && cmp_bound(dim.datatype, &mbr[d].0, hi) != Ordering::Greater
+                            }),
+                        })
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Resolve the sparse fragments over `sub` (see the module docs).
+    pub(crate) fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<MayMatch>) -> Result<SparseSources> {
+        let schema = &self.schema;
+        let nd = schema.dims.len();
+        let leaves = self.all_leaves()?;
+        let mut bases = vec![0usize];
+        for l in &leaves {
+            bases.push(bases.last().unwrap_or(&0) + l.len());
+        }
+        let ids = TileIds { bases };
+        let total = *ids.bases.last().unwrap_or(&0);
+        let selected = self.select_tiles(&leaves, sub);
+        let mut pruned = vec![false; total];
+        let mut tiles_read = 0;
+        for (f, which) in selected.iter().enumerate() {
+            let keep = match may_match {
+                Some(m) if !which.is_empty() => m(f, which, &leaves[f])?,
+                _ => vec![true; which.len()],
+            };
+            for (&t, k) in which.iter().zip(keep) {
+                pruned[ids.bases[f] + t] = !k;
+                tiles_read += k as usize;
+            }
+        }
+        let busy = selected.iter().filter(|w| !w.is_empty()).count();
+        let pruned_can_shadow = !schema.allows_duplicates && busy > 1;
+
+        let mut dim_tiles: Vec<Vec<Option<TileData>>> = (0..nd).map(|_| vec![None; total]).collect();
+        let mut ts_tiles: Vec<Option<TileData>> = vec![None; total];
+        let mut dt_tiles: Vec<Option<TileData>> = vec![None; total];
+        let mut candidates: Vec<u64> = Vec::new();
+        for (f, frag) in self.fragments.iter().enumerate() {
+            let which: Vec<usize> = selected[f].iter().copied().filter(|&t| pruned_can_shadow || !pruned[ids.bases[f] + t]).collect();
+            if which.is_empty() {
+                continue;
+            }
+            let cells: Vec<usize> = which.iter().map(|&t| frag.sparse_tile_cells(schema, t) as usize).collect();
+            for (d, tiles) in dim_tiles.iter_mut().enumerate() {
+                let col = ColumnSpec::dim(schema, d);
+                for (t, data) in which.iter().zip(load_tiles(self, frag, &col, &which, &cells)?) {
+                    tiles[ids.bases[f] + t] = Some(data);
+                }
+            }
+            let mut slot = FragmentMeta::timestamp_slot(schema);
+            if frag.has_timestamps {
+                let col = special_column(schema, slot, "t");
+                for (t, data) in which.iter().zip(load_tiles(self, frag, &col, &which, &cells)?) {
+                    ts_tiles[ids.bases[f] + t] = Some(data);
+                }
+                slot += 1;
+            }
+            if frag.has_delete_meta {
+                let col = special_column(schema, slot, "dt");
+                for (t, data) in which.iter().zip(load_tiles(self, frag, &col, &which, &cells)?) {
+                    dt_tiles[ids.bases[f] + t] = Some(data);
+                }
+            }
+            for (k, &t) in which.iter().enumerate() {
+                let g = ids.bases[f] + t;
+                for c in 0..cells[k] {
+                    let in_sub = (0..nd).all(|d| match &sub[d] {
+                        None => true,
+                        Some(r) => in_ranges(schema.dims[d].datatype, coord(&dim_tiles, schema, pack(g, c), d), r),
+                    });
+                    let in_time = ts_tiles[g].as_ref().is_none_or(|td| {
+                        let ts = u64_of(td, c);
+                        ts >= self.range.0 && ts <= self.range.1
+                    });
+                    if in_sub && in_time {
+                        candidates.push(pack(g, c));
+                    }
+                }
+            }
+        }
+
+        let frag_of = |g: usize| ids.bases.partition_point(|&b| b <= g) - 1;
+        let dim_ref = &dim_tiles;
+        let cell_ts = |s: u64| -> u64 {
+            let (g, c) = unpack(s);
+            match &ts_tiles[g] {
+                Some(td) => u64_of(td, c),
+                None => self.fragments[frag_of(g)].t1,
+            }
+        };
+        let col_major = order == Order::ColMajor || (order == Order::Unordered && schema.cell_order == Layout::ColMajor);
+        let dim_order: Vec<usize> = if col_major { (0..nd).rev().collect() } else { (0..nd).collect() };
+        let cmp_coords = |a: &u64, b: &u64| -> Ordering {
+            for &d in &dim_order {
+                let o = cmp_values(schema.dims[d].datatype, coord(dim_ref, schema, *a, d), coord(dim_ref, schema, *b, d));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        };
+        // Sort keys: (global-order prefix, coordinates, timestamp, source):
+        // among equal coordinates the newest comes last.
+        let prefix: Box<dyn Fn(u64) -> Vec<i64>> = if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
+            Box::new(|s| {
+                let cs: Vec<&[u8]> = (0..nd).map(|d| coord(dim_ref, schema, s, d)).collect();
+                vec![super::hilbert::cell_hilbert(schema, &cs) as i64 ^ i64::MIN]
+            })
+        } else if order == Order::Unordered && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
+            let tile_dims: Vec<usize> = if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() };
+            Box::new(move |s| tile_dims.iter().map(|&d| space_tile_index(schema, d, coord(dim_ref, schema, s, d))).collect())
+        } else {
+            Box::new(|_| Vec::new())
+        };
+        let mut keyed: Vec<(Vec<i64>, u64, u64)> = candidates.iter().map(|&s| (prefix(s), cell_ts(s), s)).collect();
+        drop(prefix);
+        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.2, &b.2)).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut sources: Vec<u64> = Vec::with_capacity(keyed.len());
+        for (_, _, s) in keyed {
+            let same = !schema.allows_duplicates && sources.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
+            match sources.last_mut() {
+                Some(last) if same => *last = s,
+                _ => sources.push(s),
+            }
+        }
+
+        sources.retain(|&s| !pruned[unpack(s).0]);
+        let open_end = self.range.1;
+        sources.retain(|&s| {
+            let (g, c) = unpack(s);
+            dt_tiles[g].as_ref().is_none_or(|td| {
+                let dt = u64_of(td, c);
+                if open_end == u64::MAX { dt == u64::MAX } else { dt > open_end }
+            })
+        });
+        if !self.deletes.is_empty() && !sources.is_empty() {
+            sources = self.apply_delete_commits(&ids, sources, &dim_tiles, &cell_ts)?;
+        }
+        Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read })
+    }
+
+    fn apply_delete_commits(&self, ids: &TileIds, sources: Vec<u64>, dim_tiles: &[Vec<Option<TileData>>], cell_ts: &dyn Fn(u64) -> u64) -> Result<Vec<u64>> {
+        let schema = &self.schema;
+        let mut processed: Vec<Vec<String>> = Vec::new();
+        for frag in &self.fragments {
+            processed.push(if frag.has_delete_meta {
+                frag.processed_conditions()
+                    .map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", self.uri(), frag.name)))?
+                    .iter()
+                    .map(|m| strip_marker(m).to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            });
+        }
+        let mut fields = Vec::new();
+        for d in &self.deletes {
+            d.keep.fields(&mut fields);
+        }
+        let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
+        let mut attr_tiles: Vec<(String, usize, Vec<Option<TileData>>)> = Vec::new();
+        for name in &fields {
+            if let Some(a) = schema.attr_index(name) {
+                let col = ColumnSpec::attr(schema, a);
+                attr_tiles.push((name.clone(), a, load_used(self, ids, &col, &sources, &cells_of)?));
+            } else if schema.dim_index(name).is_none() {
+                return Err(Error::corrupt(format!("a delete condition names {name:?}, which is no attribute or dimension")));
+            }
+        }
+        let frag_of = |g: usize| ids.bases.partition_point(|&b| b <= g) - 1;
+        let mut kept = Vec::with_capacity(sources.len());
+        for s in sources {
+            let (g, c) = unpack(s);
+            let f = frag_of(g);
+            let frag = &self.fragments[f];
+            let get = |name: &str| -> Result<CellValue<'_>> {
+                if let Some((_, a, tiles)) = attr_tiles.iter().find(|x| x.0 == name) {
+                    let at = &schema.attrs[*a];
+                    let td = tiles[g].as_ref().ok_or_else(|| Error::Internal { what: format!("tile {g} of {name} not loaded") })?;
+                    let bytes = if td.valid(c) { Some(td.value(c, at.cell_size())) } else { None };
+                    return Ok(CellValue { datatype: at.datatype, bytes, as_bytes: at.cell_val_num != 1 });
+                }
+                let d = schema.dim_index(name).ok_or_else(|| Error::corrupt(format!("unknown condition field {name:?}")))?;
+                let dim = &schema.dims[d];
+                Ok(CellValue { datatype: dim.datatype, bytes: Some(coord(dim_tiles, schema, s, d)), as_bytes: dim.cell_val_num == VAR_NUM })
+            };
+            let mut alive = true;
+            for del in &self.deletes {
+                if del.timestamp < frag.t1 || processed[f].iter().any(|m| m == strip_marker(&del.marker)) {
+                    continue;
+                }
+                if frag.has_timestamps && del.timestamp <= frag.t2 && cell_ts(s) > del.timestamp {
+                    continue;
+                }
+                if !del.keep.holds(&get).map_err(|e| e.context(format!("delete condition {}", del.marker)))? {
+                    alive = false;
+                    break;
+                }
+            }
+            if alive {
+                kept.push(s);
+            }
+        }
+        Ok(kept)
+    }
+}
+
+fn u64_of(td: &TileData, c: usize) -> u64 {
+    let b = td.value(c, 8);
+    u64::from_le_bytes(b.try_into().unwrap_or_default())
+}
