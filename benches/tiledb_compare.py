@@ -68,16 +68,25 @@ def main():
     make_dense(dense, side)
     make_sparse(sparse, cells)
     q = side // 4
+    read = lambda sub, **kw: (lambda arr: arr.read(subarray=sub, **kw))  # noqa: E731
     cases = [
-        ("dense full", dense, None, lambda A: A.query(return_arrow=True)[:]),
-        ("dense subarray", dense, [(q, 2 * q), (q, 3 * q)],
-         lambda A: A.query(return_arrow=True)[q:2 * q + 1, q:3 * q + 1]),
-        ("sparse full", sparse, None, lambda A: A.query(return_arrow=True)[:]),
-        ("sparse subarray", sparse, [(0, 2**28)], lambda A: A.query(return_arrow=True)[0:2**28 + 1]),
+        ("dense full", dense, read(None), lambda A: A.query(return_arrow=True).df[:]),
+        ("dense subarray", dense, read([(q, 2 * q), (q, 3 * q)]),
+         lambda A: A.query(return_arrow=True).df[q:2 * q + 1, q:3 * q + 1]),
+        ("sparse full", sparse, read(None), lambda A: A.query(return_arrow=True).df[:]),
+        ("sparse subarray", sparse, read([(0, 2**28)]), lambda A: A.query(return_arrow=True).df[0:2**28 + 1]),
+        ("sparse filter", sparse, read(None, filter="x > 2.5"),
+         lambda A: A.query(return_arrow=True, cond="x > 2.5").df[:]),
+        ("sparse to_batches", sparse, lambda arr: sum(b.num_rows for b in arr.to_batches(batch_size=65536)),
+         lambda A: A.query(return_arrow=True).df[:]),
+        ("sparse aggregate", sparse, lambda arr: arr.aggregate({"x": ["sum", "min", "max", "count"]}),
+         lambda A: A.query().agg({"x": ["sum", "min", "max", "count"]})[:]),
+        ("dense aggregate", dense, lambda arr: arr.aggregate({"v": ["sum", "min", "max", "count"]}),
+         lambda A: A.query().agg({"v": ["sum", "min", "max", "count"]})[:]),
     ]
     print(f"{'case':18} {'lancelet s':>11} {'tiledb-py s':>12} {'ratio':>6}")
-    for name, uri, sub, theirs in cases:
-        ours_t = best_of(lambda: lt.open_array(uri).read(subarray=sub))
+    for name, uri, ours, theirs in cases:
+        ours_t = best_of(lambda: ours(lt.open_array(uri)))
 
         def run_theirs():
             with tiledb.open(uri) as A:

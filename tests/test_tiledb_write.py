@@ -460,6 +460,35 @@ def test_more_types_dense_and_sparse(tmp_path):
         assert pa.types.is_fixed_size_list(t) and t.list_size == 2 and t.value_type == pa.int32()
 
 
+def test_list_columns_of_bools_and_floats(tmp_path):
+    uri = str(tmp_path / "l")
+    schema = lt.ArraySchema(domain=lt.Domain(lt.Dim("x", domain=(0, 9), tile=5, dtype=np.int32)), sparse=True,
+                            attrs=[lt.Attr("bb", dtype=pa.list_(pa.bool_(), 3)), lt.Attr("vb", dtype=pa.list_(pa.bool_())),
+                                   lt.Attr("vf", dtype=pa.large_list(pa.float64()))])
+    lt.create_array(uri, schema)
+    bb = [[True, False, True], [False, False, True], [True, True, True]]
+    vb = [[True], [], [False, True, False, True]]
+    vf = [[1.5, -2.0], [], [3.25]]
+    table = pa.table({"x": pa.array([7, 2, 4], pa.int32()),
+                      "bb": pa.array(bb, pa.list_(pa.bool_(), 3)).slice(0),
+                      "vb": pa.array(vb, pa.list_(pa.bool_())), "vf": pa.array(vf, pa.list_(pa.float64()))})
+    lt.write(uri, table, timestamp=1)
+    with tiledb.open(uri) as A:
+        r = A.query(order="G")[:]
+    order = [1, 2, 0]  # by x: 2, 4, 7
+    assert r["x"].tolist() == [2, 4, 7]
+    assert [list(map(bool, v)) for v in r["vb"]] == [vb[i] for i in order]
+    assert [list(v) for v in r["vf"]] == [vf[i] for i in order]
+    got = lt.open_array(uri).read(order="C")
+    assert got["bb"].to_pylist() == [bb[i] for i in order]
+    assert got["vb"].to_pylist() == [vb[i] for i in order]
+    # A sliced (offset) input gives the same cells.
+    uri2 = str(tmp_path / "l2")
+    lt.create_array(uri2, schema)
+    lt.write(uri2, pa.concat_tables([table.slice(0, 1), table.slice(1)]).combine_chunks().slice(1), timestamp=1)
+    assert lt.open_array(uri2).read(order="C")["vb"].to_pylist() == [vb[1], vb[2]]
+
+
 def test_string_dimension_and_duplicates(tmp_path):
     spec = {"sparse": True, "capacity": 4, "allows_duplicates": True,
             "dims": [{"name": "k", "dtype": "ascii"}],

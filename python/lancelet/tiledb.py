@@ -24,6 +24,8 @@ __all__ = [
     "write",
     "delete",
     "to_lance",
+    "consolidate",
+    "vacuum",
     "TileDBArray",
     "FragmentInfo",
     "ArraySchema",
@@ -432,6 +434,56 @@ class TileDBArray:
         and min/max pruning)."""
         return dict(self._native.explain(_subarray(subarray, self.schema.ndim), filter))
 
+    def to_batches(
+        self,
+        subarray: Any = None,
+        attrs: Optional[Sequence[str]] = None,
+        *,
+        dims: bool = True,
+        order: Optional[str] = None,
+        filter: Optional[str] = None,
+        batch_size: int = 65536,
+    ) -> pa.RecordBatchReader:
+        """Stream what ``read`` returns in batches of at most ``batch_size``
+        rows: the subarray is cut into slabs along the read's major
+        dimension and each slab is resolved and read on its own, so memory
+        stays near one slab's tiles plus a batch (see docs/tiledb.md)."""
+        if isinstance(attrs, str):
+            attrs = [attrs]
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise InvalidInputError(f"batch_size must be a positive integer, not {batch_size!r}")
+        sub = _subarray(subarray, self.schema.ndim)
+        stream = self._native.to_batches(sub, list(attrs) if attrs is not None else None, dims, order, filter, batch_size)
+        from lancelet._args import typed_reader
+
+        return typed_reader(pa.RecordBatchReader.from_stream(stream))
+
+    def aggregate(self, aggs: dict, subarray: Any = None) -> dict:
+        """``{attr: [op, ...]}`` (ops: sum, min, max, mean, count,
+        null_count; a single op may be a string) -> ``{attr: {op: value}}``
+        with tiledb-py's ``.query().agg()`` values. Tiles wholly inside the
+        subarray are summarised from fragment metadata, not read."""
+        if not isinstance(aggs, dict) or not aggs:
+            raise InvalidInputError("aggregate takes a non-empty dict {attribute: [operations]}")
+        reqs = []
+        for attr, ops in aggs.items():
+            if isinstance(ops, str):
+                ops = [ops]
+            if not isinstance(attr, str) or not all(isinstance(o, str) for o in ops):
+                raise InvalidInputError(f"aggregate request {attr!r}: {ops!r} is not attribute -> operation names")
+            reqs.append((attr, list(ops)))
+        out = dict(self._native.aggregate(reqs, _subarray(subarray, self.schema.ndim)))
+        for attr, vals in out.items():
+            a = self.schema.attr(attr)
+            if a.tiledb_type.startswith("DATETIME_"):
+                import numpy as np
+
+                unit = {"DATETIME_SEC": "s", "DATETIME_MS": "ms", "DATETIME_US": "us", "DATETIME_NS": "ns"}[a.tiledb_type]
+                for k in ("min", "max"):
+                    if isinstance(vals.get(k), int):
+                        vals[k] = np.datetime64(vals[k], unit)
+        return out
+
     def __enter__(self) -> "TileDBArray":
         return self
 
@@ -460,6 +512,7 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
     return TileDBArray(_NativeArray(str(uri), start, end, opts))
 
 
+from lancelet._tiledb_consolidate import consolidate, vacuum  # noqa: E402
 # Writing (create_array, write, delete) lives in its own module.
 from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
 from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

@@ -3,8 +3,8 @@ lancelet's TileDB reader, one Spark partition per region.
 
 ``spark.read.format("lancelet_tiledb").load(uri)`` opens the array once,
 when partitions are planned, and pins what it sees: the open timestamp
-range ends at the newest visible fragment (or the ``timestamp`` option), so
-every task reads the same fragments even while writers add more. The read
+range ends at that moment (or at the ``timestamp`` option's end), so every
+task reads the same fragments and deletes even while writers add more. The read
 is cut into disjoint regions of about ``rows_per_partition`` cells (dense:
 space-tile-aligned slabs; sparse: cut where R-tree data tiles end, by their
 cell counts; see :mod:`lancelet._tiledb_lance`). Each task reads its region
@@ -153,12 +153,16 @@ class TileDBRegion(InputPartition):
     region: list
 
 
-def _pin(arr) -> Tuple[int, int]:
-    """The open range narrowed to end at the newest fragment seen now."""
+def _pin(arr, explicit_end: bool) -> Tuple[int, int]:
+    """The open range, its open end narrowed to now (or to the newest
+    fragment, if that is later): writes and deletes made after planning
+    stay out of every task."""
+    import time
+
     start, end = arr.timestamp_range
-    frags = arr.fragments()
-    if frags:
-        end = min(end, max(f.timestamp_range[1] for f in frags))
+    if not explicit_end:
+        newest = max((f.timestamp_range[1] for f in arr.fragments()), default=0)
+        end = min(end, max(int(time.time() * 1000), newest))
     return (start, end)
 
 
@@ -191,7 +195,8 @@ class TileDBReader(DataSourceReader):
 
         arr = self.opts.open()
         check_read_args(arr, self.opts.attrs, self.opts.dims, self.opts.filter)
-        pinned = _pin(arr)
+        ts = self.opts.timestamp
+        pinned = _pin(arr, explicit_end=ts is not None and not (isinstance(ts, tuple) and ts[1] is None))
         return [TileDBRegion(pinned, r) for r in plan_regions(arr, self.opts.subarray, self.opts.rows_per_partition)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -246,6 +246,58 @@ impl NativeTileDBArray {
         Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
     }
 
+    /// Stream a read in batches of at most `batch_size` rows.
+    #[pyo3(signature = (subarray=None, attrs=None, dims=true, order=None, filter=None, batch_size=65536))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_batches(&self, py: Python<'_>, subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>, attrs: Option<Vec<String>>, dims: bool, order: Option<String>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
+        let opts = ReadOptions { subarray: subarray_arg(subarray)?, attrs, dims, order: order_arg(order.as_deref())?, filter };
+        let inner = self.inner.clone();
+        let stream = py.detach(|| guard(|| lancelet::tiledb::stream::BatchStream::new(inner, opts, batch_size))).py_err()?;
+        let schema = stream.schema();
+        Ok(ArrowStream::new(Box::new(TileDbReader { inner: stream, schema })))
+    }
+
+    /// Aggregates per attribute: `[(attr, [op, ...]), ...]` ->
+    /// `{attr: {op: value}}`.
+    /// With `counts`, returns `(values, {"fragments", "tiles_total",
+    /// "tiles_read"})`: the tiles read rather than summarised.
+    #[pyo3(signature = (requests, subarray=None, counts=false))]
+    fn aggregate<'py>(&self, py: Python<'py>, requests: Vec<(String, Vec<String>)>, subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>, counts: bool) -> PyResult<Bound<'py, PyAny>> {
+        use lancelet::tiledb::aggregate::AggOp;
+        let sub = subarray_arg(subarray)?;
+        let mut reqs = Vec::new();
+        for (attr, ops) in requests {
+            let ops = ops.iter().map(|o| AggOp::parse(o)).collect::<lancelet::Result<Vec<_>>>().py_err()?;
+            reqs.push((attr, ops));
+        }
+        let inner = self.inner.clone();
+        let (out, c) = py.detach(|| guard(|| inner.aggregate(&sub, &reqs))).py_err()?;
+        let d = PyDict::new(py);
+        for (attr, vals) in &out {
+            let x = PyDict::new(py);
+            for (op, v) in vals {
+                let key = match op {
+                    AggOp::Sum => "sum",
+                    AggOp::Min => "min",
+                    AggOp::Max => "max",
+                    AggOp::Mean => "mean",
+                    AggOp::Count => "count",
+                    AggOp::NullCount => "null_count",
+                };
+                x.set_item(key, agg_to_py(py, v)?)?;
+            }
+            d.set_item(attr, x)?;
+        }
+        if counts {
+            let cd = PyDict::new(py);
+            cd.set_item("fragments", c.fragments)?;
+            cd.set_item("tiles_total", c.tiles_total)?;
+            cd.set_item("tiles_read", c.tiles_read)?;
+            return Ok(PyTuple::new(py, [d.into_any(), cd.into_any()])?.into_any());
+        }
+        Ok(d.into_any())
+    }
+
     /// Fragments, data tiles and tiles left after pruning for a read.
     #[pyo3(signature = (subarray=None, filter=None))]
     fn explain<'py>(&self, py: Python<'py>, subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>, filter: Option<String>) -> PyResult<Bound<'py, PyDict>> {
@@ -258,6 +310,40 @@ impl NativeTileDBArray {
         d.set_item("tiles_read", c.tiles_read)?;
         Ok(d)
     }
+}
+
+/// A streamed read as an Arrow reader; errors and panics become errors.
+struct TileDbReader {
+    inner: lancelet::tiledb::stream::BatchStream,
+    schema: arrow_schema::SchemaRef,
+}
+
+impl Iterator for TileDbReader {
+    type Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = &mut self.inner;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.next())) {
+            Ok(None) => None,
+            Ok(Some(r)) => Some(r.map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e)))),
+            Err(payload) => Some(Err(arrow_schema::ArrowError::ExternalError(Box::new(crate::errors::caught_panic(payload))))),
+        }
+    }
+}
+
+impl arrow_array::RecordBatchReader for TileDbReader {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+}
+
+fn agg_to_py<'py>(py: Python<'py>, v: &lancelet::tiledb::aggregate::AggValue) -> PyResult<Bound<'py, PyAny>> {
+    use lancelet::tiledb::aggregate::AggValue;
+    Ok(match v {
+        AggValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        AggValue::Float(f) => f.into_pyobject(py)?.into_any(),
+        AggValue::Null => py.None().into_bound(py),
+        AggValue::Stored(t, b) => value_to_py(py, *t, t.is_bytes(), b)?,
+    })
 }
 
 fn order_arg(order: Option<&str>) -> PyResult<Order> {

@@ -102,9 +102,40 @@ fn tiledb_check_filter(array: &NativeTileDBArray, filter: &str) -> PyResult<()> 
     guard(|| array.inner.check_filter(filter)).py_err()
 }
 
+/// Consolidate the array at `uri` in `mode` ("fragments", "commits" or
+/// "fragment_meta"); returns the name of the file or fragment written.
+#[pyfunction]
+#[pyo3(signature = (uri, mode, start=0, end=u64::MAX, amplification=1.0, storage_options=None))]
+fn tiledb_consolidate(py: Python<'_>, uri: String, mode: String, start: u64, end: u64, amplification: f64,
+                      storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Option<String>> {
+    use lancelet::tiledb::consolidate::{consolidate_commits, consolidate_fragment_meta, consolidate_fragments, ConsolidationMode};
+    let options = storage_options.unwrap_or_default();
+    py.detach(|| {
+        guard(|| match ConsolidationMode::parse(&mode)? {
+            ConsolidationMode::Commits => consolidate_commits(&uri, &options),
+            ConsolidationMode::FragmentMeta => consolidate_fragment_meta(&uri, &options),
+            ConsolidationMode::Fragments => consolidate_fragments(&uri, &options, (start, end), amplification),
+        })
+    })
+    .py_err()
+}
+
+/// Vacuum the array at `uri` in `mode`; returns the relative paths removed
+/// and the ignore file written (if any).
+#[pyfunction]
+#[pyo3(signature = (uri, mode, start=0, end=u64::MAX, storage_options=None))]
+fn tiledb_vacuum(py: Python<'_>, uri: String, mode: String, start: u64, end: u64, storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<(Vec<String>, Option<String>)> {
+    use lancelet::tiledb::consolidate::ConsolidationMode;
+    let options = storage_options.unwrap_or_default();
+    let done = py.detach(|| guard(|| lancelet::tiledb::vacuum::vacuum(&uri, &options, ConsolidationMode::parse(&mode)?, (start, end)))).py_err()?;
+    Ok((done.removed, done.ignore_file))
+}
+
 /// Register the functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tiledb_plan_regions, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_check_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(tiledb_consolidate, m)?)?;
+    m.add_function(wrap_pyfunction!(tiledb_vacuum, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_read_region, m)?)
 }

@@ -630,6 +630,7 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("page_fullzip", |d| data_file_with_pages(d, PageKind::FullZip)),
         ("page_constant", |d| data_file_with_pages(d, PageKind::Constant)),
         ("page_blob", |d| data_file_with_pages(d, PageKind::Blob)),
+        ("tiledb_array", tiledb_array),
     ]
 }
 
@@ -703,6 +704,7 @@ pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
         "file_footer" | "page_miniblock" | "page_dictionary" | "page_fullzip" | "page_constant" | "page_blob" => {
             [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2].into_iter().map(seed_data_file).collect()
         }
+        "tiledb_array" => tiledb_target::seeds(),
         _ => Vec::new(),
     }
 }
@@ -748,6 +750,10 @@ fn seed_data_file(version: FileVersion) -> Vec<u8> {
     w.finish().expect("finish");
     s.read_all().expect("read back").to_vec()
 }
+
+#[path = "fuzzing_tiledb.rs"]
+mod tiledb_target;
+pub use tiledb_target::tiledb_array;
 
 #[cfg(test)]
 #[path = "fuzzing_tests.rs"]

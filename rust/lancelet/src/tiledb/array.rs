@@ -160,7 +160,9 @@ impl TileDbArray {
             if !inside {
                 // Overlapping fragments count only with per-cell
                 // timestamps: their cells outside the range are dropped.
-                if !meta.has_timestamps {
+                // A sparse one without them (a consolidation that kept
+                // none) is read whole, as TileDB 2.30 reads it.
+                if !meta.has_timestamps && meta.dense {
                     continue;
                 }
                 if meta.dense {

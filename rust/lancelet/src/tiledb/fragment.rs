@@ -271,6 +271,14 @@ impl FragmentMeta {
         Ok(leaves)
     }
 
+    /// The footer as stored at the end of the metadata file, without the
+    /// trailing `u64` length (what consolidated fragment metadata copies).
+    pub fn footer_bytes(&self) -> Option<&[u8]> {
+        let n = self.bytes.len();
+        let len = u64::from_le_bytes(self.bytes.get(n.checked_sub(8)?..)?.try_into().ok()?) as usize;
+        self.bytes.get(n.checked_sub(8 + len)?..n - 8)
+    }
+
     fn generic(&self, offset: u64, what: &str) -> Result<Vec<u8>> {
         let off = usize::try_from(offset).map_err(|_| Error::corrupt(format!("{what}: offset {offset}")))?;
         Ok(read_generic_tile(&self.bytes, off).map_err(|e| e.context(what))?.0)

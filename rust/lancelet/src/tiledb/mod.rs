@@ -13,9 +13,11 @@
 //! This room is a peer of the Lance format: it shares `io/` and the general
 //! compression crates and never imports `file/` or `table/`.
 
+pub mod aggregate;
 pub mod array;
 pub mod bitshuffle;
 pub mod codecs;
+pub mod consolidate;
 pub mod conditions;
 pub mod cursor;
 pub mod datatype;
@@ -28,8 +30,10 @@ pub mod read;
 pub mod regions;
 pub mod schema;
 pub mod sparse;
+pub mod stream;
 pub mod string_codecs;
 pub mod tiles;
+pub mod vacuum;
 pub mod write;
 
 pub use array::TileDbArray;

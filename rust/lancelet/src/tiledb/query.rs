@@ -33,6 +33,28 @@ use crate::expr::SqlFilter;
 use crate::file::stats::GroupStats;
 use crate::table::scan::RowFilter;
 
+/// Decides which candidate tiles a read may skip.
+pub trait TilePruner {
+    /// Of the selected tiles `which` of sparse fragment `f` (leaf MBRs
+    /// `mbrs`), those to read.
+    fn sparse_may_match(&self, array: &TileDbArray, f: usize, which: &[usize], mbrs: &[Mbr]) -> Result<Vec<bool>>;
+    /// Of the `ntiles` tiles of dense fragment `f`, those to read.
+    fn dense_may_match(&self, array: &TileDbArray, f: usize, ntiles: usize, per_tile: usize) -> Result<Vec<bool>>;
+    /// Skipped sparse tiles share no coordinate with other fragments.
+    fn pruned_tiles_are_isolated(&self) -> bool {
+        false
+    }
+}
+
+impl TilePruner for Pruner {
+    fn sparse_may_match(&self, array: &TileDbArray, f: usize, which: &[usize], mbrs: &[Mbr]) -> Result<Vec<bool>> {
+        Pruner::sparse_may_match(self, array, f, which, mbrs)
+    }
+    fn dense_may_match(&self, array: &TileDbArray, f: usize, ntiles: usize, per_tile: usize) -> Result<Vec<bool>> {
+        Pruner::dense_may_match(self, array, f, ntiles, per_tile)
+    }
+}
+
 /// A planned filter and what it needs.
 pub struct Pruner {
     filter: SqlFilter,
@@ -206,7 +228,7 @@ impl TileDbArray {
             }
         }
         inner.attrs = Some(attrs);
-        let (batch, counts, keep) = self.read_plain(&inner, Some(&pruner))?;
+        let (batch, counts, keep) = self.read_plain(&inner, Some(&pruner as &dyn TilePruner))?;
         let mut mask = pruner.evaluate(&batch)?;
         if let Some(keep) = keep {
             mask = arrow_arith::boolean::and(&mask, &BooleanArray::from(keep))?;
@@ -250,7 +272,7 @@ impl TileDbArray {
         }
         let mut opts = ReadOptions { subarray: sub, dims: false, attrs: Some(Vec::new()), ..Default::default() };
         opts.filter = None;
-        let (_, counts, _) = self.read_plain(&opts, pruner.as_ref())?;
+        let (_, counts, _) = self.read_plain(&opts, pruner.as_ref().map(|p| p as &dyn TilePruner))?;
         Ok(counts)
     }
 }

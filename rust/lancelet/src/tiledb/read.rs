@@ -307,7 +307,7 @@ pub(crate) fn coord<'a>(dim_tiles: &'a [Vec<Option<TileData>>], schema: &ArraySc
 }
 
 /// Gather one column: each source is a (tile, cell) in `tiles` or FILL.
-fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &[u8], fill_valid: bool) -> Result<(CellBytes, Option<Vec<bool>>)> {
+pub(crate) fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &[u8], fill_valid: bool) -> Result<(CellBytes, Option<Vec<bool>>)> {
     let n = sources.len();
     let cs = col.cell_size();
     let mut validity = if col.nullable { Some(Vec::with_capacity(n)) } else { None };
@@ -402,7 +402,7 @@ impl TileDbArray {
 
     /// Read without a filter; `pruner` marks tiles no filtered cell can come
     /// from. Dense reads also return which rows are not pruned cells.
-    pub(crate) fn read_plain(&self, opts: &ReadOptions, pruner: Option<&super::query::Pruner>) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
+    pub(crate) fn read_plain(&self, opts: &ReadOptions, pruner: Option<&dyn super::query::TilePruner>) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
         let schema = &self.schema;
         let sub = normalize_subarray(schema, &opts.subarray)?;
         let out_schema = output_schema(schema, opts)?;
@@ -415,7 +415,8 @@ impl TileDbArray {
                     None => Ok(vec![true; which.len()]),
                 }
             };
-            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None })?;
+            let isolated = pruner.is_some_and(|p| p.pruned_tiles_are_isolated());
+            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None }, isolated)?;
             let counts = TileCounts { fragments: self.fragments.len(), tiles_total: sp.tiles_total, tiles_read: sp.tiles_read };
             let (ids, sources, dim_tiles) = (sp.ids, sp.sources, sp.dim_tiles);
             let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
@@ -520,9 +521,9 @@ fn for_each_cell(coords: &[Vec<i128>], order: Order, mut f: impl FnMut(&[usize])
 pub(crate) struct DenseSources {
     pub(crate) ids: TileIds,
     pub(crate) sources: Vec<u64>,
-    coords: Vec<Vec<i128>>,
+    pub(crate) coords: Vec<Vec<i128>>,
     order: Order,
-    cells_per_tile: usize,
+    pub(crate) cells_per_tile: usize,
 }
 
 impl TileDbArray {

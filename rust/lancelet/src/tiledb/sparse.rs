@@ -106,7 +106,9 @@ impl TileDbArray {
     }
 
     /// Resolve the sparse fragments over `sub` (see the module docs).
-    pub(crate) fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<MayMatch>) -> Result<SparseSources> {
+    /// `isolated`: the caller knows pruned tiles share no coordinates with
+    /// other fragments (their coordinates need not be decoded).
+    pub(crate) fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<MayMatch>, isolated: bool) -> Result<SparseSources> {
         let schema = &self.schema;
         let nd = schema.dims.len();
         let leaves = self.all_leaves()?;
@@ -130,7 +132,7 @@ impl TileDbArray {
             }
         }
         let busy = selected.iter().filter(|w| !w.is_empty()).count();
-        let pruned_can_shadow = !schema.allows_duplicates && busy > 1;
+        let pruned_can_shadow = !isolated && !schema.allows_duplicates && busy > 1;
 
         let mut dim_tiles: Vec<Vec<Option<TileData>>> = (0..nd).map(|_| vec![None; total]).collect();
         let mut ts_tiles: Vec<Option<TileData>> = vec![None; total];

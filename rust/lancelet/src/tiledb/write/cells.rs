@@ -135,9 +135,8 @@ pub fn column_cells(col: &ArrayRef, t: Datatype, cell_val_num: u32, nullable: bo
                 return Err(Error::invalid_input(format!("column {field}: list values may not be null")));
             }
             let base = offs[0] as usize;
-            let vals = &child.buffers()[0].as_slice()[(child.offset() + base) * width..(child.offset() + offs[len] as usize) * width];
             cells.offsets = offs.iter().map(|o| ((*o as usize - base) * width) as u64).collect();
-            cells.data = vals.to_vec();
+            cells.data = child_values(child, base, offs[len] as usize, width);
         }
         DataType::FixedSizeList(_, n) => {
             let n = *n as usize;
@@ -145,8 +144,7 @@ pub fn column_cells(col: &ArrayRef, t: Datatype, cell_val_num: u32, nullable: bo
             if child.null_count() > 0 {
                 return Err(Error::invalid_input(format!("column {field}: list values may not be null")));
             }
-            let start = (data.offset() + child.offset()) * n * width;
-            cells.fixed = child.buffers()[0].as_slice()[start..start + len * n * width].to_vec();
+            cells.fixed = child_values(child, data.offset() * n, (data.offset() + len) * n, width);
         }
         DataType::Boolean => {
             let b = arr.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| Error::invalid_input(format!("column {field}: not booleans")))?;
@@ -157,6 +155,17 @@ pub fn column_cells(col: &ArrayRef, t: Datatype, cell_val_num: u32, nullable: bo
         }
     }
     Ok(cells)
+}
+
+/// Values `from..to` of a list's primitive child as stored bytes (booleans
+/// are bit-packed in Arrow, one byte each in TileDB).
+fn child_values(child: &arrow_data::ArrayData, from: usize, to: usize, width: usize) -> Vec<u8> {
+    if child.data_type() == &DataType::Boolean {
+        let bits = arrow_buffer::BooleanBuffer::new(child.buffers()[0].clone(), child.offset(), child.len());
+        return (from..to).map(|i| bits.value(i) as u8).collect();
+    }
+    let start = child.offset() * width;
+    child.buffers()[0].as_slice()[start + from * width..start + to * width].to_vec()
 }
 
 /// Byte strings into fixed-size CHAR cells of `n` bytes: shorter values are

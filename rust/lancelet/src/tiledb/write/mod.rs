@@ -232,6 +232,19 @@ pub fn write_fragment(
     subarray: Option<Vec<(i128, i128)>>,
     timestamp: Option<u64>,
 ) -> Result<WrittenFragment> {
+    let t = timestamp.unwrap_or_else(now_ms);
+    write_fragment_over(uri, options, batch, subarray, (t, t))
+}
+
+/// [`write_fragment`] named for the timestamp range `range` (`__t1_t2_`):
+/// the fragment a consolidation of the fragments of that range writes.
+pub fn write_fragment_over(
+    uri: &str,
+    options: &StorageOptions,
+    batch: &RecordBatch,
+    subarray: Option<Vec<(i128, i128)>>,
+    range: (u64, u64),
+) -> Result<WrittenFragment> {
     let root = Storage::open_with(uri, options)?;
     let schema = latest_schema(&root)?;
     check_writable_schema(&schema)?;
@@ -346,8 +359,8 @@ pub fn write_fragment(
     };
     let meta = metadata_file(&header, &slots);
 
-    let t = timestamp.unwrap_or_else(now_ms);
-    let name = format!("__{t}_{t}_{}_{WRITE_VERSION}", random_uuid());
+    let (t1, t) = range;
+    let name = format!("__{t1}_{t}_{}_{WRITE_VERSION}", random_uuid());
     let dir = root.child(&format!("__fragments/{name}"))?;
     let result = (|| -> Result<()> {
         for (i, s) in slots.iter().enumerate() {

@@ -17,6 +17,12 @@ use super::cells::Cells;
 use super::fragment::{Mbr, TilePlan};
 use crate::error::{Error, Result};
 
+/// A decoded numeric coordinate.
+enum Key {
+    I(i128),
+    F(f64),
+}
+
 /// Compare two coordinates of type `t` (numbers by value, strings by bytes).
 pub fn cmp_coord(t: Datatype, a: &[u8], b: &[u8]) -> Ordering {
     if let (Some(x), Some(y)) = (float_value(t, a), float_value(t, b)) {
@@ -179,6 +185,32 @@ pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells]) -> Result<(TilePlan, Ve
         }
     }
     let tiles_of: Vec<Vec<i128>> = (0..nd).map(|d| (0..n).map(|i| tile_index(schema, d, dims[d].value(i))).collect()).collect();
+    // Numeric coordinates decoded once, so the sort compares plain numbers.
+    let keys: Vec<Option<Vec<Key>>> = (0..nd)
+        .map(|d| {
+            let t = schema.dims[d].datatype;
+            if t.is_bytes() {
+                return None;
+            }
+            Some((0..n).map(|i| {
+                let v = dims[d].value(i);
+                match float_value(t, v) {
+                    Some(f) => Key::F(f),
+                    None => Key::I(int_value(t, v).unwrap_or(0)),
+                }
+            }).collect())
+        })
+        .collect();
+    let cmp_dim = |d: usize, a: usize, b: usize| -> Ordering {
+        match &keys[d] {
+            Some(k) => match (&k[a], &k[b]) {
+                (Key::I(x), Key::I(y)) => x.cmp(y),
+                (Key::F(x), Key::F(y)) => x.total_cmp(y),
+                _ => Ordering::Equal,
+            },
+            None => dims[d].value(a).cmp(dims[d].value(b)),
+        }
+    };
     let dim_order = |rm: bool| -> Vec<usize> { if rm { (0..nd).collect() } else { (0..nd).rev().collect() } };
     let (to, co) = (dim_order(tile_rm), dim_order(cell_rm));
     let cmp_cells = |a: usize, b: usize| -> Ordering {
@@ -189,7 +221,7 @@ pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells]) -> Result<(TilePlan, Ve
             }
         }
         for &d in &co {
-            let o = cmp_coord(schema.dims[d].datatype, dims[d].value(a), dims[d].value(b));
+            let o = cmp_dim(d, a, b);
             if o.is_ne() {
                 return o;
             }

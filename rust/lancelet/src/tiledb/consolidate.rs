@@ -1,0 +1,421 @@
+//! Consolidation as TileDB 2.30 does it: fragments, commits and fragment
+//! metadata.
+//!
+//! *Fragments* (`"fragments"`): the fragments visible in the consolidation
+//! range (at least two) are read as one resolved read (newest cell wins;
+//! dense: the bounding box of their non-empty domains, fills where none
+//! wrote) and written as one new fragment `__<first t1>_<last t2>_uuid_22`
+//! through the fragment writer (data, metadata, `.wrt` commit last); then
+//! `__commits/<new name>.vac` lists the merged fragments
+//! (`/__fragments/<name>` a line) so readers skip them until a vacuum
+//! removes them. Dense fragments are merged only when no older fragment
+//! outside the range overlaps the box (it would be overwritten by fills)
+//! and the box holds at most `amplification` times the cells the fragments
+//! hold (TileDB's `sm.consolidation.amplification`, default 1.0); otherwise
+//! nothing is written. The new fragment keeps no per-cell timestamps, so
+//! time travel into the middle of its range sees none of it (as TileDB with
+//! `sm.consolidation.with_timestamps` off).
+//!
+//! *Commits* (`sm.consolidation.mode = "commits"`): one file
+//! `__commits/<__t1_t2_uuid_v>.con` lists every commit of the array, one
+//! URI relative to the array a line (`__commits/<fragment>.wrt`); a delete
+//! or update commit (`.del` / `.upd`) is followed by its condition: a `u64`
+//! size and the bytes of the commit file. The entries are the entries of
+//! the existing `.con` files (minus those an `.ign` file lists) and every
+//! commit file not already among them, oldest first; the name spans the
+//! first entry's `t1` to the last one's `t2`. The old commit files stay
+//! until vacuumed.
+//!
+//! *Fragment metadata* (`"fragment_meta"`): one generic tile
+//! `__fragment_meta/<__t1_t2_uuid_v>.meta` holding the footers of the
+//! visible fragments (at least two): `u32` count, per fragment `u64` name
+//! length, the fragment's directory name and the `u64` offset of its footer
+//! in the tile, then the footers (each exactly as it ends its
+//! `__fragment_metadata.tdb`, without the trailing footer length). The tile
+//! is Gzip-filtered (level 1) in chunks of 64 KiB, as TileDB writes it.
+//!
+//! Either way the new file is the only write, made with create-if-absent:
+//! a failure leaves the array as it was.
+
+use std::io::Write;
+
+use bytes::Bytes;
+
+use super::array::TileDbArray;
+use super::fragment::TimestampedName;
+use super::generic_tile::MAX_VERSION;
+use crate::error::{Error, Result};
+use crate::io::{Storage, StorageOptions};
+
+/// What to consolidate (tiledb-py's `sm.consolidation.mode` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsolidationMode {
+    Fragments,
+    Commits,
+    FragmentMeta,
+}
+
+impl ConsolidationMode {
+    /// Parse a `sm.consolidation.mode` / `sm.vacuum.mode` value.
+    pub fn parse(mode: &str) -> Result<Self> {
+        match mode {
+            "fragments" => Ok(Self::Fragments),
+            "commits" => Ok(Self::Commits),
+            "fragment_meta" => Ok(Self::FragmentMeta),
+            "array_meta" | "group_meta" => Err(Error::unsupported(format!("consolidation mode {mode:?} (lancelet does not read array metadata)"))),
+            other => Err(Error::invalid_input(format!(
+                "unknown consolidation mode {other:?} (expected fragments, commits or fragment_meta)"
+            ))),
+        }
+    }
+}
+
+/// Milliseconds since the epoch (TileDB's timestamps).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// A timestamped name `__t1_t2_<32 hex digits>_v` for a new file.
+pub(crate) fn new_name(t1: u64, t2: u64) -> String {
+    format!("__{t1}_{t2}_{:016x}{:016x}_{MAX_VERSION}", random_u64(), random_u64())
+}
+
+/// 64 random bits: std's per-process random hash keys over the clock.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    h.write_u128(nanos);
+    h.finish()
+}
+
+/// One entry of a consolidated commits file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CommitEntry {
+    /// Relative URI, e.g. `__commits/__1_1_<uuid>_22.wrt`.
+    pub uri: String,
+    /// Condition bytes of a `.del` / `.upd` entry.
+    pub condition: Option<Vec<u8>>,
+}
+
+impl CommitEntry {
+    fn stem(&self) -> &str {
+        let file = self.uri.rsplit('/').next().unwrap_or(&self.uri);
+        file.split('.').next().unwrap_or(file)
+    }
+
+    fn timestamps(&self) -> (u64, u64) {
+        TimestampedName::parse(self.stem()).map(|t| (t.t1, t.t2)).unwrap_or((0, 0))
+    }
+}
+
+/// Parse a `.con` file's bytes.
+pub(crate) fn parse_con(b: &[u8], file: &str) -> Result<Vec<CommitEntry>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < b.len() {
+        let nl = b[pos..].iter().position(|&c| c == b'\n').ok_or_else(|| Error::corrupt(format!("{file}: entry without newline")))?;
+        let uri = String::from_utf8_lossy(&b[pos..pos + nl]).into_owned();
+        pos += nl + 1;
+        let condition = if uri.ends_with(".del") || uri.ends_with(".upd") {
+            let size = b.get(pos..pos + 8).ok_or_else(|| Error::corrupt(format!("{file}: truncated condition size of {uri}")))?;
+            let size = u64::from_le_bytes(size.try_into().unwrap_or_default()) as usize;
+            let body = pos
+                .checked_add(8 + size)
+                .and_then(|end| b.get(pos + 8..end))
+                .ok_or_else(|| Error::corrupt(format!("{file}: truncated condition of {uri}")))?;
+            pos += 8 + size;
+            Some(body.to_vec())
+        } else if uri.ends_with(".wrt") || uri.ends_with(".ok") {
+            None
+        } else {
+            return Err(Error::corrupt(format!("{file}: unknown consolidated commit entry {uri:?}")));
+        };
+        out.push(CommitEntry { uri, condition });
+    }
+    Ok(out)
+}
+
+fn serialize_con(entries: &[CommitEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in entries {
+        out.extend_from_slice(e.uri.as_bytes());
+        out.push(b'\n');
+        if let Some(c) = &e.condition {
+            out.extend_from_slice(&(c.len() as u64).to_le_bytes());
+            out.extend_from_slice(c);
+        }
+    }
+    out
+}
+
+/// What `__commits/` holds.
+#[derive(Debug, Default)]
+pub(crate) struct CommitsDir {
+    /// Every file name, with its parsed timestamps if it has them.
+    pub files: Vec<String>,
+    /// `.con` files and their entries.
+    pub cons: Vec<(String, Vec<CommitEntry>)>,
+    /// URIs the `.ign` files list.
+    pub ignored: Vec<String>,
+}
+
+impl CommitsDir {
+    pub fn load(root: &Storage) -> Result<Self> {
+        let dir = root.child("__commits")?;
+        let mut out = CommitsDir::default();
+        let mut names: Vec<String> = dir.list()?.into_iter().map(|(n, _)| n).collect();
+        names.sort();
+        for name in &names {
+            if name.ends_with(".con") {
+                let bytes = dir.child(name)?.read_all()?;
+                let file = format!("{}/{name}", dir.display());
+                out.cons.push((name.clone(), parse_con(&bytes, &file)?));
+            } else if name.ends_with(".ign") {
+                let bytes = dir.child(name)?.read_all()?;
+                out.ignored.extend(String::from_utf8_lossy(&bytes).lines().filter(|l| !l.is_empty()).map(str::to_string));
+            }
+        }
+        out.files = names;
+        Ok(out)
+    }
+
+    /// The consolidated entries: those of every `.con` not ignored,
+    /// without repeats, oldest first.
+    pub fn consolidated(&self) -> Vec<CommitEntry> {
+        let mut out: Vec<CommitEntry> = Vec::new();
+        for (_, entries) in &self.cons {
+            for e in entries {
+                if !self.ignored.contains(&e.uri) && !out.iter().any(|o| o.uri == e.uri) {
+                    out.push(e.clone());
+                }
+            }
+        }
+        sort_entries(&mut out);
+        out
+    }
+}
+
+fn sort_entries(entries: &mut [CommitEntry]) {
+    entries.sort_by(|a, b| (a.timestamps(), &a.uri).cmp(&(b.timestamps(), &b.uri)));
+}
+
+fn check_array(root: &Storage) -> Result<()> {
+    if root.child("__schema")?.list()?.is_empty() {
+        return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+    }
+    Ok(())
+}
+
+/// Consolidate the commits of the array at `uri`; returns the name of the
+/// `.con` file written (None when there is no commit).
+pub fn consolidate_commits(uri: &str, options: &StorageOptions) -> Result<Option<String>> {
+    let root = Storage::open_with(uri, options)?;
+    check_array(&root)?;
+    let dir = CommitsDir::load(&root)?;
+    let mut entries = dir.consolidated();
+    let commits = root.child("__commits")?;
+    let now = now_ms();
+    for name in &dir.files {
+        let is_commit = name.ends_with(".wrt") || name.ends_with(".del") || name.ends_with(".upd");
+        let uri = format!("__commits/{name}");
+        if !is_commit || entries.iter().any(|e| e.uri == uri) {
+            continue;
+        }
+        let stem = name.split('.').next().unwrap_or(name);
+        let Ok(ts) = TimestampedName::parse(stem) else { continue };
+        if ts.t1 > now {
+            continue; // TileDB consolidates what exists up to now
+        }
+        let condition = if name.ends_with(".wrt") { None } else { Some(commits.child(name)?.read_all()?.to_vec()) };
+        entries.push(CommitEntry { uri, condition });
+    }
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    sort_entries(&mut entries);
+    let t1 = entries.iter().map(|e| e.timestamps().0).min().unwrap_or(0);
+    let t2 = entries.iter().map(|e| e.timestamps().1).max().unwrap_or(0);
+    let name = format!("{}.con", new_name(t1, t2));
+    commits.child(&name)?.write_new(Bytes::from(serialize_con(&entries)))?;
+    Ok(Some(name))
+}
+
+/// Consolidate the footers of the fragments visible now into one
+/// `__fragment_meta/*.meta` file; returns its name (None with fewer than
+/// two fragments, as TileDB).
+pub fn consolidate_fragment_meta(uri: &str, options: &StorageOptions) -> Result<Option<String>> {
+    let array = TileDbArray::open(uri, options, (0, now_ms()))?;
+    if array.fragments.len() < 2 {
+        return Ok(None);
+    }
+    let mut table = Vec::new();
+    table.extend_from_slice(&(array.fragments.len() as u32).to_le_bytes());
+    let header_len: usize = 4 + array.fragments.iter().map(|f| 16 + f.name.len()).sum::<usize>();
+    let mut offset = header_len as u64;
+    let mut footers = Vec::new();
+    for f in &array.fragments {
+        let footer = f.footer_bytes().ok_or_else(|| Error::corrupt(format!("fragment {}: footer length past the file", f.name)))?;
+        table.extend_from_slice(&(f.name.len() as u64).to_le_bytes());
+        table.extend_from_slice(f.name.as_bytes());
+        table.extend_from_slice(&offset.to_le_bytes());
+        offset += footer.len() as u64;
+        footers.extend_from_slice(footer);
+    }
+    table.extend_from_slice(&footers);
+    let first = &array.fragments[0];
+    let last = &array.fragments[array.fragments.len() - 1];
+    let name = format!("{}.meta", new_name(first.t1, last.t2));
+    let tile = write_generic_tile(&table)?;
+    array.root.child(&format!("__fragment_meta/{name}"))?.write_new(Bytes::from(tile))?;
+    Ok(Some(name))
+}
+
+/// Consolidate the fragments visible in `range` (inclusive ms, capped at
+/// now) into one; returns the new fragment's name (None when there is
+/// nothing to merge or TileDB's rules forbid it).
+pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u64), amplification: f64) -> Result<Option<String>> {
+    use super::read::{Bound, ReadOptions};
+    use super::schema::int_value;
+
+    let end = range.1.min(now_ms());
+    if range.0 > end {
+        return Ok(None);
+    }
+    let array = TileDbArray::open(uri, options, (range.0, end))?;
+    let frags: Vec<_> = array.fragments.iter().filter(|f| f.nonempty.is_some()).collect();
+    if frags.len() < 2 {
+        return Ok(None);
+    }
+    let schema = &array.schema;
+    let t1 = frags.iter().map(|f| f.t1).min().unwrap_or(0);
+    let t2 = frags.iter().map(|f| f.t2).max().unwrap_or(0);
+    let written = if schema.sparse {
+        let batch = array.read(&ReadOptions { dims: true, attrs: None, ..Default::default() })?;
+        if batch.num_rows() == 0 {
+            return Ok(None);
+        }
+        super::write::write_fragment_over(uri, options, &batch, None, (t1, t2))?
+    } else {
+        let nd = schema.dims.len();
+        let ints = |v: &[u8], d: usize| {
+            int_value(schema.dims[d].datatype, v).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"))
+        };
+        let mut boxed: Vec<(i128, i128)> = Vec::with_capacity(nd);
+        let mut written_cells = 0f64;
+        for f in &frags {
+            let ned = f.nonempty.as_ref().ok_or_else(|| Error::Internal { what: "empty fragment kept".into() })?;
+            let mut cells = 1f64;
+            for d in 0..nd {
+                let (lo, hi) = (ints(&ned[d].0, d)?, ints(&ned[d].1, d)?);
+                cells *= (hi - lo + 1) as f64;
+                match boxed.get_mut(d) {
+                    Some(b) => *b = (b.0.min(lo), b.1.max(hi)),
+                    None => boxed.push((lo, hi)),
+                }
+            }
+            written_cells += cells;
+        }
+        let box_cells: f64 = boxed.iter().map(|(l, h)| (h - l + 1) as f64).product();
+        if box_cells > amplification * written_cells {
+            return Ok(None);
+        }
+        // older fragments outside the range must not meet the box: the
+        // merged fragment's fills would hide their cells
+        let all = TileDbArray::open(uri, options, (0, u64::MAX))?;
+        for f in all.fragments.iter().filter(|f| f.t1 < t1 && !frags.iter().any(|g| g.name == f.name)) {
+            let Some(ned) = &f.nonempty else { continue };
+            let meets = (0..nd).all(|d| {
+                let (lo, hi) = (ints(&ned[d].0, d).unwrap_or(i128::MAX), ints(&ned[d].1, d).unwrap_or(i128::MIN));
+                lo <= boxed[d].1 && boxed[d].0 <= hi
+            });
+            if meets {
+                return Ok(None);
+            }
+        }
+        let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
+        let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
+        super::write::write_fragment_over(uri, options, &batch, Some(boxed), (t1, t2))?
+    };
+    let body: String = frags.iter().map(|f| format!("/__fragments/{}\n", f.name)).collect();
+    array.root.child(&format!("__commits/{}.vac", written.name))?.write_new(Bytes::from(body))?;
+    Ok(Some(written.name))
+}
+
+/// Bytes per chunk of a generic tile's filter pipeline.
+const GENERIC_CHUNK: usize = 64 * 1024;
+
+/// A generic tile of `data` (datatype CHAR, cell size 1) filtered by
+/// Gzip level 1: the header (`u32 version, u64 persisted size, u64 tile
+/// size, u8 datatype, u64 cell size, u8 encryption, u32 pipeline size,
+/// pipeline`) then `u64` chunk count and per chunk `u32` original size,
+/// `u32` filtered size, `u32` metadata size, the Gzip metadata (`u32` 0
+/// metadata parts, `u32` 1 data part, its original and compressed sizes)
+/// and the zlib stream.
+pub(crate) fn write_generic_tile(data: &[u8]) -> Result<Vec<u8>> {
+    let mut pipeline = Vec::new();
+    pipeline.extend_from_slice(&(GENERIC_CHUNK as u32).to_le_bytes());
+    pipeline.extend_from_slice(&1u32.to_le_bytes());
+    pipeline.push(1); // filter type: gzip
+    pipeline.extend_from_slice(&5u32.to_le_bytes());
+    pipeline.push(1); // compressor: gzip
+    pipeline.extend_from_slice(&1i32.to_le_bytes());
+    let mut body = Vec::new();
+    let chunks: Vec<&[u8]> = if data.is_empty() { Vec::new() } else { data.chunks(GENERIC_CHUNK).collect() };
+    body.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+    for chunk in chunks {
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(1));
+        z.write_all(chunk).map_err(|e| Error::Internal { what: format!("zlib: {e}") })?;
+        let comp = z.finish().map_err(|e| Error::Internal { what: format!("zlib: {e}") })?;
+        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+        body.extend_from_slice(&(comp.len() as u32).to_le_bytes());
+        body.extend_from_slice(&16u32.to_le_bytes());
+        body.extend_from_slice(&0u32.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+        body.extend_from_slice(&(comp.len() as u32).to_le_bytes());
+        body.extend_from_slice(&comp);
+    }
+    let mut out = Vec::with_capacity(body.len() + 64);
+    out.extend_from_slice(&MAX_VERSION.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    out.push(super::datatype::Datatype::Char.code());
+    out.extend_from_slice(&1u64.to_le_bytes());
+    out.push(0); // no encryption
+    out.extend_from_slice(&(pipeline.len() as u32).to_le_bytes());
+    out.extend_from_slice(&pipeline);
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tiledb::generic_tile::read_generic_tile;
+
+    #[test]
+    fn generic_tiles_round_trip() {
+        for n in [0usize, 1, 1633, GENERIC_CHUNK, GENERIC_CHUNK * 2 + 7] {
+            let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+            let tile = write_generic_tile(&data).unwrap();
+            let (back, end) = read_generic_tile(&tile, 0).unwrap();
+            assert_eq!(back, data);
+            assert_eq!(end, tile.len());
+        }
+    }
+
+    #[test]
+    fn con_files_round_trip() {
+        let entries = vec![
+            CommitEntry { uri: "__commits/__1_1_aa_22.wrt".into(), condition: None },
+            CommitEntry { uri: "__commits/__2_2_bb_22.del".into(), condition: Some(vec![1, 2, 3]) },
+            CommitEntry { uri: "__commits/__3_3_cc_22.wrt".into(), condition: None },
+        ];
+        let b = serialize_con(&entries);
+        assert_eq!(parse_con(&b, "x").unwrap(), entries);
+        assert!(parse_con(&b[..b.len() - 1], "x").is_err());
+        assert!(parse_con(b"__commits/x.txt\n", "x").is_err());
+        assert!(parse_con(&b[..35], "x").is_err());
+    }
+}
