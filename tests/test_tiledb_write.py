@@ -265,6 +265,18 @@ def tiledb_read(uri, timestamp=None) -> dict:
                 for k, v in r.items()}
 
 
+def tiledb_read_or_error(uri, timestamp=None):
+    """tiledb-py's read, or its error: tiledb-py 0.36.1 cannot read some arrays
+    it writes itself (an empty var cell behind ByteShuffle and a checksum
+    filter fails with "FilterBuffer error; no current buffer"). Where its own
+    twin fails so, tiledb-py is no oracle for that read; lancelet's reads of
+    both arrays are still compared."""
+    try:
+        return tiledb_read(uri, timestamp)
+    except tiledb.TileDBError as e:
+        return ("TileDBError", str(e))
+
+
 def _rows(cols: dict) -> list:
     return sorted(zip(*cols.values()), key=repr)
 
@@ -274,7 +286,9 @@ def assert_same_reads(ours, theirs, timestamps=(None,), duplicates=False):
     rows when duplicate coordinates make the order among them free)."""
     same = (lambda x, y: _rows(x) == _rows(y)) if duplicates else (lambda x, y: x == y)
     for ts in timestamps:
-        assert same(tiledb_read(ours, ts), tiledb_read(theirs, ts)), ts
+        x, y = tiledb_read_or_error(ours, ts), tiledb_read_or_error(theirs, ts)
+        if not isinstance(y, tuple):
+            assert not isinstance(x, tuple) and same(x, y), (ts, x)
         a = lt.open_array(ours, timestamp=ts).read(order="C")
         b = lt.open_array(theirs, timestamp=ts).read(order="C")
         assert a.schema == b.schema
@@ -968,7 +982,7 @@ def _check_random_case(tmp_path_factory, case):
 _PROP = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-@settings(max_examples=10, **_PROP)
+@settings(max_examples=10, derandomize=True, **_PROP)
 @given(case=array_cases())
 def test_random_arrays_equal_tiledb_py_twins(tmp_path_factory, case):
     _check_random_case(tmp_path_factory, case)

@@ -147,18 +147,72 @@ pub const fn inline_chunk_bytes(uncompressed_bits: u32, w: u32) -> usize {
 /// `w ≤ T`, and `out` exactly 1024 long — all checked by callers.
 #[inline]
 fn unpack_block<T: Word>(w: u32, packed: &[u8], out: &mut [T]) {
-    debug_assert!(w <= T::BITS && out.len() == VALUES_PER_BLOCK);
-    debug_assert_eq!(packed.len(), packed_block_bytes(w));
-    // The kernels want aligned `T` words; the file bytes have no alignment
-    // guarantee, so go through a stack copy (at most 8 KiB).
-    let mut words = [T::default(); VALUES_PER_BLOCK];
-    let n = packed.len() / T::BYTES;
-    for (dst, src) in words[..n].iter_mut().zip(packed.chunks_exact(T::BYTES)) {
-        *dst = T::read_le(src);
+    assert!(w <= T::BITS && out.len() == VALUES_PER_BLOCK && packed.len() == packed_block_bytes(w));
+    let words = packed_words::<T>(packed);
+    // SAFETY: `words.len() == 1024·w/T`, `out.len() == 1024` and `w ≤ T`
+    // (asserted above), which are the kernel's preconditions.
+    unsafe { T::unchecked_unpack(w as usize, &words, out) };
+}
+
+/// The packed words of a block as `T`s, as the kernels want them: the bytes
+/// themselves when they are aligned for `T` (on little-endian hosts, where
+/// the file's byte order is the native one), else an aligned copy.
+fn packed_words<T: Word>(packed: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    #[cfg(target_endian = "little")]
+    {
+        // SAFETY: `T` is an unsigned integer type (see `Word`), for which
+        // every bit pattern is a valid value; `align_to` hands out only
+        // the properly aligned middle part.
+        let (head, mid, tail) = unsafe { packed.align_to::<T>() };
+        if head.is_empty() && tail.is_empty() {
+            return std::borrow::Cow::Borrowed(mid);
+        }
     }
-    // SAFETY: `n == 1024·w/T`, `out.len() == 1024` and `w ≤ T`, which are the
-    // kernel's preconditions.
-    unsafe { T::unchecked_unpack(w as usize, &words[..n], out) };
+    std::borrow::Cow::Owned(packed.chunks_exact(T::BYTES).map(T::read_le).collect())
+}
+
+/// At most this many values of an inline chunk are taken one by one
+/// ([`unpack_inline_rows`]); more unpack the whole block.
+const SINGLE_VALUES_MAX: usize = 96;
+
+/// Appends the values of one inline chunk of `num_values` values at the
+/// positions `rows` (sorted `(start, end)` ranges below `num_values`) to
+/// `out` as little-endian bytes. A few values are taken one by one straight
+/// from the packed words (a take reads one value of a chunk); more unpack
+/// the block.
+pub fn unpack_inline_rows(
+    uncompressed_bits: u32,
+    chunk: &[u8],
+    num_values: usize,
+    rows: &[(usize, usize)],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    fn go<T: Word>(chunk: &[u8], num_values: usize, rows: &[(usize, usize)], out: &mut Vec<u8>) -> Result<()> {
+        let (w, packed) = inline_parts::<T>(chunk, num_values)?;
+        if rows.iter().any(|&(s, e)| s > e || e > num_values) {
+            return Err(corrupt!("inline bit packing: rows {rows:?} outside a chunk of {num_values} values"));
+        }
+        let wanted: usize = rows.iter().map(|(s, e)| e - s).sum();
+        if wanted > SINGLE_VALUES_MAX {
+            let mut block = [T::default(); VALUES_PER_BLOCK];
+            unpack_block::<T>(w, packed, &mut block);
+            rows.iter().for_each(|&(s, e)| extend_le(out, &block[s..e]));
+            return Ok(());
+        }
+        let words = packed_words::<T>(packed);
+        out.reserve(wanted * T::BYTES);
+        for &(s, e) in rows {
+            for i in s..e {
+                // SAFETY: `words.len() == 1024·w/T` (inline_parts returns
+                // exactly the packed block), `w ≤ T` (check_width) and
+                // `i < num_values ≤ 1024` (checked above).
+                let v = unsafe { T::unchecked_unpack_single(w as usize, &words, i) };
+                out.extend_from_slice(&v.widen().to_le_bytes()[..T::BYTES]);
+            }
+        }
+        Ok(())
+    }
+    dispatch_width!(uncompressed_bits, T => go::<T>(chunk, num_values, rows, out))
 }
 
 /// Packs exactly 1024 values at width `w` (values must fit) and appends the
@@ -490,5 +544,34 @@ mod tests {
         let vals: Vec<u32> = (0..1025).map(|i| (i % 200) as u32).collect();
         let bytes = pack_out_of_line_with_width(8, &vals);
         assert_eq!(bytes.len() / 4, 256 + 1);
+    }
+
+    #[test]
+    fn rows_of_an_inline_chunk_one_by_one_or_unpacked() {
+        // Every word type and a spread of widths; few rows go one by one,
+        // many through the unpacked block; misaligned bytes are copied.
+        fn check<T: Word>(vals: &[T]) {
+            let bits = T::BITS;
+            let mut chunk = vec![0u8]; // shift by one byte: unaligned words
+            pack_inline_chunk_typed(vals, &mut chunk);
+            let n = vals.len();
+            let mut all = Vec::new();
+            unpack_inline_chunk(bits, &chunk[1..], n, &mut all).unwrap();
+            let aligned = chunk[1..].to_vec();
+            for rows in [vec![(0, 1)], vec![(3, 5), (n - 1, n)], vec![(0, 90), (100, 107)], vec![(0, n)], vec![]] {
+                let want: Vec<u8> = rows.iter().flat_map(|&(s, e)| all[s * T::BYTES..e * T::BYTES].to_vec()).collect();
+                for src in [&chunk[1..], &aligned[..]] {
+                    let mut got = Vec::new();
+                    unpack_inline_rows(bits, src, n, &rows, &mut got).unwrap();
+                    assert_eq!(got, want, "T={bits} rows={rows:?}");
+                }
+            }
+            assert!(unpack_inline_rows(bits, &aligned, n, &[(n - 1, n + 1)], &mut Vec::new()).is_err());
+        }
+        check::<u8>(&(0..1000).map(|i| (i * 7 % 251) as u8).collect::<Vec<_>>());
+        check::<u16>(&(0..1024).map(|i| (i * 31 % 3000) as u16).collect::<Vec<_>>());
+        check::<u32>(&(0..700).map(|i| (i as u32).wrapping_mul(2654435761) >> 5).collect::<Vec<_>>());
+        check::<u64>(&(0..1024).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect::<Vec<_>>());
+        check::<u64>(&[0u64; 200]);
     }
 }

@@ -27,10 +27,21 @@
 //! and a read unit that shares a page with its neighbour reads only its own
 //! part of it.
 //!
+//! A reader keeps what it learns of a page between reads ([`PageCache`]):
+//! its parsed layout and, once a mini-block page has been read (whole or
+//! in part), its chunk metadata and dictionary. A later sparse read of that
+//! page knows where every chunk lies, so it costs exact bytes and a single
+//! round trip, fetched together with everything else the read needs.
+//!
+//! All ranges of one round trip go to storage together and ranges closer
+//! than a request's worth are read as one
+//! ([`Storage::read_ranges_coalesced`]), across pages and columns.
+//!
 //! Decoding follows the fetch: a full-zip page read whole for a few rows
 //! hands only those rows' entries to the decoder.
 
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -41,12 +52,48 @@ use crate::proto::encodings21::page_layout::Layout;
 use crate::proto::encodings21::{FullZipLayout, MiniBlockLayout, PageLayout};
 use crate::proto::file::v2::column_metadata::Page;
 
-/// One page to read: its metadata, parsed layout and wanted rows (sorted,
-/// relative to the page).
+/// One page to read: its metadata, parsed layout, wanted rows (sorted,
+/// relative to the page) and what the reader keeps of it.
 pub(crate) struct PageRequest<'a> {
     pub page: &'a Page,
-    pub layout: PageLayout,
+    pub layout: &'a PageLayout,
     pub wanted: Vec<(usize, usize)>,
+    pub cache: &'a PageCache,
+}
+
+/// What a file reader keeps of one page between reads.
+#[derive(Default)]
+pub(crate) struct PageCache {
+    layout: OnceLock<PageLayout>,
+    mini: OnceLock<Arc<MiniMeta>>,
+}
+
+impl PageCache {
+    /// The page's layout, parsed by `parse` on first use.
+    pub fn layout(&self, parse: impl FnOnce() -> Result<PageLayout>) -> Result<&PageLayout> {
+        if let Some(l) = self.layout.get() {
+            return Ok(l);
+        }
+        let l = parse()?;
+        Ok(self.layout.get_or_init(|| l))
+    }
+}
+
+/// A mini-block page's chunk metadata and dictionary (copies, so that the
+/// cache holds no larger buffer they were cut from) and its chunks.
+pub(crate) struct MiniMeta {
+    /// (buffer index, bytes): the chunk metadata (0) and the dictionary (2).
+    bufs: Vec<(usize, Bytes)>,
+    /// (position, bytes, first item, items) of every chunk.
+    spans: Vec<(usize, usize, usize, usize)>,
+}
+
+impl MiniMeta {
+    fn new(m: &MiniBlockLayout, bufs: Vec<(usize, Bytes)>) -> Result<Self> {
+        let meta = bufs.iter().find(|(i, _)| *i == 0).map(|(_, b)| b.as_ref()).unwrap_or(&[]);
+        let spans = chunk_spans(m, meta)?;
+        Ok(MiniMeta { bufs: bufs.into_iter().map(|(i, b)| (i, Bytes::copy_from_slice(&b))).collect(), spans })
+    }
 }
 
 /// The fetched buffers of one page.
@@ -64,10 +111,29 @@ pub(crate) struct FetchedPage {
 
 enum Mode {
     Whole,
-    /// Buffers fetched first: indices into the page's buffers.
+    /// Chunk metadata not known yet: these buffers (indices into the
+    /// page's) are fetched first, the chunks in a second round trip.
     MiniBlock { first: Vec<usize> },
+    /// Chunk metadata known: these groups of chunks ((position, bytes),
+    /// each group one range) are all that is fetched.
+    MiniBlockKnown { meta: Arc<MiniMeta>, groups: Vec<Vec<(usize, usize)>> },
     /// Bytes per entry.
     ZipRows { stride: u64 },
+}
+
+/// The buffers a sparse read of a mini-block page fetches before its
+/// chunks (chunk metadata, dictionary), if the page can be read sparsely.
+fn mini_first<'a>(req: &PageRequest<'a>) -> Option<(&'a MiniBlockLayout, Vec<usize>)> {
+    match &req.layout.layout {
+        Some(Layout::MiniBlockLayout(m)) if m.rep_compression.is_none() && req.page.buffer_offsets.len() >= 2 => {
+            if m.dictionary.is_some() {
+                (req.page.buffer_offsets.len() >= 3).then(|| (m, vec![0, 2]))
+            } else {
+                Some((m, vec![0]))
+            }
+        }
+        _ => None,
+    }
 }
 
 fn wanted_rows(w: &[(usize, usize)]) -> u64 {
@@ -111,16 +177,24 @@ fn choose(req: &PageRequest<'_>, request: u64) -> Mode {
     if wanted >= req.page.length || req.page.length == 0 {
         return Mode::Whole;
     }
-    let whole = page_bytes(req.page) + request;
+    // A page read whole is one range that usually joins the ranges of the
+    // pages around it (other columns' pages of the same rows), so its
+    // request is nearly free: a sparse read must save more than a request's
+    // worth of bytes to be chosen (a sparse read that touches every chunk
+    // would save only the chunk metadata, and cost a request of its own).
+    let whole = page_bytes(req.page);
+    if let Some(meta) = req.cache.mini.get() {
+        let groups = chunk_groups(&meta.spans, &req.wanted, request);
+        let bytes: u64 = groups.iter().map(|g| group_span(g) as u64).sum();
+        return if bytes + groups.len() as u64 * request < whole {
+            Mode::MiniBlockKnown { meta: meta.clone(), groups }
+        } else {
+            Mode::Whole
+        };
+    }
     match &req.layout.layout {
-        Some(Layout::MiniBlockLayout(m)) if m.rep_compression.is_none() && req.page.buffer_offsets.len() >= 2 => {
-            let mut first = vec![0];
-            if m.dictionary.is_some() {
-                if req.page.buffer_offsets.len() < 3 {
-                    return Mode::Whole;
-                }
-                first.push(2);
-            }
+        Some(Layout::MiniBlockLayout(_)) => {
+            let Some((m, first)) = mini_first(req) else { return Mode::Whole };
             let word = if m.has_large_chunk { 4 } else { 2 };
             let chunks = (req.page.buffer_sizes[0] / word).max(1);
             let chunk_bytes = req.page.buffer_sizes[1].div_ceil(chunks).max(1);
@@ -247,18 +321,88 @@ fn chunk_spans(m: &MiniBlockLayout, meta: &[u8]) -> Result<Vec<(usize, usize, us
     Ok(out)
 }
 
-/// Fetch what `reqs` need with at most two storage calls.
+/// The chunks holding `wanted` rows, as (position, bytes), in groups read
+/// as one range each: a chunk joins the group before it when at most `gap`
+/// bytes lie between them.
+fn chunk_groups(spans: &[(usize, usize, usize, usize)], wanted: &[(usize, usize)], gap: u64) -> Vec<Vec<(usize, usize)>> {
+    let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut w = wanted.iter().peekable();
+    for &(pos, bytes, start, n) in spans {
+        let end = start + n;
+        while w.peek().is_some_and(|&&(_, we)| we <= start) {
+            w.next();
+        }
+        if !w.peek().is_some_and(|&&(ws, _)| ws < end) {
+            continue;
+        }
+        match groups.last_mut() {
+            Some(g) if g.last().is_some_and(|&(p, b)| pos >= p + b && (pos - (p + b)) as u64 <= gap) => g.push((pos, bytes)),
+            _ => groups.push(vec![(pos, bytes)]),
+        }
+    }
+    groups
+}
+
+/// Bytes from a group's first chunk to the end of its last.
+fn group_span(g: &[(usize, usize)]) -> usize {
+    match (g.first(), g.last()) {
+        (Some(&(s, _)), Some(&(p, b))) => p + b - s,
+        _ => 0,
+    }
+}
+
+/// The storage ranges of chunk `groups` of a page (chunk buffer at `base`,
+/// `size` bytes).
+fn group_ranges(groups: &[Vec<(usize, usize)>], base: u64, size: u64, out: &mut Vec<Range<u64>>) -> Result<()> {
+    for g in groups {
+        let (s, _) = g[0];
+        let end = (s + group_span(g)) as u64;
+        if end > size {
+            return Err(Error::corrupt("mini-block chunks run past the chunk buffer"));
+        }
+        out.push(base + s as u64..base + end);
+    }
+    Ok(())
+}
+
+/// The chunks of `groups`, cut from the fetched bytes of each group.
+fn cut_chunks(groups: &[Vec<(usize, usize)>], got: &mut impl Iterator<Item = Bytes>) -> Result<Vec<(usize, Bytes)>> {
+    let mut chunks = Vec::new();
+    for g in groups {
+        let bytes = got.next().ok_or_else(|| Error::Internal { what: "fewer fetched chunk ranges than asked for".into() })?;
+        let start = g[0].0;
+        for &(pos, len) in g {
+            chunks.push((pos, bytes.slice(pos - start..pos - start + len)));
+        }
+    }
+    Ok(chunks)
+}
+
+/// A page's buffers with the known ones of `meta` filled in (the chunk
+/// buffer left empty).
+fn known_bufs(r: &PageRequest<'_>, meta: &MiniMeta) -> Vec<Bytes> {
+    let mut bufs = vec![Bytes::new(); r.page.buffer_offsets.len()];
+    for (i, b) in &meta.bufs {
+        bufs[*i] = b.clone();
+    }
+    bufs
+}
+
+/// Fetch what `reqs` need with at most two storage calls (one when the
+/// chunk metadata of every mini-block page read in part is known).
 pub(crate) fn fetch(storage: &Storage, reqs: &[PageRequest<'_>]) -> Result<Vec<FetchedPage>> {
     let request = storage.request_cost();
     let modes: Vec<Mode> = reqs.iter().map(|r| choose(r, request)).collect();
     let range_of = |p: &Page, i: usize| p.buffer_offsets[i]..p.buffer_offsets[i] + p.buffer_sizes[i];
-    // Phase 1: whole pages, mini-block metadata (+ dictionaries), full-zip rows.
+    // Phase 1: whole pages, mini-block metadata (+ dictionaries) or, where
+    // known, chunks; full-zip rows.
     let mut ranges: Vec<Range<u64>> = Vec::new();
     let mut zip_parts: Vec<Vec<(u64, u64)>> = Vec::new();
     for (r, m) in reqs.iter().zip(&modes) {
         match m {
             Mode::Whole => ranges.extend((0..r.page.buffer_offsets.len()).map(|i| range_of(r.page, i))),
             Mode::MiniBlock { first } => ranges.extend(first.iter().map(|&i| range_of(r.page, i))),
+            Mode::MiniBlockKnown { groups, .. } => group_ranges(groups, r.page.buffer_offsets[1], r.page.buffer_sizes[1], &mut ranges)?,
             Mode::ZipRows { stride } => {
                 let base = r.page.buffer_offsets[0];
                 let groups = zip_groups(&r.wanted, *stride, request);
@@ -273,10 +417,10 @@ pub(crate) fn fetch(storage: &Storage, reqs: &[PageRequest<'_>]) -> Result<Vec<F
             }
         }
     }
-    let mut got = storage.read_ranges(&ranges)?.into_iter();
+    let mut got = storage.read_ranges_coalesced(&ranges, request)?.into_iter();
     let mut zip_parts = zip_parts.into_iter();
     let mut out: Vec<FetchedPage> = Vec::with_capacity(reqs.len());
-    // Phase 2 requests: (page index, chunk groups: (first chunk position, [(position, bytes)])).
+    // Phase 2 requests: (page index, chunk groups).
     let mut phase2: Vec<(usize, Vec<Vec<(usize, usize)>>)> = Vec::new();
     let mut ranges2: Vec<Range<u64>> = Vec::new();
     for (pi, (r, m)) in reqs.iter().zip(&modes).enumerate() {
@@ -284,44 +428,33 @@ pub(crate) fn fetch(storage: &Storage, reqs: &[PageRequest<'_>]) -> Result<Vec<F
         match m {
             Mode::Whole => {
                 let bufs = (0..r.page.buffer_offsets.len()).map(|_| next()).collect::<Result<Vec<_>>>()?;
+                // Keep a mini-block page's metadata for later sparse reads.
+                if r.cache.mini.get().is_none() {
+                    if let Some((mb, first)) = mini_first(r) {
+                        let meta = MiniMeta::new(mb, first.iter().map(|&i| (i, bufs[i].clone())).collect())?;
+                        let _ = r.cache.mini.set(Arc::new(meta));
+                    }
+                }
                 out.push(whole_page(r, bufs)?);
             }
             Mode::MiniBlock { first } => {
-                let mut bufs = vec![Bytes::new(); r.page.buffer_offsets.len()];
+                let mut firsts = Vec::with_capacity(first.len());
                 for &i in first {
-                    bufs[i] = next()?;
+                    firsts.push((i, next()?));
                 }
                 let Some(Layout::MiniBlockLayout(mb)) = &r.layout.layout else { unreachable!("mode follows layout") };
-                let spans = chunk_spans(mb, &bufs[0])?;
-                let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
-                // (end of the last group's chunks; a chunk within `request`
-                // bytes of it is read in the same range)
-                let mut w = r.wanted.iter().peekable();
-                for &(pos, bytes, start, n) in &spans {
-                    let end = start + n;
-                    while w.peek().is_some_and(|&&(_, we)| we <= start) {
-                        w.next();
-                    }
-                    if !w.peek().is_some_and(|&&(ws, _)| ws < end) {
-                        continue;
-                    }
-                    match groups.last_mut() {
-                        Some(g) if g.last().is_some_and(|&(p, b)| pos >= p + b && (pos - (p + b)) as u64 <= request) => g.push((pos, bytes)),
-                        _ => groups.push(vec![(pos, bytes)]),
-                    }
-                }
-                let base = r.page.buffer_offsets[1];
-                let size = r.page.buffer_sizes[1];
-                for g in &groups {
-                    let (s, _) = g[0];
-                    let (lp, lb) = *g.last().expect("non-empty group");
-                    if (lp + lb) as u64 > size {
-                        return Err(Error::corrupt("mini-block chunks run past the chunk buffer"));
-                    }
-                    ranges2.push(base + s as u64..base + (lp + lb) as u64);
-                }
+                let meta = Arc::new(MiniMeta::new(mb, firsts)?);
+                // (A concurrent read of the page may have kept its copy first: the same bytes.)
+                let _ = r.cache.mini.set(meta.clone());
+                let groups = chunk_groups(&meta.spans, &r.wanted, request);
+                group_ranges(&groups, r.page.buffer_offsets[1], r.page.buffer_sizes[1], &mut ranges2)?;
                 phase2.push((pi, groups));
-                out.push(FetchedPage { bufs, chunks: Some(Vec::new()), zip: None });
+                out.push(FetchedPage { bufs: known_bufs(r, &meta), chunks: Some(Vec::new()), zip: None });
+            }
+            Mode::MiniBlockKnown { meta, groups } => {
+                let mut mine = (0..groups.len()).map(|_| next()).collect::<Result<Vec<_>>>()?.into_iter();
+                let chunks = cut_chunks(groups, &mut mine)?;
+                out.push(FetchedPage { bufs: known_bufs(r, meta), chunks: Some(chunks), zip: None });
             }
             Mode::ZipRows { stride } => {
                 let groups = zip_parts.next().ok_or_else(|| Error::Internal { what: "full-zip groups out of step".into() })?;
@@ -331,16 +464,10 @@ pub(crate) fn fetch(storage: &Storage, reqs: &[PageRequest<'_>]) -> Result<Vec<F
         }
     }
     if !ranges2.is_empty() {
-        let mut got2 = storage.read_ranges(&ranges2)?.into_iter();
+        let mut got2 = storage.read_ranges_coalesced(&ranges2, request)?.into_iter();
         for (pi, groups) in phase2 {
-            let chunks = out[pi].chunks.as_mut().expect("mini-block page");
-            for g in groups {
-                let bytes = got2.next().ok_or_else(|| Error::Internal { what: "fewer fetched chunk ranges than asked for".into() })?;
-                let start = g[0].0;
-                for (pos, len) in g {
-                    chunks.push((pos, bytes.slice(pos - start..pos - start + len)));
-                }
-            }
+            let chunks = cut_chunks(&groups, &mut got2)?;
+            out[pi].chunks = Some(chunks);
         }
     }
     Ok(out)
@@ -401,9 +528,9 @@ mod tests {
     }
 
     fn mode(page: &Page, layout: PageLayout, wanted: Vec<(usize, usize)>, request: u64) -> &'static str {
-        match choose(&PageRequest { page, layout, wanted }, request) {
+        match choose(&PageRequest { page, layout: &layout, wanted, cache: &PageCache::default() }, request) {
             Mode::Whole => "whole",
-            Mode::MiniBlock { .. } => "chunks",
+            Mode::MiniBlock { .. } | Mode::MiniBlockKnown { .. } => "chunks",
             Mode::ZipRows { .. } => "rows",
         }
     }
@@ -440,6 +567,27 @@ mod tests {
             layout: Some(Layout::FullZipLayout(FullZipLayout { details: Some(Details::BitsPerOffset(32)), ..Default::default() })),
         };
         assert_eq!(mode(&fz, var, vec![(5, 6)], LOCAL), "whole");
+    }
+
+    #[test]
+    fn known_chunks_are_costed_exactly() {
+        // 100 chunks of 512 rows, 1,000 bytes each
+        let mb = page(51_200, &[200, 100_000]);
+        let layout = miniblock();
+        let spans: Vec<_> = (0..100).map(|c| (c * 1000, 1000, c * 512, 512)).collect();
+        let cache = PageCache::default();
+        let _ = cache.mini.set(Arc::new(MiniMeta { bufs: Vec::new(), spans: spans.clone() }));
+        let choice = |wanted: Vec<(usize, usize)>| match choose(&PageRequest { page: &mb, layout: &layout, wanted, cache: &cache }, 4096) {
+            Mode::MiniBlockKnown { groups, .. } => Some(groups),
+            Mode::Whole => None,
+            _ => panic!("metadata is known"),
+        };
+        // rows in chunks 0, 2 and 90: chunks 0-2 are one range (a 1,000-byte gap)
+        assert_eq!(choice(vec![(5, 6), (1100, 1101), (90 * 512, 90 * 512 + 3)]), Some(vec![vec![(0, 1000), (2000, 1000)], vec![(90_000, 1000)]]));
+        // a row in every chunk: whole (a sparse read would save only the metadata)
+        assert_eq!(choice((0..100).map(|c| (c * 512, c * 512 + 1)).collect()), None);
+        assert_eq!(chunk_groups(&spans, &[(0, 51_200)], 0).len(), 1);
+        assert_eq!(chunk_groups(&spans, &[], 0).len(), 0);
     }
 
     #[test]

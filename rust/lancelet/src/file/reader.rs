@@ -18,7 +18,7 @@ use prost::Message;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::file::fetch::{fetch, FetchedPage, PageRequest};
+use crate::file::fetch::{fetch, FetchedPage, PageCache, PageRequest};
 use crate::file::pieces::ColumnPieces;
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
@@ -54,6 +54,9 @@ pub struct FileReader {
     legacy: Option<crate::file::legacy::LegacyFileReader>,
     /// Byte ranges of the global buffers (0 is the schema).
     global_buffers: Vec<Range<u64>>,
+    /// What earlier reads learnt of each page (2.1+ files), by column and
+    /// page: parsed layouts, mini-block chunk metadata.
+    page_caches: Vec<Vec<PageCache>>,
 }
 
 impl std::fmt::Debug for FileReader {
@@ -135,6 +138,7 @@ impl FileReader {
                 field_columns: Vec::new(),
                 legacy: Some(legacy),
                 global_buffers: Vec::new(),
+                page_caches: Vec::new(),
             });
         }
         let footer = Footer::parse(&tail, size)?;
@@ -208,6 +212,10 @@ impl FileReader {
                 return Err(Error::corrupt(format!("column {i} pages hold {rows} rows, file says {}", desc.length)));
             }
         }
+        let page_caches = match family {
+            PageFamily::Structural => columns.iter().map(|c| c.pages.iter().map(|_| PageCache::default()).collect()).collect(),
+            PageFamily::ArrayEncoding => Vec::new(),
+        };
         Ok(FileReader {
             storage,
             size,
@@ -219,6 +227,7 @@ impl FileReader {
             field_columns,
             legacy: None,
             global_buffers: gb_ranges,
+            page_caches,
         })
     }
 
@@ -410,17 +419,23 @@ impl FileReader {
 
     /// The pages of `column` that overlap `ranges`, with their first rows.
     pub(crate) fn pages_for(&self, column: usize, ranges: &[Range<u64>]) -> Vec<(u64, &Page)> {
+        let pages = &self.columns[column].pages;
+        self.page_indices_for(column, ranges).into_iter().map(|(start, i)| (start, &pages[i])).collect()
+    }
+
+    /// Like [`FileReader::pages_for`], with page indices.
+    fn page_indices_for(&self, column: usize, ranges: &[Range<u64>]) -> Vec<(u64, usize)> {
         let mut out = Vec::new();
         let mut start = 0u64;
         let mut ri = 0;
-        for p in &self.columns[column].pages {
+        for (i, p) in self.columns[column].pages.iter().enumerate() {
             let end = start + p.length;
             while ri < ranges.len() && ranges[ri].end <= start {
                 ri += 1;
             }
             let overlaps = ranges[ri..].iter().take_while(|r| r.start < end).any(|r| r.end > start && r.start < r.end);
             if overlaps {
-                out.push((start, p));
+                out.push((start, i));
             }
             start = end;
         }
@@ -457,12 +472,21 @@ impl FileReader {
                 ranges.iter().map(|r| r.start * m..r.end * m).collect()
             })
             .collect();
-        let plans: Vec<Vec<(u64, &Page)>> = leaves.iter().zip(&scaled).map(|(l, r)| self.pages_for(l.column, r)).collect();
+        let indices: Vec<Vec<(u64, usize)>> = leaves.iter().zip(&scaled).map(|(l, r)| self.page_indices_for(l.column, r)).collect();
+        let plans: Vec<Vec<(u64, &Page)>> = leaves
+            .iter()
+            .zip(&indices)
+            .map(|(l, ix)| ix.iter().map(|&(start, i)| (start, &self.columns[l.column].pages[i])).collect())
+            .collect();
         let mut reqs = Vec::new();
-        for ((plan, ranges), leaf) in plans.iter().zip(&scaled).zip(&leaves) {
-            for (first_row, page) in plan {
-                let layout = page_layout(page).map_err(|e| e.context(format!("column {} page at row {first_row}", leaf.column)))?;
-                reqs.push(PageRequest { page, layout, wanted: page_relative(ranges, *first_row, page.length) });
+        for ((ix, ranges), leaf) in indices.iter().zip(&scaled).zip(&leaves) {
+            for &(first_row, i) in ix {
+                let page = &self.columns[leaf.column].pages[i];
+                let cache = &self.page_caches[leaf.column][i];
+                let layout = cache
+                    .layout(|| page_layout(page))
+                    .map_err(|e| e.context(format!("column {} page at row {first_row}", leaf.column)))?;
+                reqs.push(PageRequest { page, layout, wanted: page_relative(ranges, first_row, page.length), cache });
             }
         }
         let fetched = fetch(&self.storage, &reqs)?;
@@ -599,7 +623,7 @@ fn decode_leaf(
             let chunk_refs: Option<Vec<(usize, &[u8])>> = got.chunks.as_ref().map(|c| c.iter().map(|(p, b)| (*p, b.as_ref())).collect());
             // A partly read full-zip page holds exactly the wanted rows.
             let zip_layout = got.zip.as_ref().map(|z| PageLayout { layout: Some(Layout::FullZipLayout(z.clone())) });
-            let layout = zip_layout.as_ref().unwrap_or(&req.layout);
+            let layout = zip_layout.as_ref().unwrap_or(req.layout);
             let input = PageInput {
                 buffers: &refs,
                 num_rows: got.zip.as_ref().map_or(page.length as usize, |z| z.num_items as usize),

@@ -60,7 +60,7 @@ fn min_b(a: &Bound, b: &Bound) -> Bound {
 }
 
 /// The smallest bound greater than `b` (None if `b` is the largest).
-fn successor(b: &Bound) -> Option<Bound> {
+pub(crate) fn successor(b: &Bound) -> Option<Bound> {
     match b {
         Bound::Int(i) => i.checked_add(1).map(Bound::Int),
         Bound::Float(f) if *f == f64::INFINITY => None,

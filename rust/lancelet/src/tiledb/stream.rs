@@ -22,6 +22,7 @@ use arrow_schema::SchemaRef;
 
 use super::array::TileDbArray;
 use super::read::{normalize_subarray, output_schema, Bound, DimRanges, Order, ReadOptions};
+use super::regions::successor;
 use super::schema::{float_value, int_value, Layout};
 use crate::error::{Error, Result};
 
@@ -45,19 +46,6 @@ fn to_bound(t: super::datatype::Datatype, v: &[u8]) -> Bound {
     }
 }
 
-fn successor(b: &Bound) -> Option<Bound> {
-    match b {
-        Bound::Int(i) => i.checked_add(1).map(Bound::Int),
-        Bound::Float(f) if *f == f64::INFINITY => None,
-        Bound::Float(f) => Some(Bound::Float(f.next_up())),
-        Bound::Bytes(s) => {
-            let mut n = s.clone();
-            n.push(0);
-            Some(Bound::Bytes(n))
-        }
-    }
-}
-
 fn cmp_b(a: &Bound, b: &Bound) -> std::cmp::Ordering {
     match (a, b) {
         (Bound::Int(x), Bound::Int(y)) => x.cmp(y),
@@ -75,8 +63,16 @@ fn clip(ranges: &DimRanges, lo: &Bound, hi: &Bound) -> DimRanges {
     ranges
         .iter()
         .filter_map(|(a, b)| {
-            let a = if cmp_b(a, lo).is_lt() { lo.clone() } else { a.clone() };
-            let b = if cmp_b(b, hi).is_gt() { hi.clone() } else { b.clone() };
+            let a = if cmp_b(a, lo).is_lt() {
+                lo.clone()
+            } else {
+                a.clone()
+            };
+            let b = if cmp_b(b, hi).is_gt() {
+                hi.clone()
+            } else {
+                b.clone()
+            };
             (!cmp_b(&a, &b).is_gt()).then_some((a, b))
         })
         .collect()
@@ -97,9 +93,16 @@ impl TileDbArray {
     }
 
     /// Cut the read of `sub` into slabs of about `target` cells.
-    pub fn plan_slabs(&self, sub: &[Option<DimRanges>], order: Order, target: usize) -> Result<Vec<Vec<Option<DimRanges>>>> {
+    pub fn plan_slabs(
+        &self,
+        sub: &[Option<DimRanges>],
+        order: Order,
+        target: usize,
+    ) -> Result<Vec<Vec<Option<DimRanges>>>> {
         let sub = normalize_subarray(&self.schema, sub)?;
-        let Some(m) = self.major_dim(order) else { return Ok(vec![sub]) };
+        let Some(m) = self.major_dim(order) else {
+            return Ok(vec![sub]);
+        };
         let target = target.max(1) as u128;
         if self.schema.sparse {
             return self.sparse_slabs(&sub, m, target);
@@ -108,7 +111,12 @@ impl TileDbArray {
         let mut lens = Vec::new();
         let mut ranges_m = Vec::new();
         for (d, dim) in self.schema.dims.iter().enumerate() {
-            let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
+            let (lo, hi) = dim.int_domain().ok_or_else(|| {
+                Error::corrupt(format!(
+                    "dense dimension {} has no integer domain",
+                    dim.name
+                ))
+            })?;
             let r: Vec<(i128, i128)> = match &sub[d] {
                 None => vec![(lo, hi)],
                 Some(rs) => rs
@@ -124,7 +132,13 @@ impl TileDbArray {
                 ranges_m = r;
             }
         }
-        let across: u128 = lens.iter().enumerate().filter(|(d, _)| *d != m).map(|(_, l)| *l).product::<u128>().max(1);
+        let across: u128 = lens
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| *d != m)
+            .map(|(_, l)| *l)
+            .product::<u128>()
+            .max(1);
         let per = (target / across).max(1) as i128;
         let mut slabs = Vec::new();
         let mut cur: DimRanges = Vec::new();
@@ -152,7 +166,12 @@ impl TileDbArray {
         Ok(slabs)
     }
 
-    fn sparse_slabs(&self, sub: &[Option<DimRanges>], m: usize, target: u128) -> Result<Vec<Vec<Option<DimRanges>>>> {
+    fn sparse_slabs(
+        &self,
+        sub: &[Option<DimRanges>],
+        m: usize,
+        target: u128,
+    ) -> Result<Vec<Vec<Option<DimRanges>>>> {
         let dim = &self.schema.dims[m];
         let leaves = self.all_leaves()?;
         let selected = self.select_tiles(&leaves, sub);
@@ -161,7 +180,10 @@ impl TileDbArray {
         for (f, which) in selected.iter().enumerate() {
             for &t in which {
                 let mbr = &leaves[f][t];
-                let (a, b) = (to_bound(dim.datatype, &mbr[m].0), to_bound(dim.datatype, &mbr[m].1));
+                let (a, b) = (
+                    to_bound(dim.datatype, &mbr[m].0),
+                    to_bound(dim.datatype, &mbr[m].1),
+                );
                 if lo.as_ref().is_none_or(|l| cmp_b(&a, l).is_lt()) {
                     lo = Some(a);
                 }
@@ -170,7 +192,10 @@ impl TileDbArray {
         }
         let Some(lo) = lo else { return Ok(Vec::new()) };
         ends.sort_by(|a, b| cmp_b(&a.0, &b.0));
-        let hi = ends.last().map(|e| e.0.clone()).unwrap_or_else(|| lo.clone());
+        let hi = ends
+            .last()
+            .map(|e| e.0.clone())
+            .unwrap_or_else(|| lo.clone());
         let mut cuts: Vec<(Bound, Bound)> = Vec::new();
         let (mut start, mut acc) = (lo, 0u128);
         let mut i = 0;
@@ -217,8 +242,17 @@ impl BatchStream {
         if let Some(sql) = &opts.filter {
             super::query::Pruner::new(&array, sql)?;
         }
-        let slabs = array.plan_slabs(&opts.subarray, opts.order, batch_size)?.into();
-        Ok(BatchStream { array, opts, slabs, current: None, batch_size, schema })
+        let slabs = array
+            .plan_slabs(&opts.subarray, opts.order, batch_size)?
+            .into();
+        Ok(BatchStream {
+            array,
+            opts,
+            slabs,
+            current: None,
+            batch_size,
+            schema,
+        })
     }
 
     /// The schema of every batch.

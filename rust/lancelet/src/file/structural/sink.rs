@@ -124,9 +124,7 @@ impl ValueSink {
                     if rows == all {
                         bitpack::unpack_inline_chunk(*bits as u32, buf, n, data)?;
                     } else {
-                        let mut tmp = Vec::with_capacity(n * w);
-                        bitpack::unpack_inline_chunk(*bits as u32, buf, n, &mut tmp)?;
-                        rows.iter().for_each(|&(s, e)| data.extend_from_slice(&tmp[s * w..e * w]));
+                        bitpack::unpack_inline_rows(*bits as u32, buf, n, rows, data)?;
                     }
                 } else {
                     let src = buf.get(..n * w).ok_or_else(|| {
