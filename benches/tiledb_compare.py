@@ -2,10 +2,15 @@
 
 Shapes (the issue's): a 4000x4000 float64 dense array (zstd), a 5M-cell
 sparse array in two fragments with an int64 key, a float and a string
-attribute, and a subarray read of each. Prints seconds and the ratio
-lancelet / tiledb-py (target <= 1.0). Run on a quiet machine:
+attribute, and a subarray read of each. Prints wall seconds (best of 3)
+and the ratio lancelet / tiledb-py (target <= 1.0), and the CPU seconds
+(user + system of the process, best of 3) of each, which on a loaded
+machine say more than wall time. Run on a quiet machine:
 
-    python benches/tiledb_compare.py [--scale 0.1] [--dir /tmp/tiledb-bench]
+    python benches/tiledb_compare.py [--scale 0.1] [--dir /tmp/tiledb-bench] [--keep]
+
+`--keep` leaves the arrays in `--dir` and reuses them on the next run;
+`--cases dense` runs only the cases whose name contains "dense".
 """
 from __future__ import annotations
 
@@ -21,12 +26,15 @@ import lancelet.tiledb as lt
 
 
 def best_of(fn, n=3):
-    best = float("inf")
+    """(best wall seconds, best CPU seconds) over n runs."""
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(n):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t0)
-    return best
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return best, best_cpu
 
 
 def make_dense(uri, side):
@@ -59,14 +67,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--dir", default="/tmp/lancelet-tiledb-bench")
+    ap.add_argument("--keep", action="store_true", help="keep the arrays and reuse them next time")
+    ap.add_argument("--cases", default="", help="run only cases whose name contains this")
     a = ap.parse_args()
-    shutil.rmtree(a.dir, ignore_errors=True)
-    os.makedirs(a.dir)
     side = int(4000 * a.scale**0.5)
     cells = int(5_000_000 * a.scale)
     dense, sparse = os.path.join(a.dir, "dense"), os.path.join(a.dir, "sparse")
-    make_dense(dense, side)
-    make_sparse(sparse, cells)
+    if not (a.keep and os.path.isdir(dense) and os.path.isdir(sparse)):
+        shutil.rmtree(a.dir, ignore_errors=True)
+        os.makedirs(a.dir)
+        make_dense(dense, side)
+        make_sparse(sparse, cells)
     q = side // 4
     read = lambda sub, **kw: (lambda arr: arr.read(subarray=sub, **kw))  # noqa: E731
     cases = [
@@ -84,17 +95,21 @@ def main():
         ("dense aggregate", dense, lambda arr: arr.aggregate({"v": ["sum", "min", "max", "count"]}),
          lambda A: A.query().agg({"v": ["sum", "min", "max", "count"]})[:]),
     ]
-    print(f"{'case':18} {'lancelet s':>11} {'tiledb-py s':>12} {'ratio':>6}")
+    print(f"{'case':18} {'lancelet s':>11} {'tiledb-py s':>12} {'ratio':>6} {'cpu ours':>9} {'cpu theirs':>10} {'cpu ratio':>9}")
     for name, uri, ours, theirs in cases:
-        ours_t = best_of(lambda: ours(lt.open_array(uri)))
+        if a.cases not in name:
+            continue
+        ours_t, ours_c = best_of(lambda: ours(lt.open_array(uri)))
 
         def run_theirs():
             with tiledb.open(uri) as A:
                 theirs(A)
 
-        theirs_t = best_of(run_theirs)
-        print(f"{name:18} {ours_t:11.3f} {theirs_t:12.3f} {ours_t / theirs_t:6.2f}")
-    shutil.rmtree(a.dir, ignore_errors=True)
+        theirs_t, theirs_c = best_of(run_theirs)
+        print(f"{name:18} {ours_t:11.3f} {theirs_t:12.3f} {ours_t / theirs_t:6.2f} "
+              f"{ours_c:9.3f} {theirs_c:10.3f} {ours_c / max(theirs_c, 1e-9):9.2f}", flush=True)
+    if not a.keep:
+        shutil.rmtree(a.dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

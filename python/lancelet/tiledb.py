@@ -406,6 +406,13 @@ class TileDBArray:
             )
         return out
 
+    def _read_args(self, subarray: Any, attrs: Any) -> tuple:
+        """(subarray, attrs) as the native reader takes them: one entry per
+        dimension; a list of attribute names or None."""
+        if isinstance(attrs, str):
+            attrs = [attrs]
+        return _subarray(subarray, self.schema.ndim), (list(attrs) if attrs is not None else None)
+
     def read(
         self,
         subarray: Any = None,
@@ -421,10 +428,8 @@ class TileDBArray:
         (default), "C" or "F". ``filter``: lancelet SQL over dimensions and
         attributes; only matching cells are returned, and tiles whose
         statistics rule the filter out are not read."""
-        if isinstance(attrs, str):
-            attrs = [attrs]
-        sub = _subarray(subarray, self.schema.ndim)
-        stream = self._native.read(sub, list(attrs) if attrs is not None else None, dims, order, filter)
+        sub, attrs = self._read_args(subarray, attrs)
+        stream = self._native.read(sub, attrs, dims, order, filter)
         return pa.table(pa.RecordBatchReader.from_stream(stream))
 
     def explain(self, subarray: Any = None, filter: Optional[str] = None) -> dict:
@@ -448,12 +453,10 @@ class TileDBArray:
         rows: the subarray is cut into slabs along the read's major
         dimension and each slab is resolved and read on its own, so memory
         stays near one slab's tiles plus a batch (see docs/tiledb.md)."""
-        if isinstance(attrs, str):
-            attrs = [attrs]
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
             raise InvalidInputError(f"batch_size must be a positive integer, not {batch_size!r}")
-        sub = _subarray(subarray, self.schema.ndim)
-        stream = self._native.to_batches(sub, list(attrs) if attrs is not None else None, dims, order, filter, batch_size)
+        sub, attrs = self._read_args(subarray, attrs)
+        stream = self._native.to_batches(sub, attrs, dims, order, filter, batch_size)
         from lancelet._args import typed_reader
 
         return typed_reader(pa.RecordBatchReader.from_stream(stream))

@@ -27,7 +27,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray, LargeBinaryArray, LargeStringAr
 
 use super::array::TileDbArray;
 use super::datatype::Datatype;
-use super::fragment::{FragmentMeta, Mbr};
+use super::fragment::{FragmentMeta, Mbr, TileStats};
 use super::query::TilePruner;
 use super::read::{cmp_bound, cmp_values, normalize_subarray, DimRanges, ReadOptions};
 use super::schema::{float_value, int_value, Attribute};
@@ -116,6 +116,28 @@ impl Acc {
         }
         self.bound(v, true);
         self.bound(v, false);
+    }
+
+    /// Fold tile `t`'s metadata statistics (`cells` cells; its sum only
+    /// if `sums`) into the accumulator, all but the cell count; returns
+    /// the tile's null count.
+    fn tile(&mut self, st: &TileStats, t: usize, cells: u64, sums: bool) -> u64 {
+        let nulls = st.null_counts.as_ref().map(|n| n[t]).unwrap_or(0);
+        self.nulls += nulls;
+        if let (true, Some(s)) = (sums, &st.sums) {
+            if self.is_float() {
+                self.sum_f += f64::from_le_bytes(s[t]);
+            } else if self.t.is_signed() {
+                self.sum_i += i64::from_le_bytes(s[t]) as i128;
+            } else {
+                self.sum_i += u64::from_le_bytes(s[t]) as i128;
+            }
+        }
+        if let (true, Some(mins), Some(maxes)) = (nulls < cells, &st.mins, &st.maxes) {
+            self.bound(&mins[t], true);
+            self.bound(&maxes[t], false);
+        }
+        nulls
     }
 
     fn null(&mut self) {
@@ -274,8 +296,14 @@ impl TileDbArray {
         use super::read::{build_array, gather, unpack, FILL};
         use super::schema::Layout;
         let schema = &self.schema;
-        let dense = self.dense_sources(sub, super::read::Order::RowMajor, None)?;
-        let total_cells = dense.sources.len() as u64;
+        // The tile plan first: when every tile the read would copy from is
+        // summarised from metadata, no per-cell work is needed at all.
+        let plan = self.dense_plan(sub, super::read::Order::RowMajor)?;
+        let total_cells = plan.total as u64;
+        let mut bases = vec![0usize];
+        for &n in &plan.frag_tiles {
+            bases.push(bases.last().copied().unwrap_or(0) + n);
+        }
         let nd = schema.dims.len();
         let dom: Vec<(i128, i128)> = schema.dims.iter().map(|d| d.int_domain().unwrap_or((0, 0))).collect();
         let ext: Vec<i128> = schema.dims.iter().zip(&dom).map(|(d, (lo, hi))| d.int_extent().unwrap_or(hi - lo + 1).max(1)).collect();
@@ -290,14 +318,14 @@ impl TileDbArray {
             })
         };
         let meets = |a: &[(i128, i128)], b: &[(i128, i128)]| (0..nd).all(|d| a[d].0 <= b[d].1 && b[d].0 <= a[d].1);
-        let total_tiles = *dense.ids.bases.last().unwrap_or(&0);
+        let total_tiles = *bases.last().unwrap_or(&0);
         let mut meta = vec![false; total_tiles];
         let mut mean_cells = vec![0u64; attrs.len()];
         for (f, frag) in self.fragments.iter().enumerate() {
             let Some(nb) = ned_box(f) else { continue };
             let tlo: Vec<i128> = (0..nd).map(|d| (nb[d].0 - dom[d].0) / ext[d]).collect();
             let ntiles: Vec<i128> = (0..nd).map(|d| (nb[d].1 - dom[d].0) / ext[d] - tlo[d] + 1).collect();
-            let count = dense.ids.bases[f + 1] - dense.ids.bases[f];
+            let count = bases[f + 1] - bases[f];
             let stats = attrs
                 .iter()
                 .map(|(a, at)| frag.tile_stats(FragmentMeta::attr_slot(*a), count, if at.is_var() { None } else { Some(at.cell_size()) }))
@@ -333,45 +361,32 @@ impl TileDbArray {
                 if !inside(&tb) || covered {
                     continue;
                 }
-                meta[dense.ids.bases[f] + t] = true;
-                let cells = dense.cells_per_tile as u64;
+                meta[bases[f] + t] = true;
+                let cells = plan.cells_per_tile as u64;
                 for (k, st) in stats.iter().enumerate() {
-                    let acc = &mut accs[k];
-                    let nulls = st.null_counts.as_ref().map(|n| n[t]).unwrap_or(0);
-                    acc.nulls += nulls;
+                    let nulls = accs[k].tile(st, t, cells, true);
                     mean_cells[k] += cells - nulls;
-                    if let Some(sums) = &st.sums {
-                        if acc.is_float() {
-                            acc.sum_f += f64::from_le_bytes(sums[t]);
-                        } else if acc.t.is_signed() {
-                            acc.sum_i += i64::from_le_bytes(sums[t]) as i128;
-                        } else {
-                            acc.sum_i += u64::from_le_bytes(sums[t]) as i128;
-                        }
-                    }
-                    if let (Some(mins), Some(maxes)) = (&st.mins, &st.maxes) {
-                        if nulls < cells {
-                            acc.bound(&mins[t], true);
-                            acc.bound(&maxes[t], false);
-                        }
-                    }
                 }
             }
         }
-        let read_sources: Vec<u64> = dense.sources.iter().copied().filter(|&s| s != FILL && !meta[unpack(s).0]).collect();
-        let per_tile = dense.cells_per_tile;
-        let cells_of = |_f: usize, _t: usize| per_tile;
+        let all_meta = plan.jobs.iter().enumerate().all(|(f, jobs)| jobs.iter().all(|j| meta[bases[f] + j.tile]));
         let mut read_tiles = vec![false; total_tiles];
-        read_sources.iter().for_each(|&s| read_tiles[unpack(s).0] = true);
-        for (k, (a, at)) in attrs.iter().enumerate() {
-            let col = super::tiles::ColumnSpec::attr(schema, *a);
-            let tiles = super::read::load_used(self, &dense.ids, &col, &read_sources, &cells_of)?;
-            let (cells, validity) = gather(&col, &tiles, &read_sources, &at.fill, at.fill_valid)?;
-            let dt = super::read::arrow_type(at.datatype, at.cell_val_num)?;
-            let arr = build_array(&dt, at.datatype, at.cell_val_num, cells, validity)?;
-            let before = (accs[k].cells, accs[k].nulls);
-            add_column(&mut accs[k], &arr, at.datatype);
-            mean_cells[k] += (accs[k].cells - before.0) - (accs[k].nulls - before.1);
+        if !all_meta {
+            let dense = self.dense_sources(sub, super::read::Order::RowMajor, None)?;
+            let read_sources: Vec<u64> = dense.sources.iter().copied().filter(|&s| s != FILL && !meta[unpack(s).0]).collect();
+            let per_tile = dense.cells_per_tile;
+            let cells_of = |_f: usize, _t: usize| per_tile;
+            read_sources.iter().for_each(|&s| read_tiles[unpack(s).0] = true);
+            for (k, (a, at)) in attrs.iter().enumerate() {
+                let col = super::tiles::ColumnSpec::attr(schema, *a);
+                let tiles = super::read::load_used(self, &dense.ids, &col, &read_sources, &cells_of)?;
+                let (cells, validity) = gather(&col, &tiles, &read_sources, &at.fill, at.fill_valid)?;
+                let dt = super::read::arrow_type(at.datatype, at.cell_val_num)?;
+                let arr = build_array(&dt, at.datatype, at.cell_val_num, cells, validity)?;
+                let before = (accs[k].cells, accs[k].nulls);
+                add_column(&mut accs[k], &arr, at.datatype);
+                mean_cells[k] += (accs[k].cells - before.0) - (accs[k].nulls - before.1);
+            }
         }
         let mut out = Vec::new();
         for (((name, ops), acc), (k, (_, at))) in requests.iter().zip(&accs).zip(attrs.iter().enumerate()) {
@@ -449,27 +464,8 @@ impl TileDbArray {
                 skip[f][t] = true;
                 let cells = frag.sparse_tile_cells(schema, t);
                 for (k, ((_, ops), st)) in requests.iter().zip(&stats).enumerate() {
-                    let acc = &mut accs[k];
-                    let nulls = st.null_counts.as_ref().map(|n| n[t]).unwrap_or(0);
-                    acc.cells += cells;
-                    acc.nulls += nulls;
-                    if ops.iter().any(|o| matches!(o, AggOp::Sum | AggOp::Mean)) {
-                        if let Some(s) = &st.sums {
-                            if acc.is_float() {
-                                acc.sum_f += f64::from_le_bytes(s[t]);
-                            } else if acc.t.is_signed() {
-                                acc.sum_i += i64::from_le_bytes(s[t]) as i128;
-                            } else {
-                                acc.sum_i += u64::from_le_bytes(s[t]) as i128;
-                            }
-                        }
-                    }
-                    if nulls < cells {
-                        if let (Some(mins), Some(maxes)) = (&st.mins, &st.maxes) {
-                            acc.bound(&mins[t], true);
-                            acc.bound(&maxes[t], false);
-                        }
-                    }
+                    accs[k].cells += cells;
+                    accs[k].tile(st, t, cells, ops.iter().any(|o| matches!(o, AggOp::Sum | AggOp::Mean)));
                 }
             }
         }

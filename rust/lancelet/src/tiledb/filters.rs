@@ -187,63 +187,140 @@ impl FilterPipeline {
     /// Reverse the pipeline over one filtered tile (`u64 chunks` + chunks)
     /// and return the tile's bytes.
     pub fn unfilter(&self, tile: &[u8], kind: TileKind) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.unfilter_into(tile, kind, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::unfilter`] into `out` (cleared first): a caller decoding
+    /// many tiles reuses one buffer, whose pages are then already mapped.
+    pub fn unfilter_into(&self, tile: &[u8], kind: TileKind, out: &mut Vec<u8>) -> Result<()> {
         let kind = TileKind { var_strings: false, ..kind };
-        Ok(self.unfilter_impl(tile, kind)?.0)
+        self.unfilter_impl(tile, kind, out)?;
+        Ok(())
+    }
+
+    /// [`Self::unfilter_into`] for a caller that needs only some bytes of
+    /// the tile: chunks for which `wanted(byte range)` is false are not
+    /// decoded (their bytes in `out` are left as they were; `out` is only
+    /// grown, never cleared, so a reused buffer costs nothing to size).
+    /// Fixed-size data only.
+    pub fn unfilter_wanted(&self, tile: &[u8], kind: TileKind, wanted: &dyn Fn(std::ops::Range<usize>) -> bool, out: &mut Vec<u8>) -> Result<()> {
+        let kind = TileKind { var_strings: false, ..kind };
+        let mut c = Cursor::new(tile);
+        let nchunks = c.count(12, "tile chunk count")?;
+        let mut chunks = Vec::with_capacity(nchunks);
+        let mut total = 0usize;
+        for _ in 0..nchunks {
+            let orig = c.u32("chunk original length")? as usize;
+            let filtered = c.u32("chunk filtered length")? as usize;
+            let md_len = c.u32("chunk metadata length")? as usize;
+            let md = c.take(md_len, "chunk metadata")?;
+            let data = c.take(filtered, "chunk data")?;
+            chunks.push((total, orig, md, data));
+            total += orig;
+        }
+        if out.len() != total {
+            out.resize(total, 0);
+        }
+        let types = self.stage_types(kind);
+        CHUNK.with(|cell| -> Result<()> {
+            let mut tmp = cell.borrow_mut();
+            for (i, (start, orig, md, data)) in chunks.into_iter().enumerate() {
+                if !wanted(start..start + orig) {
+                    continue;
+                }
+                tmp.clear();
+                let mut offsets = None;
+                self.unfilter_chunk(md, data, orig, kind, &types, &mut offsets, &mut tmp).map_err(|e| e.context(format!("chunk {i}")))?;
+                if tmp.len() != orig {
+                    return Err(Error::corrupt(format!("chunk {i} decodes to {} bytes, header says {orig}", tmp.len())));
+                }
+                out[start..start + orig].copy_from_slice(&tmp);
+            }
+            Ok(())
+        })
+    }
+
+    /// Types each filter saw on write: `types[i]` is filter `i`'s input.
+    fn stage_types(&self, kind: TileKind) -> Vec<Datatype> {
+        let mut types = vec![kind.datatype];
+        for f in &self.filters {
+            let last = *types.last().unwrap_or(&kind.datatype);
+            types.push(f.output_type(last));
+        }
+        types
     }
 
     /// Reverse the pipeline over the var tile of a string column whose
     /// offsets travel with the data ([`Self::encodes_string_offsets`]):
     /// returns the string bytes and one start offset per cell.
     pub fn unfilter_strings(&self, tile: &[u8], kind: TileKind) -> Result<(Vec<u8>, Vec<u64>)> {
-        let (data, offsets) = self.unfilter_impl(tile, TileKind { var_strings: true, ..kind })?;
+        let mut data = Vec::new();
+        let offsets = self.unfilter_impl(tile, TileKind { var_strings: true, ..kind }, &mut data)?;
         let offsets = offsets.ok_or_else(|| Error::corrupt("string tile without an RLE or dictionary stage"))?;
         Ok((data, offsets))
     }
 
-    fn unfilter_impl(&self, tile: &[u8], kind: TileKind) -> Result<(Vec<u8>, Option<Vec<u64>>)> {
+    /// Decode every chunk straight after the previous one in `out` (sized
+    /// once from the chunk headers).
+    fn unfilter_impl(&self, tile: &[u8], kind: TileKind, out: &mut Vec<u8>) -> Result<Option<Vec<u64>>> {
+        out.clear();
         let mut offsets: Option<Vec<u64>> = None;
         let mut c = Cursor::new(tile);
         let nchunks = c.count(12, "tile chunk count")?;
-        let mut out = Vec::new();
-        for i in 0..nchunks {
+        let mut chunks = Vec::with_capacity(nchunks);
+        let mut total = 0usize;
+        for _ in 0..nchunks {
             let orig = c.u32("chunk original length")? as usize;
             let filtered = c.u32("chunk filtered length")? as usize;
             let md_len = c.u32("chunk metadata length")? as usize;
             let md = c.take(md_len, "chunk metadata")?;
             let data = c.take(filtered, "chunk data")?;
+            total += orig;
+            chunks.push((orig, md, data));
+        }
+        out.reserve(total);
+        let types = self.stage_types(kind);
+        for (i, (orig, md, data)) in chunks.into_iter().enumerate() {
+            let start = out.len();
             let mut chunk_offsets = None;
-            let bytes = self.unfilter_chunk(md, data, orig, kind, &mut chunk_offsets).map_err(|e| e.context(format!("chunk {i}")))?;
+            self.unfilter_chunk(md, data, orig, kind, &types, &mut chunk_offsets, out).map_err(|e| e.context(format!("chunk {i}")))?;
             if let Some(co) = chunk_offsets {
-                let base = out.len() as u64;
+                let base = start as u64;
                 offsets.get_or_insert_with(Vec::new).extend(co.into_iter().map(|o| o + base));
             }
-            if bytes.len() != orig {
-                return Err(Error::corrupt(format!(
-                    "chunk {i} decodes to {} bytes, header says {orig}",
-                    bytes.len()
-                )));
+            if out.len() - start != orig {
+                return Err(Error::corrupt(format!("chunk {i} decodes to {} bytes, header says {orig}", out.len() - start)));
             }
-            out.extend_from_slice(&bytes);
         }
-        Ok((out, offsets))
+        Ok(offsets)
     }
 
-    fn unfilter_chunk(&self, md: &[u8], data: &[u8], orig: usize, kind: TileKind, offsets: &mut Option<Vec<u64>>) -> Result<Vec<u8>> {
-        // Types each filter saw on write: types[i] is filter i's input.
-        let mut types = vec![kind.datatype];
-        for f in &self.filters {
-            let last = *types.last().unwrap_or(&kind.datatype);
-            types.push(f.output_type(last));
+    /// Reverse the filters over one chunk, last to first; the first
+    /// filter's output is appended to `out`, earlier stages borrow the
+    /// tile's bytes instead of copying them.
+    #[allow(clippy::too_many_arguments)]
+    fn unfilter_chunk(&self, md: &[u8], data: &[u8], orig: usize, kind: TileKind, types: &[Datatype], offsets: &mut Option<Vec<u64>>, out: &mut Vec<u8>) -> Result<()> {
+        use std::borrow::Cow;
+        if self.filters.is_empty() {
+            out.extend_from_slice(data);
+            return Ok(());
         }
-        let mut md = md.to_vec();
-        let mut data = data.to_vec();
+        let mut md: Cow<[u8]> = Cow::Borrowed(md);
+        let mut data: Cow<[u8]> = Cow::Borrowed(data);
         for (i, f) in self.filters.iter().enumerate().rev() {
-            let (m, d) = reverse(f, &md, &data, types[i], orig, kind, offsets)
-                .map_err(|e| e.context(format!("filter {} ({})", i, f.name())))?;
-            md = m;
-            data = d;
+            let ctx = |e: Error| e.context(format!("filter {} ({})", i, f.name()));
+            if i == 0 {
+                reverse(f, &md, &data, types[i], orig, kind, offsets, out).map_err(ctx)?;
+            } else {
+                let mut next = Vec::new();
+                let m = reverse(f, &md, &data, types[i], orig, kind, offsets, &mut next).map_err(ctx)?;
+                md = Cow::Owned(m);
+                data = Cow::Owned(next);
+            }
         }
-        Ok(data)
+        Ok(())
     }
 }
 
@@ -256,7 +333,10 @@ fn part_lengths(c: &mut Cursor) -> Result<Vec<usize>> {
     (0..n).map(|_| Ok(c.u32("part length")? as usize)).collect()
 }
 
-fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: TileKind, offsets: &mut Option<Vec<u64>>) -> Result<(Vec<u8>, Vec<u8>)> {
+/// Reverse filter `f` over (`md`, `data`): append the data it was given on
+/// write to `out` and return the metadata left for the filters before it.
+#[allow(clippy::too_many_arguments)]
+fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: TileKind, offsets: &mut Option<Vec<u64>>, out: &mut Vec<u8>) -> Result<Vec<u8>> {
     let mut c = Cursor::new(md);
     let string_type = matches!(ty, Datatype::StringAscii | Datatype::StringUtf8);
     if kind.var_strings && string_type && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. }) {
@@ -269,7 +349,8 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             string_codecs::dict_reverse(md, data)?
         };
         *offsets = Some(s.offsets);
-        return Ok((rest, s.data));
+        out.extend_from_slice(&s.data);
+        return Ok(rest);
     }
     match f {
         Filter::Gzip { .. } | Filter::Zstd { .. } | Filter::Lz4 { .. } | Filter::Bzip2 { .. } | Filter::Rle { .. }
@@ -284,20 +365,20 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             }
             let mut d = Cursor::new(data);
             let mut out_md = Vec::new();
-            let mut out = Vec::with_capacity(orig);
+            out.reserve(orig);
             for p in 0..n_md + n_data {
                 let raw_len = c.u32("part original length")? as usize;
                 let comp_len = c.u32("part compressed length")? as usize;
                 let comp = d.take(comp_len, "compressed part")?;
-                let target = if p < n_md { &mut out_md } else { &mut out };
+                let target = if p < n_md { &mut out_md } else { &mut *out };
                 decompress(f, comp, raw_len, ty, kind.cell_size, target)?;
             }
-            Ok((out_md, out))
+            Ok(out_md)
         }
         Filter::ByteShuffle | Filter::Xor | Filter::FloatScale { .. } => {
             let parts = part_lengths(&mut c)?;
             let mut d = Cursor::new(data);
-            let mut out = Vec::with_capacity(orig);
+            out.reserve(orig);
             for len in parts {
                 let part = d.take(len, "part")?;
                 match f {
@@ -313,7 +394,7 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
                     _ => unreachable!("matched above"),
                 }
             }
-            Ok((c.rest().to_vec(), out))
+            Ok(c.rest().to_vec())
         }
         Filter::ChecksumMd5 | Filter::ChecksumSha256 => {
             let n_md = c.u32("metadata checksum count")? as usize;
@@ -343,17 +424,20 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
                 }
                 *pos = end;
             }
-            Ok((rest, data.to_vec()))
+            out.extend_from_slice(data);
+            Ok(rest)
         }
         Filter::BitWidthReduction { .. } => {
             if !ty.is_integer() || ty.size() == 1 || (kind.version < 20 && matches!(ty, Datatype::Datetime(_))) {
-                return Ok((md.to_vec(), data.to_vec()));
+                out.extend_from_slice(data);
+                return Ok(md.to_vec());
             }
             let width = ty.size();
             let orig_len = c.u32("bit width original length")? as usize;
             let windows = c.u32("bit width window count")?;
             let mut d = Cursor::new(data);
-            let mut out = Vec::with_capacity(orig_len);
+            let start = out.len();
+            out.reserve(orig_len);
             for _ in 0..windows {
                 let base = codecs::read_int(c.take(width, "window value offset")?, width, ty.is_signed());
                 let bits = c.u8("window bit width")? as usize;
@@ -368,22 +452,23 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
                 let w = bits / 8;
                 for _ in 0..nbytes / width {
                     let v = codecs::read_int(d.take(w, "window value")?, w, ty.is_signed());
-                    codecs::write_int(&mut out, v.wrapping_add(base), width);
+                    codecs::write_int(out, v.wrapping_add(base), width);
                 }
             }
-            if out.len() != orig_len {
-                return Err(Error::corrupt(format!("bit width windows give {} bytes, not {orig_len}", out.len())));
+            if out.len() - start != orig_len {
+                return Err(Error::corrupt(format!("bit width windows give {} bytes, not {orig_len}", out.len() - start)));
             }
-            Ok((c.rest().to_vec(), out))
+            Ok(c.rest().to_vec())
         }
         Filter::PositiveDelta { .. } => {
             if !ty.is_integer() || (kind.version < 20 && matches!(ty, Datatype::Datetime(_))) {
-                return Ok((md.to_vec(), data.to_vec()));
+                out.extend_from_slice(data);
+                return Ok(md.to_vec());
             }
             let width = ty.size();
             let windows = c.u32("positive delta window count")?;
             let mut d = Cursor::new(data);
-            let mut out = Vec::with_capacity(data.len());
+            out.reserve(data.len());
             for _ in 0..windows {
                 let mut prev = codecs::read_int(c.take(width, "window value offset")?, width, false);
                 let nbytes = c.u32("window length")? as usize;
@@ -394,12 +479,16 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
                 for _ in 0..nbytes / width {
                     let delta = codecs::read_int(d.take(width, "delta")?, width, false);
                     prev = prev.wrapping_add(delta);
-                    codecs::write_int(&mut out, prev, width);
+                    codecs::write_int(out, prev, width);
                 }
             }
-            Ok((c.rest().to_vec(), out))
+            Ok(c.rest().to_vec())
         }
-        Filter::BitShuffle => bitshuffle::reverse(md, data, ty.size()),
+        Filter::BitShuffle => {
+            let (rest, d) = bitshuffle::reverse(md, data, ty.size())?;
+            out.extend_from_slice(&d);
+            Ok(rest)
+        }
         Filter::Unknown { .. } => Err(Error::unsupported(format!("{} is not supported", f.name()))),
     }
 }
@@ -413,10 +502,7 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
                 .read_to_end(out)
                 .map_err(|e| Error::corrupt(format!("gzip: {e}")))?;
         }
-        Filter::Zstd { .. } => {
-            let v = zstd::bulk::decompress(comp, raw_len).map_err(|e| Error::corrupt(format!("zstd: {e}")))?;
-            out.extend_from_slice(&v);
-        }
+        Filter::Zstd { .. } => zstd_into(comp, raw_len, out)?,
         Filter::Lz4 { .. } => {
             out.resize(start + raw_len, 0);
             let n = lz4_flex::block::decompress_into(comp, &mut out[start..])
@@ -451,6 +537,35 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
         )));
     }
     Ok(())
+}
+
+thread_local! {
+    /// Each thread's buffer for one decoded chunk (selective decoding).
+    static CHUNK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// One zstd decompression context per thread: creating one per chunk
+    /// (TileDB chunks are 64 KiB) costs more than decoding the chunk.
+    static ZSTD: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Append the zstd frame `comp` (`raw_len` bytes once decoded) to `out`,
+/// decoding straight into its spare capacity.
+fn zstd_into(comp: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
+    let start = out.len();
+    out.reserve(raw_len);
+    ZSTD.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| Error::Internal { what: format!("zstd context: {e}") })?);
+        }
+        let dctx = slot.as_mut().expect("set above");
+        // The frame may fill the spare capacity and no more (it never
+        // grows the buffer); a length other than `raw_len` is caught by
+        // the caller.
+        let mut cur = std::io::Cursor::new(&mut *out);
+        cur.set_position(start as u64);
+        dctx.decompress_to_buffer(comp, &mut cur).map_err(|e| Error::corrupt(format!("zstd: {e}")))?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! reader), [`datatype`], [`codecs`] and [`filters`] (filter pipelines),
 //! [`generic_tile`], [`schema`], [`fragment`] (fragment metadata),
 //! [`array`] (which fragments a timestamp range sees), [`tiles`] (data
-//! tiles of a column), [`read`] (resolving fragments into Arrow).
+//! tiles of a column), [`read`] (resolving fragments into Arrow; dense
+//! fixed-size columns through `dense`, tile by tile).
 //!
 //! This room is a peer of the Lance format: it shares `io/` and the general
 //! compression crates and never imports `file/` or `table/`.
@@ -21,6 +22,7 @@ pub mod consolidate;
 pub mod conditions;
 pub mod cursor;
 pub mod datatype;
+pub(crate) mod dense;
 pub mod filters;
 pub mod fragment;
 pub mod generic_tile;

@@ -21,12 +21,13 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, Schema, SchemaRef};
 
 use super::array::TileDbArray;
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr, TileStats};
-use super::read::{build_array, output_schema, CellBytes, ReadOptions, TileCounts};
+use super::read::{build_array, gather, load_used, normalize_subarray, output_schema, CellBytes, ReadOptions, TileCounts};
+use super::tiles::{ColumnSpec, TileData};
 use super::schema::ArraySchema;
 use crate::error::{Error, Result};
 use crate::expr::SqlFilter;
@@ -215,6 +216,9 @@ impl TileDbArray {
     pub(crate) fn read_filtered(&self, opts: &ReadOptions, sql: &str) -> Result<(RecordBatch, TileCounts)> {
         let pruner = Pruner::new(self, sql)?;
         let out_schema = output_schema(&self.schema, opts)?;
+        if self.schema.sparse {
+            return self.read_sparse_filtered(opts, &pruner, out_schema);
+        }
         let mut inner = opts.clone();
         inner.filter = None;
         inner.dims = true;
@@ -245,6 +249,74 @@ impl TileDbArray {
             .collect::<Result<Vec<_>>>()?;
         let n = kept.num_rows();
         Ok((RecordBatch::try_new_with_options(Arc::clone(&out_schema), columns, &RecordBatchOptions::new().with_row_count(Some(n)))?, counts))
+    }
+
+    /// A sparse read with a filter, materialised late: the cells are
+    /// resolved (tiles pruned by statistics skipped), only the columns the
+    /// filter names are gathered for every cell, and the returned columns
+    /// only for the cells where it holds (attribute tiles without such a
+    /// cell are not read).
+    fn read_sparse_filtered(&self, opts: &ReadOptions, pruner: &Pruner, out_schema: SchemaRef) -> Result<(RecordBatch, TileCounts)> {
+        let schema = &self.schema;
+        let sub = normalize_subarray(schema, &opts.subarray)?;
+        let may = |f: usize, which: &[usize], mbrs: &[Mbr]| pruner.sparse_may_match(self, f, which, mbrs);
+        let sp = self.sparse_sources(&sub, opts.order, Some(&may), false)?;
+        let counts = TileCounts { fragments: self.fragments.len(), tiles_total: sp.tiles_total, tiles_read: sp.tiles_read };
+        let all = output_schema(schema, &ReadOptions { dims: true, attrs: None, ..Default::default() })?;
+        let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
+        // Attribute tiles holding `sources`.
+        let tiles_of = |name: &str, sources: &[u64]| -> Result<Option<Vec<Option<TileData>>>> {
+            match schema.attr_index(name) {
+                Some(a) => Ok(Some(load_used(self, &sp.ids, &ColumnSpec::attr(schema, a), sources, &cells_of)?)),
+                None => Ok(None),
+            }
+        };
+        // The column `name` of `sources` (attributes from `tiles`).
+        let column = |name: &str, sources: &[u64], tiles: Option<&Vec<Option<TileData>>>| -> Result<ArrayRef> {
+            let dt = all.field_with_name(name)?.data_type().clone();
+            let (col, (cells, validity)) = match (schema.dim_index(name), schema.attr_index(name), tiles) {
+                (Some(d), _, _) => {
+                    let col = ColumnSpec::dim(schema, d);
+                    let g = gather(&col, &sp.dim_tiles[d], sources, &[], true)?;
+                    (col, g)
+                }
+                (None, Some(a), Some(tiles)) => {
+                    let col = ColumnSpec::attr(schema, a);
+                    let at = &schema.attrs[a];
+                    let g = gather(&col, tiles, sources, &at.fill, at.fill_valid)?;
+                    (col, g)
+                }
+                _ => return Err(Error::Internal { what: format!("no column {name} to gather") }),
+            };
+            build_array(&dt, col.datatype, col.cell_val_num, cells, validity)
+        };
+        let mut fields = Vec::new();
+        let mut cols = Vec::new();
+        let mut loaded: Vec<(String, Vec<Option<TileData>>)> = Vec::new();
+        for name in &pruner.columns {
+            let tiles = tiles_of(name, &sp.sources)?;
+            fields.push(all.field_with_name(name)?.clone());
+            cols.push(column(name, &sp.sources, tiles.as_ref())?);
+            if let Some(t) = tiles {
+                loaded.push((name.clone(), t));
+            }
+        }
+        let n = sp.sources.len();
+        let probe = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?;
+        let mask = pruner.evaluate(&probe)?;
+        drop(probe);
+        let selected: Vec<u64> = sp.sources.iter().zip(mask.iter()).filter(|(_, m)| m.unwrap_or(false)).map(|(s, _)| *s).collect();
+        let mut columns = Vec::new();
+        for f in out_schema.fields() {
+            let name = f.name();
+            let arr = match loaded.iter().find(|l| &l.0 == name) {
+                Some((_, tiles)) => column(name, &selected, Some(tiles))?,
+                None => column(name, &selected, tiles_of(name, &selected)?.as_ref())?,
+            };
+            columns.push(arr);
+        }
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &RecordBatchOptions::new().with_row_count(Some(selected.len())))?;
+        Ok((batch, counts))
     }
 
     /// How many fragments and data tiles a read of `subarray` with `filter`

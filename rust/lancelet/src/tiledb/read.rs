@@ -240,6 +240,11 @@ pub fn output_schema(schema: &ArraySchema, opts: &ReadOptions) -> Result<SchemaR
 /// Build an Arrow array of `n` cells from cell bytes.
 pub(crate) fn build_array(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, validity: Option<Vec<bool>>) -> Result<ArrayRef> {
     let nulls = validity.map(|v| NullBuffer::from(BooleanBuffer::from(v)));
+    build_array_nulls(dt, t, cell_val_num, cells, nulls)
+}
+
+/// [`build_array`] with the validity already a null buffer.
+pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, cells: CellBytes, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
     let n = cells.len;
     let data = match (dt, cells.offsets) {
         (DataType::LargeUtf8 | DataType::LargeBinary, Some(offsets)) => ArrayData::builder(dt.clone())
@@ -436,13 +441,16 @@ impl TileDbArray {
             let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
             return Ok((batch, counts, None));
         }
+        if pruner.is_none() {
+            return self.read_dense(&sub, opts, out_schema, &dims, &attrs);
+        }
         let may = |f: usize, ntiles: usize, per_tile: usize| -> Result<Vec<bool>> {
             match pruner {
                 Some(p) => p.dense_may_match(self, f, ntiles, per_tile),
                 None => Ok(vec![true; ntiles]),
             }
         };
-        let dense = self.dense_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None })?;
+        let dense = self.dense_sources(&sub, opts.order, Some(&may))?;
         let total = *dense.ids.bases.last().unwrap_or(&0);
         let mut touched = vec![false; total];
         for &s in &dense.sources {
@@ -451,9 +459,7 @@ impl TileDbArray {
             }
         }
         let counts = TileCounts { fragments: self.fragments.len(), tiles_total: total, tiles_read: touched.iter().filter(|t| **t).count() };
-        let keep = if pruner.is_some() { Some(dense.sources.iter().map(|&s| s != PRUNED).collect()) } else { None };
-        let per_tile = dense.cells_per_tile;
-        let cells_of = |_f: usize, _t: usize| per_tile;
+        let keep = Some(dense.sources.iter().map(|&s| s != PRUNED).collect());
         for &d in &dims {
             let dim = &schema.dims[d];
             let w = dim.datatype.size();
@@ -466,15 +472,57 @@ impl TileDbArray {
             columns.push(build_array(out_schema.field(columns.len()).data_type(), dim.datatype, 1, cells, None)?);
         }
         for &a in &attrs {
-            let col = ColumnSpec::attr(schema, a);
-            let tiles = load_used(self, &dense.ids, &col, &dense.sources, &cells_of)?;
-            let at = &schema.attrs[a];
-            let (cells, validity) = gather(&col, &tiles, &dense.sources, &at.fill, at.fill_valid)?;
-            columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
+            columns.push(self.dense_gathered(&dense, a, out_schema.field(columns.len()).data_type())?);
         }
         let n = dense.sources.len();
         let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
         Ok((batch, counts, keep))
+    }
+
+    /// One attribute of a dense read gathered cell by cell from `dense`'s
+    /// sources (var-sized attributes, filtered reads).
+    fn dense_gathered(&self, dense: &DenseSources, a: usize, dt: &DataType) -> Result<ArrayRef> {
+        let per_tile = dense.cells_per_tile;
+        let cells_of = |_f: usize, _t: usize| per_tile;
+        let col = ColumnSpec::attr(&self.schema, a);
+        let tiles = load_used(self, &dense.ids, &col, &dense.sources, &cells_of)?;
+        let at = &self.schema.attrs[a];
+        let (cells, validity) = gather(&col, &tiles, &dense.sources, &at.fill, at.fill_valid)?;
+        build_array(dt, col.datatype, col.cell_val_num, cells, validity)
+    }
+
+    /// A dense read without a filter: fixed-size columns are copied tile
+    /// by tile (see `dense.rs`), var-sized attributes gathered per cell.
+    fn read_dense(&self, sub: &[Option<DimRanges>], opts: &ReadOptions, out_schema: SchemaRef, dims: &[usize], attrs: &[usize]) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
+        let schema = &self.schema;
+        let plan = self.dense_plan(sub, opts.order)?;
+        let (tiles_total, tiles_read) = plan.tile_counts();
+        let counts = TileCounts { fragments: self.fragments.len(), tiles_total, tiles_read };
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        for &d in dims {
+            let dim = &schema.dims[d];
+            let cells = CellBytes { values: self.dense_dim_column(&plan, d), offsets: None, len: plan.total };
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), dim.datatype, 1, cells, None)?);
+        }
+        let mut sources: Option<DenseSources> = None;
+        for &a in attrs {
+            let at = &schema.attrs[a];
+            let dt = out_schema.field(columns.len()).data_type().clone();
+            if at.is_var() {
+                if sources.is_none() {
+                    sources = Some(self.dense_sources(sub, opts.order, None)?);
+                }
+                columns.push(self.dense_gathered(sources.as_ref().expect("set above"), a, &dt)?);
+                continue;
+            }
+            let col = ColumnSpec::attr(schema, a);
+            let (values, validity) = self.dense_fixed_column(&plan, &col, &at.fill, at.fill_valid)?;
+            let nulls = validity.map(|v| NullBuffer::from(BooleanBuffer::collect_bool(v.len(), |i| v[i] != 0)));
+            let cells = CellBytes { values, offsets: None, len: plan.total };
+            columns.push(build_array_nulls(&dt, col.datatype, col.cell_val_num, cells, nulls)?);
+        }
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(plan.total)))?;
+        Ok((batch, counts, None))
     }
 }
 

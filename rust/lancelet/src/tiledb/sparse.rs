@@ -204,28 +204,42 @@ impl TileDbArray {
         };
         // Sort keys: (global-order prefix, coordinates, timestamp, source):
         // among equal coordinates the newest comes last.
-        let prefix: Box<dyn Fn(u64) -> Vec<i64>> = if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
-            Box::new(|s| {
-                let cs: Vec<&[u8]> = (0..nd).map(|d| coord(dim_ref, schema, s, d)).collect();
-                vec![super::hilbert::cell_hilbert(schema, &cs) as i64 ^ i64::MIN]
-            })
+        let prefix_kind = if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
+            Prefix::Hilbert
         } else if order == Order::Unordered && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
-            let tile_dims: Vec<usize> = if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() };
-            Box::new(move |s| tile_dims.iter().map(|&d| space_tile_index(schema, d, coord(dim_ref, schema, s, d))).collect())
+            Prefix::Tiles(if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() })
         } else {
-            Box::new(|_| Vec::new())
+            Prefix::None
         };
-        let mut keyed: Vec<(Vec<i64>, u64, u64)> = candidates.iter().map(|&s| (prefix(s), cell_ts(s), s)).collect();
-        drop(prefix);
-        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.2, &b.2)).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let mut sources: Vec<u64> = Vec::with_capacity(keyed.len());
-        for (_, _, s) in keyed {
-            let same = !schema.allows_duplicates && sources.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
-            match sources.last_mut() {
-                Some(last) if same => *last = s,
-                _ => sources.push(s),
+        let prefix = |s: u64| -> Vec<i64> {
+            match &prefix_kind {
+                Prefix::Hilbert => {
+                    let cs: Vec<&[u8]> = (0..nd).map(|d| coord(dim_ref, schema, s, d)).collect();
+                    vec![super::hilbert::cell_hilbert(schema, &cs) as i64 ^ i64::MIN]
+                }
+                Prefix::Tiles(tile_dims) => tile_dims.iter().map(|&d| space_tile_index(schema, d, coord(dim_ref, schema, s, d))).collect(),
+                Prefix::None => Vec::new(),
             }
-        }
+        };
+        let word_keys = prefix_kind.len() + nd + 2 <= 20
+            && schema.dims.iter().all(|d| d.cell_val_num == 1 && (d.datatype.is_integer() || matches!(d.datatype, Datatype::Float32 | Datatype::Float64)));
+        let mut sources: Vec<u64> = if word_keys {
+            let words = KeyWords { prefix: &prefix_kind, dim_order: &dim_order, dims: dim_ref, schema, cell_ts: &cell_ts };
+            words.sort_dedup(&candidates, schema.allows_duplicates)
+        } else {
+            let mut keyed: Vec<(Vec<i64>, u64, u64)> = candidates.iter().map(|&s| (prefix(s), cell_ts(s), s)).collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.2, &b.2)).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            let mut sources: Vec<u64> = Vec::with_capacity(keyed.len());
+            for (_, _, s) in keyed {
+                let same = !schema.allows_duplicates && sources.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
+                match sources.last_mut() {
+                    Some(last) if same => *last = s,
+                    _ => sources.push(s),
+                }
+            }
+            sources
+        };
+        drop(candidates);
 
         sources.retain(|&s| !pruned[unpack(s).0]);
         let open_end = self.range.1;
@@ -305,6 +319,111 @@ impl TileDbArray {
             }
         }
         Ok(kept)
+    }
+}
+
+/// What orders cells before their coordinates in TileDB's global order.
+enum Prefix {
+    Hilbert,
+    /// Space tile index along these dimensions, slowest first.
+    Tiles(Vec<usize>),
+    None,
+}
+
+impl Prefix {
+    fn len(&self) -> usize {
+        match self {
+            Prefix::Hilbert => 1,
+            Prefix::Tiles(d) => d.len(),
+            Prefix::None => 0,
+        }
+    }
+}
+
+/// Sort keys of cells with fixed-size numeric coordinates as arrays of
+/// `u64` words (prefix, coordinates in comparison order, timestamp,
+/// source), each word mapped so that unsigned order is the value order:
+/// sorting and deduplicating them needs no per-cell allocation or typed
+/// comparison.
+struct KeyWords<'a> {
+    prefix: &'a Prefix,
+    dim_order: &'a [usize],
+    dims: &'a [Vec<Option<TileData>>],
+    schema: &'a super::schema::ArraySchema,
+    cell_ts: &'a (dyn Fn(u64) -> u64 + Sync),
+}
+
+/// Map a stored coordinate to a word whose unsigned order is its order.
+fn order_word(t: Datatype, v: &[u8]) -> u64 {
+    use super::schema::{float_value, int_value};
+    if let Some(i) = int_value(t, v) {
+        return if t.is_signed() { (i as i64 as u64) ^ (1 << 63) } else { i as u64 };
+    }
+    let bits = match t {
+        Datatype::Float32 => float_value(t, v).unwrap_or(f64::NAN).to_bits(),
+        _ => v.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0),
+    };
+    // total_cmp's order: negative values reversed below the positives.
+    if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) }
+}
+
+impl KeyWords<'_> {
+    fn key<const W: usize>(&self, s: u64) -> [u64; W] {
+        let mut k = [0u64; W];
+        let mut i = 0;
+        match self.prefix {
+            Prefix::Hilbert => {
+                let cs: Vec<&[u8]> = (0..self.schema.dims.len()).map(|d| coord(self.dims, self.schema, s, d)).collect();
+                k[0] = super::hilbert::cell_hilbert(self.schema, &cs);
+                i = 1;
+            }
+            Prefix::Tiles(tile_dims) => {
+                for &d in tile_dims {
+                    k[i] = (space_tile_index(self.schema, d, coord(self.dims, self.schema, s, d)) as u64) ^ (1 << 63);
+                    i += 1;
+                }
+            }
+            Prefix::None => {}
+        }
+        for &d in self.dim_order {
+            k[i] = order_word(self.schema.dims[d].datatype, coord(self.dims, self.schema, s, d));
+            i += 1;
+        }
+        k[i] = (self.cell_ts)(s);
+        k[i + 1] = s;
+        k
+    }
+
+    fn run<const W: usize>(&self, candidates: &[u64], duplicates: bool) -> Vec<u64> {
+        use rayon::prelude::*;
+        let mut keys: Vec<[u64; W]> = candidates.par_iter().map(|&s| self.key::<W>(s)).collect();
+        keys.par_sort_unstable();
+        let n = self.prefix.len() + self.dim_order.len();
+        let src = self.prefix.len() + self.dim_order.len() + 1;
+        let mut out: Vec<u64> = Vec::with_capacity(keys.len());
+        let mut last: Option<&[u64]> = None;
+        for k in &keys {
+            let same = !duplicates && last.is_some_and(|l| l == &k[..n]);
+            match out.last_mut() {
+                Some(o) if same => *o = k[src],
+                _ => out.push(k[src]),
+            }
+            last = Some(&k[..n]);
+        }
+        out
+    }
+
+    /// The candidates sorted, and unless `duplicates`, only the last
+    /// (newest) of equal coordinates kept.
+    fn sort_dedup(&self, candidates: &[u64], duplicates: bool) -> Vec<u64> {
+        match self.prefix.len() + self.dim_order.len() + 2 {
+            0..=3 => self.run::<3>(candidates, duplicates),
+            4 => self.run::<4>(candidates, duplicates),
+            5..=6 => self.run::<6>(candidates, duplicates),
+            7..=8 => self.run::<8>(candidates, duplicates),
+            9..=12 => self.run::<12>(candidates, duplicates),
+            _ => self.run::<20>(candidates, duplicates),
+        }
     }
 }
 

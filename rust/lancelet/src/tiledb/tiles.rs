@@ -6,6 +6,10 @@
 //! `u8` per cell, 0 = null); dimensions are `dN.tdb`, per-cell timestamps
 //! `t.tdb`. Offsets use the schema's offsets filters, validity its validity
 //! filters, dimensions their own filters or the coordinate filters.
+//!
+//! The tiles a call asks for are read together and decoded in parallel.
+
+use rayon::prelude::*;
 
 use super::array::TileDbArray;
 use super::cursor::u64_at;
@@ -97,7 +101,7 @@ impl TileData {
     }
 }
 
-fn read_tiles(array: &TileDbArray, frag: &FragmentMeta, file: &str, locs: &[TileLoc]) -> Result<Vec<bytes::Bytes>> {
+pub(crate) fn read_tiles(array: &TileDbArray, frag: &FragmentMeta, file: &str, locs: &[TileLoc]) -> Result<Vec<bytes::Bytes>> {
     let storage = array.fragment_file(frag, file)?;
     let ranges: Vec<_> = locs.iter().map(|l| l.offset..l.offset + l.size).collect();
     match storage.read_ranges(&ranges) {
@@ -140,7 +144,7 @@ pub fn load_tiles(
             .collect()
     };
     let file = format!("{}.tdb", col.stem);
-    let mut out: Vec<TileData> = Vec::with_capacity(which.len());
+    let mut out: Vec<TileData>;
     if col.is_var() {
         // Strings whose offsets travel inside the var data (RLE or
         // dictionary): `aN.tdb` holds empty tiles and is not read.
@@ -156,7 +160,8 @@ pub fn load_tiles(
         let var_raw = read_tiles(array, frag, &var_file, &pick(&var_locs, "var tile offsets")?)?;
         let okind = TileKind { datatype: Datatype::UInt64, cell_size: 8, version, var_strings: false };
         let vkind = TileKind { datatype: col.datatype, cell_size: col.datatype.size(), version, var_strings: col.datatype.is_bytes() };
-        for (i, &t) in which.iter().enumerate() {
+        let decode = |i: usize| -> Result<TileData> {
+            let t = which[i];
             let (offs, var) = if strings_with_offsets {
                 let (var, starts) = col.filters.unfilter_strings(&var_raw[i], vkind).map_err(|e| ctx(e.context(format!("tile {t}")), &var_file))?;
                 (starts.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>(), var)
@@ -178,12 +183,14 @@ pub fn load_tiles(
             if offsets.windows(2).any(|w| w[0] > w[1]) {
                 return Err(ctx(Error::corrupt(format!("offsets of tile {t} are not ascending within {} bytes", var.len())), &file));
             }
-            out.push(TileData { fixed: Vec::new(), offsets, var, validity: None, cells: n });
-        }
+            Ok(TileData { fixed: Vec::new(), offsets, var, validity: None, cells: n })
+        };
+        out = (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>()?;
     } else {
         let fixed_raw = read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?;
         let kind = TileKind { datatype: col.datatype, cell_size: col.cell_size(), version, var_strings: false };
-        for (i, &t) in which.iter().enumerate() {
+        let decode = |i: usize| -> Result<TileData> {
+            let t = which[i];
             let fixed = col.filters.unfilter(&fixed_raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
             if fixed.len() != cells[i] * col.cell_size() {
                 return Err(ctx(
@@ -191,21 +198,24 @@ pub fn load_tiles(
                     &file,
                 ));
             }
-            out.push(TileData { fixed, offsets: Vec::new(), var: Vec::new(), validity: None, cells: cells[i] });
-        }
+            Ok(TileData { fixed, offsets: Vec::new(), var: Vec::new(), validity: None, cells: cells[i] })
+        };
+        out = (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>()?;
     }
     if col.nullable {
         let vlocs = frag.validity_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let vfile = format!("{}_validity.tdb", col.stem);
         let raw = read_tiles(array, frag, &vfile, &pick(&vlocs, "validity tile offsets")?)?;
         let kind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version, var_strings: false };
-        for (i, &t) in which.iter().enumerate() {
+        out.par_iter_mut().enumerate().try_for_each(|(i, tile)| -> Result<()> {
+            let t = which[i];
             let v = schema.validity_filters.unfilter(&raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
             if v.len() != cells[i] {
                 return Err(ctx(Error::corrupt(format!("validity tile {t} holds {} bytes for {} cells", v.len(), cells[i])), &vfile));
             }
-            out[i].validity = Some(v);
-        }
+            tile.validity = Some(v);
+            Ok(())
+        })?;
     }
     Ok(out)
 }
