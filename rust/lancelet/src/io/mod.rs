@@ -28,6 +28,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::error::{Error, Result};
 
 mod local;
+#[cfg(unix)]
+pub mod mapped;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod tree;
@@ -383,10 +385,7 @@ impl Storage {
         let plan = coalesce(ranges, gap, COALESCE_MAX);
         self.reads.fetch_add(1, Ordering::Relaxed);
         count_io(plan.groups.len() as u64, plan.groups.iter().map(|g| g.end - g.start).sum());
-        let got = match &self.local_dir {
-            Some(p) => local::read_ranges(p, &self.display, &plan.groups)?,
-            None => block_on(self.store.get_ranges(&self.path, &plan.groups)).map_err(|e| io_err(&self.display, e))?,
-        };
+        let got = self.get_ranges(&plan.groups)?;
         self.count_bytes(got.iter().map(|b| b.len()).sum());
         ranges
             .iter()
@@ -400,6 +399,30 @@ impl Storage {
                 Ok(b.slice(s..e))
             })
             .collect()
+    }
+
+    /// The bytes of `ranges`: large ranges of local files through memory
+    /// maps (see [`mapped`]), the rest from the store.
+    fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        #[cfg(unix)]
+        if let Some(local) = &self.local_dir {
+            let mut got = mapped::map_ranges(local, ranges);
+            let rest: Vec<Range<u64>> = ranges.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(r, _)| r.clone()).collect();
+            if rest.len() < ranges.len() {
+                let mut read = local::read_ranges(local, &self.display, &rest)?.into_iter();
+                return got
+                    .iter_mut()
+                    .map(|g| match g.take() {
+                        Some(b) => Ok(b),
+                        None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
+                    })
+                    .collect();
+            }
+        }
+        match &self.local_dir {
+            Some(p) => local::read_ranges(p, &self.display, ranges),
+            None => block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e)),
+        }
     }
 
     /// Read the whole object.
