@@ -13,8 +13,9 @@ written by pylance as fragments of 1M rows; then
   timed too.
 
 Results are checked for equality, printed as a table with the ratios
-lancelet / pylance (target <= 0.5) and lancelet indexed / unindexed, and
-saved as JSON.
+lancelet / pylance (target <= 0.5) and lancelet indexed / unindexed, by
+wall time and by CPU time (user + system of all threads; the steadier
+figure on a shared machine), and saved as JSON.
 
     python benches/index_compare.py [--rows N] [--repeat R] [--out results.json]
 """
@@ -28,7 +29,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -66,14 +67,17 @@ def make_table(n: int, seed: int = 7) -> pa.Table:
     })
 
 
-def timed(fn: Callable[[], object], repeat: int) -> List[float]:
+def timed(fn: Callable[[], object], repeat: int) -> Tuple[List[float], List[float]]:
+    """Wall and CPU seconds (user + system of every thread of the process,
+    the figure to trust on a shared machine) of `repeat` warm runs."""
     fn()  # warm: index structures and file metadata cached
-    out = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        out.append(time.perf_counter() - t0)
-    return out
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return wall, cpu
 
 
 def main() -> None:
@@ -97,14 +101,16 @@ def main() -> None:
         shutil.copytree(base, ppath)
         builds = {}
         for col, kind in (("id", "BTREE"), ("category", "BITMAP"), ("tags", "LABEL_LIST")):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             lancelet.dataset(lpath).create_scalar_index(col, kind)
-            lt = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            lt, lc = time.perf_counter() - t0, time.process_time() - c0
+            t0, c0 = time.perf_counter(), time.process_time()
             lance.dataset(ppath).create_scalar_index(col, kind)
-            pt = time.perf_counter() - t0
-            builds[kind] = {"lancelet": lt, "pylance": pt, "ratio": lt / pt}
-            print(f"build {kind:10s} lancelet {lt:7.2f} s  pylance {pt:7.2f} s  ratio {lt / pt:5.2f}", flush=True)
+            pt, pc = time.perf_counter() - t0, time.process_time() - c0
+            builds[kind] = {"lancelet": lt, "pylance": pt, "ratio": lt / pt,
+                            "lancelet_cpu": lc, "pylance_cpu": pc, "cpu_ratio": lc / pc}
+            print(f"build {kind:10s} lancelet {lt:7.2f} s  pylance {pt:7.2f} s  ratio {lt / pt:5.2f}   "
+                  f"CPU {lc:7.2f} s / {pc:7.2f} s  ratio {lc / pc:5.2f}", flush=True)
         results["build"] = builds
 
         rng = np.random.default_rng(3)
@@ -120,21 +126,26 @@ def main() -> None:
         }
         lds, pds = lancelet.dataset(lpath), lance.dataset(ppath)
         cols = ["id", "category", "amount", "text"]
-        print(f"{'query':22s} {'rows':>8s} {'lancelet':>10s} {'pylance':>10s} {'ratio':>6s} {'lancelet scan':>14s} {'idx/scan':>8s}")
+        print(f"{'query':22s} {'rows':>8s} {'lancelet':>10s} {'pylance':>10s} {'ratio':>6s} {'lancelet scan':>14s} "
+              f"{'idx/scan':>8s} | {'CPU lancelet':>12s} {'CPU pylance':>12s} {'ratio':>6s} {'idx/scan':>8s}")
         qres = {}
         for name, flt in queries.items():
-            lt = timed(lambda: lds.to_table(columns=cols, filter=flt), a.repeat)
-            pt = timed(lambda: pds.to_table(columns=cols, filter=flt), a.repeat)
-            st = timed(lambda: lds.to_table(columns=cols, filter=flt, use_scalar_index=False), max(2, a.repeat // 3))
+            lt, lc = timed(lambda: lds.to_table(columns=cols, filter=flt), a.repeat)
+            pt, pc = timed(lambda: pds.to_table(columns=cols, filter=flt), a.repeat)
+            st, sc = timed(lambda: lds.to_table(columns=cols, filter=flt, use_scalar_index=False), max(2, a.repeat // 3))
             got = lds.to_table(columns=cols, filter=flt).sort_by("id")
             want = pds.to_table(columns=cols, filter=flt).sort_by("id")
             assert got.equals(want), name
             assert "ScalarIndexQuery" in lds.scanner(filter=flt).explain_plan(), name
             lm, pm, sm = statistics.median(lt), statistics.median(pt), statistics.median(st)
+            lcm, pcm, scm = statistics.median(lc), statistics.median(pc), statistics.median(sc)
             qres[name] = {"filter": flt, "rows": got.num_rows, "lancelet_s": lt, "pylance_s": pt, "lancelet_scan_s": st,
-                          "ratio": lm / pm, "index_vs_scan": lm / sm}
+                          "ratio": lm / pm, "index_vs_scan": lm / sm,
+                          "lancelet_cpu_s": lc, "pylance_cpu_s": pc, "lancelet_scan_cpu_s": sc,
+                          "cpu_ratio": lcm / pcm, "cpu_index_vs_scan": lcm / scm}
             print(f"{name:22s} {got.num_rows:8,d} {lm * 1e3:8.2f}ms {pm * 1e3:8.2f}ms {lm / pm:6.2f} {sm * 1e3:12.1f}ms "
-                  f"{lm / sm:8.3f}", flush=True)
+                  f"{lm / sm:8.3f} | {lcm * 1e3:10.2f}ms {pcm * 1e3:10.2f}ms {lcm / pcm:6.2f} {lcm / max(scm, 1e-9):8.3f}",
+                  flush=True)
         results["queries"] = qres
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     with open(a.out, "w") as f:

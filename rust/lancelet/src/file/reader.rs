@@ -498,20 +498,21 @@ impl FileReader {
         }
         // A top-level column stored as plain full-zip values is taken as it
         // was fetched (see `direct`); the others are decoded.
-        let decoded: Vec<Result<LeafOut>> = leaves
-            .par_iter()
-            .zip(plans.par_iter())
-            .zip(per_leaf.par_iter())
-            .map(|((leaf, plan), span)| {
-                let (reqs, got) = (&reqs[span.clone()], &fetched[span.clone()]);
-                let direct = if leaf.ancestors.is_empty() { direct_pieces(leaf.field.data_type(), reqs, got) } else { None };
-                match direct {
-                    Some(arrays) => arrays.map(LeafOut::Arrays),
-                    None => decode_leaf(leaf, plan, reqs, got, &self.storage, self.size).map(LeafOut::Levels),
-                }
-                .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
-            })
-            .collect();
+        let parallel = ranges.iter().map(|r| r.end - r.start).sum::<u64>() > SEQUENTIAL_READ_ROWS;
+        let decode = |((leaf, plan), span): ((&LeafPlan, &Vec<(u64, &Page)>), &Range<usize>)| {
+            let (reqs, got) = (&reqs[span.clone()], &fetched[span.clone()]);
+            let direct = if leaf.ancestors.is_empty() { direct_pieces(leaf.field.data_type(), reqs, got) } else { None };
+            match direct {
+                Some(arrays) => arrays.map(LeafOut::Arrays),
+                None => decode_leaf(leaf, plan, reqs, got, &self.storage, self.size, parallel).map(LeafOut::Levels),
+            }
+            .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
+        };
+        let decoded: Vec<Result<LeafOut>> = if parallel {
+            leaves.par_iter().zip(plans.par_iter()).zip(per_leaf.par_iter()).map(decode).collect()
+        } else {
+            leaves.iter().zip(plans.iter()).zip(per_leaf.iter()).map(decode).collect()
+        };
         let mut per_leaf = decoded.into_iter();
         let mut out = Vec::with_capacity(projection.len());
         for &fi in projection {
@@ -544,6 +545,12 @@ impl FileReader {
         Ok(out)
     }
 }
+
+/// Reads of at most this many rows decode their columns and pages on the
+/// calling thread: they take microseconds, and handing them to the thread
+/// pool would cost thread switches (each of which may wait for a scheduler
+/// tick on a busy machine) for nothing.
+const SEQUENTIAL_READ_ROWS: u64 = 256;
 
 /// One leaf column read: decoded levels (one per page where the column
 /// splits at pages), or arrays taken straight from the fetched bytes.
@@ -595,6 +602,7 @@ fn decode_leaf(
     fetched: &[FetchedPage],
     storage: &Storage,
     file_size: u64,
+    parallel: bool,
 ) -> Result<Vec<Unraveled>> {
     let field = &leaf.field;
     let dt = match field.data_type() {
@@ -610,41 +618,42 @@ fn decode_leaf(
         dt => fixed_width_bits(dt),
     };
     let wide = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
-    // Pages decode independently: spread them over the cores too. Each
-    // page yields exactly its requested rows (decoding only the chunks that
-    // hold them where the layout allows).
-    let decoded: Vec<(Layers, LevelStream)> = plan
-        .par_iter()
-        .zip(reqs.par_iter())
-        .zip(fetched.par_iter())
-        .map(|(((first_row, page), req), got)| {
-            let wanted = &req.wanted;
-            let refs: Vec<&[u8]> = got.bufs.iter().map(|b| b.as_ref()).collect();
-            let chunk_refs: Option<Vec<(usize, &[u8])>> = got.chunks.as_ref().map(|c| c.iter().map(|(p, b)| (*p, b.as_ref())).collect());
-            // A partly read full-zip page holds exactly the wanted rows.
-            let zip_layout = got.zip.as_ref().map(|z| PageLayout { layout: Some(Layout::FullZipLayout(z.clone())) });
-            let layout = zip_layout.as_ref().unwrap_or(req.layout);
-            let input = PageInput {
-                buffers: &refs,
-                num_rows: got.zip.as_ref().map_or(page.length as usize, |z| z.num_items as usize),
-                wide_offsets: wide,
-                fixed_bits,
-                fsl_dim,
-                wanted: if got.zip.is_some() { None } else { Some(wanted) },
-                chunks: chunk_refs.as_deref(),
-            };
-            let decoded = match &layout.layout {
-                Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size).map(|(l, s)| (l, s, false)),
-                _ => decode_page(layout, &input).map(|(l, s, sel)| (l, s, sel || got.zip.is_some())),
-            };
-            let at_page = |e: Error| e.context(format!("page at row {first_row}"));
-            let (l, s, selected) = decoded.map_err(at_page)?;
-            s.validate(&l).map_err(at_page)?;
-            let whole = wanted.len() == 1 && wanted[0] == (0, page.length as usize);
-            let s = if selected || whole { s } else { s.select_rows(&l, wanted).map_err(at_page)? };
-            Ok((l, s))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    // Pages decode independently: spread them over the cores too (unless
+    // the read is small, see `SEQUENTIAL_READ_ROWS`). Each page yields
+    // exactly its requested rows (decoding only the chunks that hold them
+    // where the layout allows).
+    let decode = |(((first_row, page), req), got): (((&u64, &&Page), &PageRequest<'_>), &FetchedPage)| {
+        let wanted = &req.wanted;
+        let refs: Vec<&[u8]> = got.bufs.iter().map(|b| b.as_ref()).collect();
+        let chunk_refs: Option<Vec<(usize, &[u8])>> = got.chunks.as_ref().map(|c| c.iter().map(|(p, b)| (*p, b.as_ref())).collect());
+        // A partly read full-zip page holds exactly the wanted rows.
+        let zip_layout = got.zip.as_ref().map(|z| PageLayout { layout: Some(Layout::FullZipLayout(z.clone())) });
+        let layout = zip_layout.as_ref().unwrap_or(req.layout);
+        let input = PageInput {
+            buffers: &refs,
+            num_rows: got.zip.as_ref().map_or(page.length as usize, |z| z.num_items as usize),
+            wide_offsets: wide,
+            fixed_bits,
+            fsl_dim,
+            wanted: if got.zip.is_some() { None } else { Some(wanted) },
+            chunks: chunk_refs.as_deref(),
+        };
+        let decoded = match &layout.layout {
+            Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size).map(|(l, s)| (l, s, false)),
+            _ => decode_page(layout, &input).map(|(l, s, sel)| (l, s, sel || got.zip.is_some())),
+        };
+        let at_page = |e: Error| e.context(format!("page at row {first_row}"));
+        let (l, s, selected) = decoded.map_err(at_page)?;
+        s.validate(&l).map_err(at_page)?;
+        let whole = wanted.len() == 1 && wanted[0] == (0, page.length as usize);
+        let s = if selected || whole { s } else { s.select_rows(&l, wanted).map_err(at_page)? };
+        Ok((l, s))
+    };
+    let decoded: Vec<(Layers, LevelStream)> = if parallel {
+        plan.par_iter().map(|(r, p)| (r, p)).zip(reqs.par_iter()).zip(fetched.par_iter()).map(decode).collect::<Result<Vec<_>>>()?
+    } else {
+        plan.iter().map(|(r, p)| (r, p)).zip(reqs.iter()).zip(fetched.iter()).map(decode).collect::<Result<Vec<_>>>()?
+    };
     let (page_layers, mut streams): (Vec<Layers>, Vec<LevelStream>) = decoded.into_iter().unzip();
     if streams.is_empty() {
         return Err(Error::corrupt("no pages cover the requested rows"));

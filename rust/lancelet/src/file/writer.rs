@@ -334,14 +334,16 @@ impl FileWriter {
         match &mut self.columns {
             Columns::Structural(cols) => {
                 // A piece is never split across pages, so a big batch is
-                // shredded in slices of about one page of its widest column
-                // (one 1M-row batch made one 500 MB page of vectors, which
-                // every read then had to fetch and decode whole).
+                // shredded in slices of about one page of its widest
+                // mini-block column. Wide fixed-width columns (full-zip
+                // pages, read row by row) do not count: a batch of them
+                // makes one page, as in pylance's files.
                 let page_bytes = cols.iter().flatten().map(|c| c.page_bytes).min().unwrap_or(crate::file::write::PAGE_BYTES);
+                let sliced: Vec<bool> = want.iter().map(|f| !crate::file::write::is_wide_fixed(f)).collect();
                 // Slices and columns shred independently: spread them all
                 // over the pool (one column per slice would leave a core
                 // idle while the widest column shreds).
-                let all = page_slices(batch, page_bytes)
+                let all = page_slices(batch, page_bytes, &sliced)
                     .into_par_iter()
                     .map(|slice| {
                         want.iter()
@@ -525,11 +527,18 @@ impl FileWriter {
     }
 }
 
-/// `batch` cut into row slices whose widest column holds about
-/// `page_bytes` (the whole batch when it is smaller).
-fn page_slices(batch: &RecordBatch, page_bytes: usize) -> Vec<RecordBatch> {
+/// `batch` cut into row slices whose widest column of those `counted`
+/// holds about `page_bytes` (the whole batch when it is smaller).
+fn page_slices(batch: &RecordBatch, page_bytes: usize, counted: &[bool]) -> Vec<RecordBatch> {
     let n = batch.num_rows();
-    let widest = batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0)).max().unwrap_or(0);
+    let widest = batch
+        .columns()
+        .iter()
+        .zip(counted)
+        .filter(|(_, &c)| c)
+        .map(|(c, _)| c.to_data().get_slice_memory_size().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
     if widest <= page_bytes || n <= 1 {
         return vec![batch.clone()];
     }

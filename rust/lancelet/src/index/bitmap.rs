@@ -21,11 +21,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array};
+use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow_ord::ord::make_comparator;
 use arrow_schema::{DataType, Field, Schema, SortOptions};
 use bytes::Bytes;
 
+use super::group::{group, Grouped};
 use super::rowset::RowSet;
 use super::{IndexKind, IndexQuery, RangeEnd, ScalarIndex, TrainingData};
 use crate::error::{Error, Result};
@@ -42,44 +43,45 @@ const SORT: SortOptions = SortOptions { descending: false, nulls_first: true };
 /// Bitmap bytes per written batch (a binary array must stay under 2 GiB).
 const BATCH_BYTES: usize = 128 << 20;
 
-/// Write the bitmap file for `(values, ids)`: `extra_metadata` and
-/// `global_buffer` (written first, as global buffer 1) serve label lists.
+/// Write the bitmap file for rows grouped by value (`dt` the values'
+/// type): `extra_metadata` and `global_buffer` (written first, as global
+/// buffer 1) serve label lists.
 pub(crate) fn write_keyed(
     dir: &Storage,
     version: FileVersion,
-    data: &TrainingData,
+    dt: &DataType,
+    groups: &Grouped,
     extra_metadata: &[(&str, &str)],
     global_buffer: Option<Bytes>,
 ) -> Result<Vec<(String, u64)>> {
-    let dt = data.values.data_type().clone();
-    let (values, ids) = super::btree::sorted(data)?;
-    // Runs of equal values (nulls form one run; floats by total order).
-    let runs = if values.is_empty() { Vec::new() } else { arrow_ord::partition::partition(&[values.clone()])?.ranges() };
+    let n_keys = groups.keys.len();
     let mut metadata: HashMap<String, String> = extra_metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    metadata.insert(STATS_KEY.to_string(), format!("{{\"num_bitmaps\":{}}}", runs.len()));
+    metadata.insert(STATS_KEY.to_string(), format!("{{\"num_bitmaps\":{n_keys}}}"));
     let schema = Arc::new(
-        Schema::new(vec![Field::new("keys", dt, true), Field::new("bitmaps", DataType::Binary, true)]).with_metadata(metadata),
+        Schema::new(vec![Field::new("keys", dt.clone(), true), Field::new("bitmaps", DataType::Binary, true)]).with_metadata(metadata),
     );
     let mut w = FileWriter::create_with_lance_schema(dir.child(FILE)?, LanceSchema::from_arrow(&schema)?, version)?;
     if let Some(g) = global_buffer {
         w.add_global_buffer(g)?;
     }
-    let idv = ids.values();
     let mut first = 0;
-    while first < runs.len() {
-        let mut bytes: Vec<Vec<u8>> = Vec::new();
-        let mut total = 0;
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut offsets: Vec<i32> = vec![0];
+    while first < n_keys {
+        bytes.clear();
+        offsets.truncate(1);
         let mut last = first;
-        while last < runs.len() && (total < BATCH_BYTES || last == first) {
-            let r = &runs[last];
-            let b = RowSet::from_ids(idv[r.start..r.end].to_vec()).to_bytes();
-            total += b.len();
-            bytes.push(b);
+        while last < n_keys && (bytes.len() < BATCH_BYTES || last == first) {
+            RowSet::from_slice(groups.ids_of(last)).write_to(&mut bytes);
+            offsets.push(i32::try_from(bytes.len()).map_err(|_| Error::invalid_input("a bitmap index batch exceeds 2 GiB"))?);
             last += 1;
         }
-        let starts = UInt32Array::from_iter_values(runs[first..last].iter().map(|r| r.start as u32));
-        let keys = arrow_select::take::take(values.as_ref(), &starts, None)?;
-        let bitmaps = BinaryArray::from_iter_values(bytes.iter());
+        let keys = groups.keys.slice(first, last - first);
+        let bitmaps = BinaryArray::new(
+            arrow_buffer::OffsetBuffer::new(arrow_buffer::ScalarBuffer::from(std::mem::replace(&mut offsets, vec![0]))),
+            arrow_buffer::Buffer::from_vec(std::mem::take(&mut bytes)),
+            None,
+        );
         w.write(&RecordBatch::try_new(schema.clone(), vec![keys, Arc::new(bitmaps)])?)?;
         first = last;
     }
@@ -87,9 +89,23 @@ pub(crate) fn write_keyed(
     Ok(vec![(FILE.to_string(), size)])
 }
 
+/// [`write_keyed`] for `(value, id)` pairs.
+pub(crate) fn write_pairs(
+    dir: &Storage,
+    version: FileVersion,
+    data: &TrainingData,
+    extra_metadata: &[(&str, &str)],
+    global_buffer: Option<Bytes>,
+) -> Result<Vec<(String, u64)>> {
+    let n = data.values.len();
+    let ids = data.ids.values();
+    let groups = group(&data.values, (0..n).map(|i| (i, ids[i])))?;
+    write_keyed(dir, version, data.values.data_type(), &groups, extra_metadata, global_buffer)
+}
+
 /// Write a BITMAP index for `data`.
 pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result<Vec<(String, u64)>> {
-    write_keyed(dir, version, data, &[], None)
+    write_pairs(dir, version, data, &[], None)
 }
 
 /// An opened bitmap file (BITMAP index, or the values of a LABEL_LIST one).

@@ -54,17 +54,36 @@ fn data_schema(dt: &DataType) -> Schema {
 }
 
 /// Sort `(value, id)` pairs: values in Arrow's order with nulls first, ties
-/// by id.
+/// by id. Arrow's single-column sort (specialised per type) orders the
+/// values; only runs of equal values then have their ids sorted, which is
+/// much cheaper than a two-column sort through the dynamic comparator.
 pub(crate) fn sorted(data: &TrainingData) -> Result<(ArrayRef, UInt64Array)> {
-    let ids: ArrayRef = Arc::new(data.ids.clone());
-    let cols = [
-        arrow_ord::sort::SortColumn { values: data.values.clone(), options: Some(SORT) },
-        arrow_ord::sort::SortColumn { values: ids.clone(), options: Some(SORT) },
-    ];
-    let order = arrow_ord::sort::lexsort_to_indices(&cols, None)?;
+    let order = arrow_ord::sort::sort_to_indices(data.values.as_ref(), Some(SORT), None)?;
     let values = arrow_select::take::take(data.values.as_ref(), &order, None)?;
-    let ids = arrow_select::take::take(ids.as_ref(), &order, None)?.as_primitive::<UInt64Type>().clone();
-    Ok((values, ids))
+    let src = data.ids.values();
+    let mut ids: Vec<u64> = order.values().iter().map(|&i| src[i as usize]).collect();
+    let n = values.len();
+    if n > 1 {
+        // Neighbours that are equal (nulls equal; floats by total order, as
+        // the sort) form runs; most columns have few.
+        let same = arrow_ord::cmp::not_distinct(&values.slice(0, n - 1), &values.slice(1, n - 1))?;
+        let mut run: Option<std::ops::Range<usize>> = None;
+        for j in same.values().set_indices() {
+            match &mut run {
+                Some(r) if r.end == j + 1 => r.end = j + 2,
+                _ => {
+                    if let Some(r) = run.take() {
+                        ids[r].sort_unstable();
+                    }
+                    run = Some(j..j + 2);
+                }
+            }
+        }
+        if let Some(r) = run {
+            ids[r].sort_unstable();
+        }
+    }
+    Ok((values, UInt64Array::from(ids)))
 }
 
 /// Write `page_data.lance` and `page_lookup.lance` for `data`.

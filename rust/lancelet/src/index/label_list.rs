@@ -19,11 +19,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, UInt64Array};
+use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 use bytes::Bytes;
 
 use super::bitmap::{write_keyed, BitmapIndex};
+use super::group::group;
 use super::rowset::RowSet;
 use super::{IndexKind, IndexQuery, ScalarIndex, TrainingData};
 use crate::error::{Error, Result};
@@ -33,9 +34,10 @@ use crate::io::Storage;
 /// Schema metadata key marking the null-lists global buffer.
 pub const NULLS_KEY: &str = "lance:label_list_nulls";
 
-/// The elements of list column `values` paired with their row's id, and
-/// the ids of null lists.
-fn unnest(data: &TrainingData) -> Result<(TrainingData, RowSet)> {
+/// Write a LABEL_LIST index for list column `data.values`: the list
+/// elements grouped by value (each paired with its row's id, never copied),
+/// and the ids of null lists.
+pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result<Vec<(String, u64)>> {
     let v = &data.values;
     let (elements, offsets): (ArrayRef, Vec<usize>) = match v.data_type() {
         DataType::List(_) => {
@@ -48,28 +50,11 @@ fn unnest(data: &TrainingData) -> Result<(TrainingData, RowSet)> {
         }
         other => return Err(Error::invalid_input(format!("a LABEL_LIST index needs a list column, not {other}"))),
     };
-    let mut take = Vec::new();
-    let mut ids = Vec::new();
-    let mut nulls = Vec::new();
-    for i in 0..v.len() {
-        let id = data.ids.value(i);
-        if v.is_null(i) {
-            nulls.push(id);
-            continue;
-        }
-        for e in offsets[i]..offsets[i + 1] {
-            take.push(e as u64);
-            ids.push(id);
-        }
-    }
-    let elements = arrow_select::take::take(elements.as_ref(), &UInt64Array::from(take), None)?;
-    Ok((TrainingData { values: elements, ids: UInt64Array::from(ids) }, RowSet::from_ids(nulls)))
-}
-
-/// Write a LABEL_LIST index for list column `data.values`.
-pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result<Vec<(String, u64)>> {
-    let (elements, nulls) = unnest(data)?;
-    write_keyed(dir, version, &elements, &[(NULLS_KEY, "1")], Some(Bytes::from(nulls.to_bytes())))
+    let ids = data.ids.values();
+    let nulls: Vec<u64> = (0..v.len()).filter(|&i| v.is_null(i)).map(|i| ids[i]).collect();
+    let pairs = (0..v.len()).filter(|&i| v.is_valid(i)).flat_map(|i| (offsets[i]..offsets[i + 1]).map(move |e| (e, ids[i])));
+    let groups = group(&elements, pairs)?;
+    write_keyed(dir, version, elements.data_type(), &groups, &[(NULLS_KEY, "1")], Some(Bytes::from(RowSet::from_ids(nulls).to_bytes())))
 }
 
 /// An opened LABEL_LIST index.

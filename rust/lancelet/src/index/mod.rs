@@ -23,6 +23,7 @@
 pub mod bitmap;
 pub mod btree;
 pub mod frag_reuse;
+pub(crate) mod group;
 pub mod label_list;
 pub mod meta;
 pub mod remap;

@@ -127,7 +127,7 @@ pub fn remap(kind: IndexKind, src: &Storage, dst: &Storage, version: FileVersion
             } else {
                 RowSet::new()
             };
-            bitmap::write_keyed(dst, version, &mapped(pairs, f)?, &[(label_list::NULLS_KEY, "1")], Some(Bytes::from(nulls.to_bytes())))
+            bitmap::write_pairs(dst, version, &mapped(pairs, f)?, &[(label_list::NULLS_KEY, "1")], Some(Bytes::from(nulls.to_bytes())))
         }
     }
 }

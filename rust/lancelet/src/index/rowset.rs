@@ -62,6 +62,20 @@ impl RowSet {
             ids.sort_unstable();
             ids.dedup();
         }
+        Self::from_sorted_unique(&ids)
+    }
+
+    /// The set of these values (any order, repeats allowed), copying them
+    /// only when they are not strictly increasing.
+    pub fn from_slice(ids: &[u64]) -> RowSet {
+        if ids.windows(2).all(|w| w[0] < w[1]) {
+            Self::from_sorted_unique(ids)
+        } else {
+            Self::from_ids(ids.to_vec())
+        }
+    }
+
+    fn from_sorted_unique(ids: &[u64]) -> RowSet {
         let mut parts = BTreeMap::new();
         let mut i = 0;
         while i < ids.len() {
@@ -240,6 +254,13 @@ impl RowSet {
     /// The serialized form (see the module docs).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.serialized_size());
+        self.write_to(&mut out);
+        out
+    }
+
+    /// Append the serialized form to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.serialized_size());
         out.extend_from_slice(&(self.parts.len() as u32).to_le_bytes());
         for (hi, p) in &self.parts {
             out.extend_from_slice(&hi.to_le_bytes());
@@ -247,11 +268,10 @@ impl RowSet {
                 Part::Full => out.extend_from_slice(&0u32.to_le_bytes()),
                 Part::Some(b) => {
                     out.extend_from_slice(&(b.serialized_size() as u32).to_le_bytes());
-                    b.serialize_into(&mut out).expect("writing to a Vec cannot fail");
+                    b.serialize_into(&mut *out).expect("writing to a Vec cannot fail");
                 }
             }
         }
-        out
     }
 
     /// Parse the serialized form; every byte must be used.

@@ -11,7 +11,8 @@
 //! dataset's other base paths) is configured the same way.
 //!
 //! The core API is synchronous; a single process-wide Tokio runtime drives
-//! the async object_store calls ([`block_on`]).
+//! the async object_store calls ([`block_on`]). Reads of local files skip
+//! it and read on the calling thread (see `local`).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -26,6 +27,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 
+mod local;
+#[cfg(unix)]
+pub mod mapped;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod tree;
@@ -183,8 +187,9 @@ pub struct Storage {
     reads: Arc<AtomicU64>,
     bytes_read: Arc<AtomicU64>,
     options: Arc<StorageOptions>,
-    /// The directory this path is on a local file system (`None` for
-    /// object stores and memory), for cleaning up empty directories.
+    /// This path on a local file system (`None` for object stores and
+    /// memory): read directly (see `local`) and used for cleaning up empty
+    /// directories.
     local_dir: Option<std::path::PathBuf>,
     /// What one request costs, in bytes transferred (see `request_cost`).
     request_cost: u64,
@@ -329,6 +334,9 @@ impl Storage {
 
     /// Size of the object in bytes.
     pub fn size(&self) -> Result<u64> {
+        if let Some(p) = &self.local_dir {
+            return local::size(p, &self.display);
+        }
         let meta = block_on(self.store.head(&self.path)).map_err(|e| io_err(&self.display, e))?;
         Ok(meta.size)
     }
@@ -337,7 +345,10 @@ impl Storage {
     pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         count_io(1, range.end.saturating_sub(range.start));
-        let b = block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))?;
+        let b = match &self.local_dir {
+            Some(p) => local::read_ranges(p, &self.display, std::slice::from_ref(&range))?.pop().expect("one range"),
+            None => block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))?,
+        };
         self.count_bytes(b.len());
         Ok(b)
     }
@@ -350,7 +361,10 @@ impl Storage {
         }
         self.reads.fetch_add(1, Ordering::Relaxed);
         count_io(merged_count(ranges), ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum());
-        let bs = block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))?;
+        let bs = match &self.local_dir {
+            Some(p) => local::read_ranges(p, &self.display, ranges)?,
+            None => block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))?,
+        };
         self.count_bytes(bs.iter().map(|b| b.len()).sum());
         Ok(bs)
     }
@@ -371,7 +385,7 @@ impl Storage {
         let plan = coalesce(ranges, gap, COALESCE_MAX);
         self.reads.fetch_add(1, Ordering::Relaxed);
         count_io(plan.groups.len() as u64, plan.groups.iter().map(|g| g.end - g.start).sum());
-        let got = block_on(self.store.get_ranges(&self.path, &plan.groups)).map_err(|e| io_err(&self.display, e))?;
+        let got = self.get_ranges(&plan.groups)?;
         self.count_bytes(got.iter().map(|b| b.len()).sum());
         ranges
             .iter()
@@ -387,17 +401,48 @@ impl Storage {
             .collect()
     }
 
+    /// The bytes of `ranges`: large ranges of local files through memory
+    /// maps (see [`mapped`]), the rest from the store.
+    fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        #[cfg(unix)]
+        if let Some(local) = &self.local_dir {
+            let mut got = mapped::map_ranges(local, ranges);
+            let rest: Vec<Range<u64>> = ranges.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(r, _)| r.clone()).collect();
+            if rest.len() < ranges.len() {
+                let mut read = local::read_ranges(local, &self.display, &rest)?.into_iter();
+                return got
+                    .iter_mut()
+                    .map(|g| match g.take() {
+                        Some(b) => Ok(b),
+                        None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
+                    })
+                    .collect();
+            }
+        }
+        match &self.local_dir {
+            Some(p) => local::read_ranges(p, &self.display, ranges),
+            None => block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e)),
+        }
+    }
+
     /// Read the whole object.
     pub fn read_all(&self) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let b = block_on(async {
-            let r = self.store.get(&self.path).await?;
-            r.bytes().await
-        })
-        .map_err(|e| io_err(&self.display, e))?;
+        let b = match &self.local_dir {
+            Some(p) => local::read_all(p, &self.display)?,
+            None => self.read_all_remote()?,
+        };
         self.count_bytes(b.len());
         count_io(1, b.len() as u64);
         Ok(b)
+    }
+
+    fn read_all_remote(&self) -> Result<Bytes> {
+        block_on(async {
+            let r = self.store.get(&self.path).await?;
+            r.bytes().await
+        })
+        .map_err(|e| io_err(&self.display, e))
     }
 
     /// A handle on `rel` (a `/`-separated relative path) below this path,

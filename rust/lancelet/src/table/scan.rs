@@ -302,34 +302,39 @@ impl Scanner {
         let indices = self.fragment_indices()?;
         let want_ids = (self.opts.with_row_id || self.filter_row_cols.0) && self.ds.has_stable_row_ids();
         let ds = &self.ds;
-        let mut plans = indices
-            .par_iter()
-            .map(|&i| {
-                let live = self.live_ranges(i)?;
-                let row_ids = if want_ids { ds.row_id_sequence(i)?.map(Arc::new) } else { None };
-                let f = &ds.fragments()[i];
-                let rows = ds.physical_rows(i)?.max(1);
-                let bytes: u64 = f.files.iter().map(|d| d.file_size_bytes).sum();
-                let per_row = if bytes == 0 { 16 } else { bytes.div_ceil(rows) };
-                let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
-                // Units of about READ_UNIT_BYTES, balanced over the
-                // fragment: a small remainder unit would decode the pages it
-                // shares with its neighbour a second time (a 40 MB fragment
-                // made units of 32 + 8 MB that decoded every page twice).
-                let target = (READ_UNIT_BYTES / per_row).max(1);
-                let units = ((rows as f64 / target as f64).round() as u64).max(1);
-                let unit_rows = rows.div_ceil(units).max(batch).div_ceil(batch) * batch;
-                // Indices answer for the fragments they cover: only rows
-                // they allow are read, rows they prove are kept unfiltered.
-                let (live, index_sure) = match self.index.as_ref().map(|x| x.select(ds, i)).transpose()?.flatten() {
-                    Some(p) => (intersect(&live, &p.maybe), p.sure),
-                    None => (live, Vec::new()),
-                };
-                let (live, sure, reader) = self.prune(i, live)?;
-                let sure = if index_sure.is_empty() { sure } else { crate::file::stats::union(&sure, &index_sure) };
-                Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let plan = |&i: &usize| -> Result<FragPlan> {
+            let live = self.live_ranges(i)?;
+            let row_ids = if want_ids { ds.row_id_sequence(i)?.map(Arc::new) } else { None };
+            let f = &ds.fragments()[i];
+            let rows = ds.physical_rows(i)?.max(1);
+            let bytes: u64 = f.files.iter().map(|d| d.file_size_bytes).sum();
+            let per_row = if bytes == 0 { 16 } else { bytes.div_ceil(rows) };
+            let batch = self.opts.batch_size.unwrap_or(DEFAULT_BATCH_SIZE) as u64;
+            // Units of about READ_UNIT_BYTES, balanced over the
+            // fragment: a small remainder unit would decode the pages it
+            // shares with its neighbour a second time (a 40 MB fragment
+            // made units of 32 + 8 MB that decoded every page twice).
+            let target = (READ_UNIT_BYTES / per_row).max(1);
+            let units = ((rows as f64 / target as f64).round() as u64).max(1);
+            let unit_rows = rows.div_ceil(units).max(batch).div_ceil(batch) * batch;
+            // Indices answer for the fragments they cover: only rows
+            // they allow are read, rows they prove are kept unfiltered.
+            let (live, index_sure) = match self.index.as_ref().map(|x| x.select(ds, i)).transpose()?.flatten() {
+                Some(p) => (intersect(&live, &p.maybe), p.sure),
+                None => (live, Vec::new()),
+            };
+            let (live, sure, reader) = self.prune(i, live)?;
+            let sure = if index_sure.is_empty() { sure } else { crate::file::stats::union(&sure, &index_sure) };
+            Ok(FragPlan { index: i, id: f.id, live, unit_rows, row_ids, reader: Mutex::new(reader), sure })
+        };
+        // With an index the plans are cheap (its search runs once, for the
+        // first fragment) and usually select few rows: planning on this
+        // thread spares the switches to the pool and back.
+        let mut plans = if self.index.is_some() {
+            indices.iter().map(plan).collect::<Result<Vec<_>>>()?
+        } else {
+            indices.par_iter().map(plan).collect::<Result<Vec<_>>>()?
+        };
         let filtered = self.opts.filter.is_some();
         if !filtered {
             let mut skip = self.opts.offset;
@@ -498,7 +503,12 @@ impl TaskContext {
             // Nothing to read (count_rows, row ids only).
             ColumnPieces::new(Vec::new(), n)?
         } else {
-            self.reader(p)?.read_pieces(ranges)?
+            // Only the output columns: the filter's own columns follow them
+            // in `read_fields` and are not needed where every row is proven
+            // (an exact index answer on a column not projected, such as
+            // `array_has_any(tags, ..)`, would otherwise decode the lists).
+            let output: Vec<usize> = (0..self.num_projected).collect();
+            self.reader(p)?.read_columns(&output, ranges)?
         };
         let (ids, addrs) = self.row_cols(p, ranges, self.with_row_id, self.with_row_address);
         // (Addresses may be computed only to derive ids.)
@@ -506,7 +516,24 @@ impl TaskContext {
     }
 }
 
-type Pending = mpsc::Receiver<Result<Vec<RecordBatch>>>;
+/// Read units of at most this many rows run on the thread consuming the
+/// stream when their turn comes (an indexed lookup's few rows decode in
+/// microseconds; handing them to the pool would cost thread switches, each
+/// of which may wait for a scheduler tick on a busy machine).
+const INLINE_TASK_ROWS: u64 = 256;
+
+/// A unit handed to the pool (its result arrives on the channel), or a
+/// small one to run when its turn comes.
+enum Pending {
+    Spawned(mpsc::Receiver<Result<Vec<RecordBatch>>>),
+    Inline(Arc<FragPlan>, Vec<Range<u64>>),
+}
+
+/// Run one unit, turning a panic into an error.
+fn run_caught(ctx: &TaskContext, plan: &FragPlan, ranges: &[Range<u64>]) -> Result<Vec<RecordBatch>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(plan, ranges)))
+        .unwrap_or_else(|_| Err(Error::Internal { what: "panic while scanning a fragment".into() }))
+}
 
 /// The batches of a scan, in order, decoded a few tasks ahead on the rayon
 /// pool.
@@ -537,14 +564,16 @@ impl ScanStream {
     fn fill(&mut self) {
         while self.in_flight.len() < self.readahead {
             let Some((plan, ranges)) = self.tasks.pop_front() else { break };
+            if rows_in(&ranges) <= INLINE_TASK_ROWS {
+                self.in_flight.push_back(Pending::Inline(plan, ranges));
+                continue;
+            }
             let (tx, rx) = mpsc::sync_channel(1);
             let ctx = self.ctx.clone();
             rayon::spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&plan, &ranges)))
-                    .unwrap_or_else(|_| Err(Error::Internal { what: "panic while scanning a fragment".into() }));
-                let _ = tx.send(r);
+                let _ = tx.send(run_caught(&ctx, &plan, &ranges));
             });
-            self.in_flight.push_back(rx);
+            self.in_flight.push_back(Pending::Spawned(rx));
         }
     }
 }
@@ -561,8 +590,11 @@ impl Iterator for ScanStream {
             let batch = match self.ready.pop_front() {
                 Some(b) => b,
                 None => {
-                    let rx = self.in_flight.pop_front()?;
-                    match rx.recv() {
+                    let got = match self.in_flight.pop_front()? {
+                        Pending::Spawned(rx) => rx.recv(),
+                        Pending::Inline(plan, ranges) => Ok(run_caught(&self.ctx, &plan, &ranges)),
+                    };
+                    match got {
                         Ok(Ok(batches)) => {
                             self.ready.extend(batches);
                             continue;

@@ -206,7 +206,9 @@ impl TileDbArray {
         // among equal coordinates the newest comes last.
         let prefix_kind = if order == Order::Unordered && schema.cell_order == Layout::Hilbert {
             Prefix::Hilbert
-        } else if order == Order::Unordered && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
+        } else if order == Order::Unordered && nd > 1 && schema.dims.iter().any(|d| d.tile_extent.is_some()) {
+            // (With one dimension the space tile grows with the coordinate:
+            // the coordinate alone gives the same order.)
             Prefix::Tiles(if schema.tile_order == Layout::ColMajor { (0..nd).rev().collect() } else { (0..nd).collect() })
         } else {
             Prefix::None
@@ -224,7 +226,8 @@ impl TileDbArray {
         let word_keys = prefix_kind.len() + nd + 2 <= 20
             && schema.dims.iter().all(|d| d.cell_val_num == 1 && (d.datatype.is_integer() || matches!(d.datatype, Datatype::Float32 | Datatype::Float64)));
         let mut sources: Vec<u64> = if word_keys {
-            let words = KeyWords { prefix: &prefix_kind, dim_order: &dim_order, dims: dim_ref, schema, cell_ts: &cell_ts };
+            let with_ts = self.fragments.iter().any(|f| f.has_timestamps);
+            let words = KeyWords { prefix: &prefix_kind, dim_order: &dim_order, dims: dim_ref, schema, cell_ts: &cell_ts, with_ts };
             words.sort_dedup(&candidates, schema.allows_duplicates)
         } else {
             let mut keyed: Vec<(Vec<i64>, u64, u64)> = candidates.iter().map(|&s| (prefix(s), cell_ts(s), s)).collect();
@@ -351,6 +354,10 @@ struct KeyWords<'a> {
     dims: &'a [Vec<Option<TileData>>],
     schema: &'a super::schema::ArraySchema,
     cell_ts: &'a (dyn Fn(u64) -> u64 + Sync),
+    /// Whether the timestamp word is needed: without per-cell timestamps
+    /// a cell's timestamp is its fragment's `t1`, and fragments (hence
+    /// sources) are already in `t1` order.
+    with_ts: bool,
 }
 
 /// Map a stored coordinate to a word whose unsigned order is its order.
@@ -389,17 +396,22 @@ impl KeyWords<'_> {
             k[i] = order_word(self.schema.dims[d].datatype, coord(self.dims, self.schema, s, d));
             i += 1;
         }
-        k[i] = (self.cell_ts)(s);
-        k[i + 1] = s;
+        if self.with_ts {
+            k[i] = (self.cell_ts)(s);
+            i += 1;
+        }
+        k[i] = s;
         k
     }
 
     fn run<const W: usize>(&self, candidates: &[u64], duplicates: bool) -> Vec<u64> {
         use rayon::prelude::*;
         let mut keys: Vec<[u64; W]> = candidates.par_iter().map(|&s| self.key::<W>(s)).collect();
-        keys.par_sort_unstable();
+        // Candidates come fragment by fragment, each mostly in global order
+        // already: a stable sort finds those runs and merges them.
+        keys.sort();
         let n = self.prefix.len() + self.dim_order.len();
-        let src = self.prefix.len() + self.dim_order.len() + 1;
+        let src = n + self.with_ts as usize;
         let mut out: Vec<u64> = Vec::with_capacity(keys.len());
         let mut last: Option<&[u64]> = None;
         for k in &keys {
@@ -416,8 +428,9 @@ impl KeyWords<'_> {
     /// The candidates sorted, and unless `duplicates`, only the last
     /// (newest) of equal coordinates kept.
     fn sort_dedup(&self, candidates: &[u64], duplicates: bool) -> Vec<u64> {
-        match self.prefix.len() + self.dim_order.len() + 2 {
-            0..=3 => self.run::<3>(candidates, duplicates),
+        match self.prefix.len() + self.dim_order.len() + 1 + self.with_ts as usize {
+            0..=2 => self.run::<2>(candidates, duplicates),
+            3 => self.run::<3>(candidates, duplicates),
             4 => self.run::<4>(candidates, duplicates),
             5..=6 => self.run::<6>(candidates, duplicates),
             7..=8 => self.run::<8>(candidates, duplicates),
@@ -430,4 +443,30 @@ impl KeyWords<'_> {
 fn u64_of(td: &TileData, c: usize) -> u64 {
     let b = td.value(c, 8);
     u64::from_le_bytes(b.try_into().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_words_follow_value_order() {
+        let ints: Vec<i64> = vec![i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
+        let w: Vec<u64> = ints.iter().map(|v| order_word(Datatype::Int64, &v.to_le_bytes())).collect();
+        assert!(w.windows(2).all(|p| p[0] < p[1]));
+        let small: Vec<i8> = vec![-128, -3, 0, 4, 127];
+        let w: Vec<u64> = small.iter().map(|v| order_word(Datatype::Int8, &v.to_le_bytes())).collect();
+        assert!(w.windows(2).all(|p| p[0] < p[1]));
+        let floats = [f64::NEG_INFINITY, -2.5, -0.0, 0.0, 1e-300, 3.0, f64::INFINITY, f64::NAN];
+        let w: Vec<u64> = floats.iter().map(|v| order_word(Datatype::Float64, &v.to_le_bytes())).collect();
+        for (i, a) in floats.iter().enumerate() {
+            for (j, b) in floats.iter().enumerate() {
+                assert_eq!(w[i].cmp(&w[j]), a.total_cmp(b), "{a} vs {b}");
+            }
+        }
+        let f32s = [-1.5f32, 0.25, 2.0];
+        let w: Vec<u64> = f32s.iter().map(|v| order_word(Datatype::Float32, &v.to_le_bytes())).collect();
+        assert!(w.windows(2).all(|p| p[0] < p[1]));
+        assert!(order_word(Datatype::UInt64, &u64::MAX.to_le_bytes()) > order_word(Datatype::UInt64, &1u64.to_le_bytes()));
+    }
 }

@@ -78,13 +78,25 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                         .collect::<Result<Vec<_>>>()?,
                 ),
             };
-            let data = ArrayDataBuilder::new(dt.clone()).align_buffers(true).align_buffers(true)
+            let ascii = matches!(dt, DataType::Utf8 | DataType::LargeUtf8)
+                && data.is_ascii()
+                && offsets_in_order(&offsets_buf, wide, len, data.len());
+            let builder = ArrayDataBuilder::new(dt.clone()).align_buffers(true)
                 .len(len)
                 .add_buffer(offsets_buf)
                 .add_buffer(Buffer::from_vec(data))
-                .nulls(validity)
-                .build()?;
-            Ok(make_array(data))
+                .nulls(validity);
+            if ascii {
+                // Arrow's checks of a string array walk every value to see
+                // that it starts on a character boundary and is valid
+                // UTF-8 (a tenth of a string scan's time); ASCII bytes are
+                // valid UTF-8 cut anywhere, and the offsets were checked.
+                // SAFETY: offsets are len + 1 non-decreasing positions
+                // within the data, which is ASCII (so UTF-8 at every cut),
+                // and the validity has `len` bits (checked above).
+                return Ok(make_array(unsafe { builder.build_unchecked() }));
+            }
+            Ok(make_array(builder.build()?))
         }
         DataBlock::FixedSizeList { dim, items, item_validity } => {
             let DataType::FixedSizeList(item_field, n) = dt else {
@@ -104,6 +116,22 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 .build()?;
             Ok(make_array(data))
         }
+    }
+}
+
+/// Whether `offsets` (`i64` when `wide`, else `i32`) are `len + 1`
+/// non-negative, non-decreasing positions ending within `data_len` bytes.
+fn offsets_in_order(offsets: &Buffer, wide: bool, len: usize, data_len: usize) -> bool {
+    fn check<T: Copy + Into<i64>>(o: &[T], len: usize, data_len: usize) -> bool {
+        o.len() == len + 1
+            && o.first().is_some_and(|&f| f.into() >= 0)
+            && o.last().is_some_and(|&l| l.into() as u64 <= data_len as u64)
+            && o.windows(2).fold(true, |ok, w| ok & (w[0].into() <= w[1].into()))
+    }
+    if wide {
+        check(offsets.typed_data::<i64>(), len, data_len)
+    } else {
+        check(offsets.typed_data::<i32>(), len, data_len)
     }
 }
 
@@ -388,5 +416,36 @@ fn assemble_inner(
             "field {:?} of type {dt} does not match the structure stored in its column",
             field.name()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{LargeStringArray, StringArray};
+
+    fn strings(offsets: Offsets, data: &[u8], dt: &DataType) -> Result<ArrayRef> {
+        leaf_array(DataBlock::Variable { offsets, data: data.to_vec() }, None, dt)
+    }
+
+    /// ASCII string pages skip Arrow's per-value UTF-8 checks; everything
+    /// else is still checked, and bad offsets are refused either way.
+    #[test]
+    fn string_arrays_are_checked_unless_ascii() {
+        let a = strings(Offsets::I32(vec![0, 3, 3, 8]), b"abcdefgh", &DataType::Utf8).unwrap();
+        let a = a.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![Some("abc"), Some(""), Some("defgh")]);
+        let a = strings(Offsets::I64(vec![0, 2, 5]), "é€".as_bytes(), &DataType::LargeUtf8).unwrap();
+        let a = a.as_any().downcast_ref::<LargeStringArray>().unwrap();
+        assert_eq!(a.value(0), "é");
+        // A cut inside a character, invalid UTF-8, offsets out of order or
+        // past the data: errors, not arrays.
+        assert!(strings(Offsets::I32(vec![0, 1, 5]), "é€".as_bytes(), &DataType::Utf8).is_err());
+        assert!(strings(Offsets::I32(vec![0, 2]), &[0xff, 0xfe], &DataType::Utf8).is_err());
+        assert!(strings(Offsets::I32(vec![0, 3, 2]), b"abc", &DataType::Utf8).is_err());
+        assert!(strings(Offsets::I32(vec![0, 4]), b"abc", &DataType::Utf8).is_err());
+        assert!(strings(Offsets::I32(vec![1, 2]), b"abc", &DataType::Utf8).is_ok());
+        // Binary is never checked for UTF-8.
+        assert!(strings(Offsets::I32(vec![0, 2]), &[0xff, 0xfe], &DataType::Binary).is_ok());
     }
 }

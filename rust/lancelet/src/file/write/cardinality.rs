@@ -83,6 +83,16 @@ impl Sketch {
         *r = (*r).max(rank);
     }
 
+    /// The estimate once it is beyond the small range (where it only grows
+    /// as values are added), else None.
+    fn large_estimate(&self) -> Option<f64> {
+        let mf = self.0.len() as f64;
+        let alpha = 0.7213 / (1.0 + 1.079 / mf);
+        let sum: f64 = self.0.iter().map(|&r| f64::from_bits((1023u64.saturating_sub(u64::from(r))) << 52)).sum();
+        let raw = alpha * mf * mf / sum;
+        (raw > 2.5 * mf).then_some(raw)
+    }
+
     /// The estimate, with the small-range correction.
     fn estimate(&self) -> f64 {
         let mf = self.0.len() as f64;
@@ -98,12 +108,29 @@ impl Sketch {
     }
 }
 
+/// Values added between two looks at a sketch that may stop early.
+const LOOK_EVERY: usize = 1 << 14;
+
 /// Estimate the number of distinct values among `items` (HyperLogLog with
 /// the small-range correction); `None` entries (nulls) are not counted.
 pub fn estimate_distinct<'a>(items: impl Iterator<Item = Option<&'a [u8]>>) -> f64 {
+    estimate_distinct_capped(items, f64::INFINITY)
+}
+
+/// [`estimate_distinct`], stopped as soon as the estimate exceeds `cap`
+/// (returning an estimate above `cap`). Past the small range a sketch's
+/// estimate never falls as values are added, so whether the whole input's
+/// estimate exceeds `cap` is decided exactly as without stopping; random
+/// and unique values, the common case, stop after about `cap` of them.
+pub fn estimate_distinct_capped<'a>(items: impl Iterator<Item = Option<&'a [u8]>>, cap: f64) -> f64 {
     let mut sketch = Sketch::new();
-    for v in items.flatten() {
+    for (i, v) in items.flatten().enumerate() {
         sketch.add(hash_bytes(v));
+        if (i + 1) % LOOK_EVERY == 0 {
+            if let Some(e) = sketch.large_estimate().filter(|e| *e > cap) {
+                return e;
+            }
+        }
     }
     sketch.estimate()
 }
@@ -112,7 +139,34 @@ pub fn estimate_distinct<'a>(items: impl Iterator<Item = Option<&'a [u8]>>) -> f
 /// in `data`; `valid[i]` false for a null). Word-sized values are hashed as
 /// one integer, several times faster than the byte-string hash.
 pub fn estimate_distinct_fixed(data: &[u8], width: usize, valid: Option<&[bool]>) -> f64 {
+    estimate_distinct_fixed_capped(data, width, valid, f64::INFINITY)
+}
+
+/// [`estimate_distinct_fixed`], stopped once the estimate exceeds `cap`
+/// (see [`estimate_distinct_capped`]).
+pub fn estimate_distinct_fixed_capped(data: &[u8], width: usize, valid: Option<&[bool]>, cap: f64) -> f64 {
+    let w = width.max(1);
+    let step = LOOK_EVERY * w;
     let mut sketch = Sketch::new();
+    let mut start = 0;
+    while start < data.len() {
+        let end = (start + step).min(data.len() / w * w).max(start);
+        if end == start {
+            break;
+        }
+        let v = valid.map(|v| &v[start / w..end / w]);
+        add_fixed(&mut sketch, &data[start..end], width, v);
+        start = end;
+        if start < data.len() {
+            if let Some(e) = sketch.large_estimate().filter(|e| *e > cap) {
+                return e;
+            }
+        }
+    }
+    sketch.estimate()
+}
+
+fn add_fixed(sketch: &mut Sketch, data: &[u8], width: usize, valid: Option<&[bool]>) {
     let word = |c: &[u8]| -> u64 {
         match c.len() {
             8 => u64::from_le_bytes(c.try_into().expect("8 bytes")),
@@ -128,14 +182,14 @@ pub fn estimate_distinct_fixed(data: &[u8], width: usize, valid: Option<&[bool]>
         }
         (w, v) => data.chunks_exact(w.max(1)).enumerate().filter(|(i, _)| v.is_none_or(|v| v[*i])).for_each(|(_, c)| sketch.add(hash_bytes(c))),
     }
-    sketch.estimate()
 }
 
 /// True when a page certainly (beyond the sketch's error) holds more than
 /// `limit` distinct values, so an exact dictionary need not be attempted.
 pub fn surely_more_than<'a>(items: impl Iterator<Item = Option<&'a [u8]>>, limit: usize) -> bool {
     // 10 % margin: over six standard errors of the sketch.
-    estimate_distinct(items) > 1.1 * limit as f64 + 64.0
+    let bound = 1.1 * limit as f64 + 64.0;
+    estimate_distinct_capped(items, bound) > bound
 }
 
 #[cfg(test)]
@@ -173,6 +227,38 @@ mod tests {
             let e = estimate_distinct_fixed(&data, width, Some(&valid));
             let want = distinct as f64 / 2.0;
             assert!((e - want).abs() <= 0.06 * want + 2.0, "width {width} with nulls: {want} estimated as {e}");
+        }
+    }
+
+    /// Stopping once the estimate passes a cap never changes whether the
+    /// whole input's estimate passes it (the early exits only skip work).
+    #[test]
+    fn stopping_early_decides_like_the_whole_input() {
+        let n = 200_000u64;
+        let inputs: Vec<Vec<u64>> = vec![
+            (0..n).collect(),
+            (0..n).map(|i| i % 1000).collect(),
+            // Few values first, then a late burst of new ones.
+            (0..n).map(|i| if i < n / 2 { i % 10 } else { i }).collect(),
+            (0..n).map(|i| i.wrapping_mul(0x9E37_79B9) % 70_000).collect(),
+        ];
+        for vals in &inputs {
+            let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let valid: Vec<bool> = (0..vals.len()).map(|i| i % 7 != 3).collect();
+            for cap in [50.0, 5_000.0, 20_000.0, 50_000.0, 66_000.0, 150_000.0, 300_000.0] {
+                for v in [None, Some(&valid[..])] {
+                    let whole = estimate_distinct_fixed(&data, 8, v);
+                    let capped = estimate_distinct_fixed_capped(&data, 8, v, cap);
+                    assert_eq!(whole > cap, capped > cap, "cap {cap}: {whole} vs {capped}");
+                    if capped <= cap {
+                        assert_eq!(whole, capped);
+                    }
+                }
+                let items = || vals.iter().enumerate().map(|(i, _)| (i % 5 != 0).then(|| &data[8 * i..8 * i + 8]));
+                let whole = estimate_distinct(items());
+                let capped = estimate_distinct_capped(items(), cap);
+                assert_eq!(whole > cap, capped > cap, "bytes, cap {cap}: {whole} vs {capped}");
+            }
         }
     }
 

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use crate::encoding::{bitpack, bss, fsst, general, rle};
 use crate::error::{Error, Result};
-use crate::file::write::cardinality::{estimate_distinct_fixed, surely_more_than, FastBuild};
+use crate::file::write::cardinality::{estimate_distinct_fixed_capped, surely_more_than, FastBuild};
 use crate::file::write::shred::Values;
 use crate::proto::encodings21 as pb;
 use crate::proto::encodings21::compressive_encoding::Compression as Enc;
@@ -497,7 +497,10 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             // count (10 % below its estimate) could fit the limit and beat
             // the best size so far.
             let worth_trying = |limit: usize, best: usize| {
-                let d = (0.9 * estimate_distinct_fixed(data, bytes, valid)).max(1.0) as usize;
+                // (Stopping the sketch once `d` surely exceeds `limit`
+                // decides exactly as the whole page would.)
+                let cap = (limit as f64 + 1.0) / 0.9;
+                let d = (0.9 * estimate_distinct_fixed_capped(data, bytes, valid, cap)).max(1.0) as usize;
                 let w = 32 - (d as u32).saturating_sub(1).leading_zeros() as usize;
                 let est = d * bytes + n.div_ceil(1024) * (12 + 128 * w);
                 d <= limit && est < best && (est as f64) < opts.dict_ratio.unwrap_or(0.8) * data.len() as f64
@@ -544,8 +547,23 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             let mut best = opts.general().map(|_| wrap_general(plain(), opts));
             let mut best_size = best.as_ref().map_or_else(|| variable_chunks_size(offsets, wide, max_values.min(4096)), Chunked::size);
             let forced = opts.compression.as_deref() == Some("fsst");
+            let ratio = opts.dict_ratio.unwrap_or(1.0);
+            // The dictionary candidate comes first: when it beats even the
+            // smallest FSST page could be (its offsets alone, `ow` bytes a
+            // value), FSST would lose anyway and is not run.
+            let mut dict = None;
+            if n >= 100 && !forced && !surely_more_than((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
+                if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
+                    let block = variable_block(&d, wide);
+                    let (denc, dbuf) = maybe_wrap_dict(block, variable(8 * ow as u64), allowed);
+                    let (ienc, chunks) = indices_chunked(&idx, max_values);
+                    dict = Some(Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) });
+                }
+            }
+            let fsst_floor = if opts.general().is_some() { 0 } else { ow * n };
+            let dict_surely_wins = dict.as_ref().is_some_and(|c| (c.size() as f64) < ratio * best_size.min(fsst_floor) as f64);
             let auto = fsst_wanted(offsets, data);
-            if forced || auto {
+            if (forced || auto) && !dict_surely_wins {
                 let table = match &opts.fsst_table {
                     Some(t) if auto => t.as_ref().clone(),
                     _ => fsst::train(offsets, data)?,
@@ -559,16 +577,9 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                     best = Some(f);
                 }
             }
-            if n >= 100 && !forced && !surely_more_than((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
-                if let Some((d, idx)) = dictionary_of((0..n).map(|i| ok(i).then(|| item(i))), n / 2) {
-                    let block = variable_block(&d, wide);
-                    let (denc, dbuf) = maybe_wrap_dict(block, variable(8 * ow as u64), allowed);
-                    let (ienc, chunks) = indices_chunked(&idx, max_values);
-                    let c = Chunked { encoding: ienc, num_buffers: 1, chunks, dictionary: Some((denc, dbuf, d.len() as u64)) };
-                    let ratio = opts.dict_ratio.unwrap_or(1.0);
-                    if (c.size() as f64) < ratio * best_size as f64 {
-                        best = Some(c);
-                    }
+            if let Some(c) = dict {
+                if (c.size() as f64) < ratio * best_size as f64 {
+                    best = Some(c);
                 }
             }
             best.unwrap_or_else(plain)

@@ -243,9 +243,17 @@ struct Slot {
 /// Shred one top-level column into one [`Piece`] per leaf column.
 pub fn shred(field: &Field, array: &ArrayRef) -> Result<Vec<Piece>> {
     let paths = leaf_paths(field);
+    let n = array.len();
+    if is_leaf(field) {
+        // A top-level leaf (most columns): every slot is its own row, so
+        // the levels follow from the null buffer alone, without the
+        // per-entry slots nested columns need (building and walking them
+        // cost more than copying the values).
+        let path = &paths.first().ok_or_else(|| internal("a leaf without a leaf path"))?.1;
+        return Ok(vec![emit_top_leaf(field, array, path)?]);
+    }
     let mut out = Vec::with_capacity(paths.len());
     let mut leaf_no = 0;
-    let n = array.len();
     let slots: Vec<Slot> = (0..n).map(|i| Slot { cont: 0, decided: None, visible: true, idx: i }).collect();
     descend(field, array, 0, 0, &paths, &mut leaf_no, &slots, n, &mut out)?;
     if out.len() != paths.len() {
@@ -428,6 +436,63 @@ fn emit_leaf(field: &Field, array: &ArrayRef, path: &LeafPath, slots: &[Slot], n
     }
     let values = gather(field, &array, &picks)?;
     Ok(Piece { rep, def, values, num_rows })
+}
+
+/// [`emit_leaf`] of a top-level leaf: entry `i` is row `i`, visible, its
+/// definition level the leaf's null code or 0.
+fn emit_top_leaf(field: &Field, array: &ArrayRef, path: &LeafPath) -> Result<Piece> {
+    let array = plain_leaf(array)?;
+    let n = array.len();
+    let leaf_code = path.null_code(0);
+    if matches!(array.data_type(), DataType::Null) {
+        return Ok(Piece { rep: None, def: vec![leaf_code; n], values: Values::Null(n), num_rows: n });
+    }
+    let nulls = array.logical_nulls().filter(|nb| nb.null_count() > 0);
+    let Some(nb) = nulls else {
+        let values = match gather_all(field, &array)? {
+            Some(v) => v,
+            None => gather(field, &array, &(0..n).map(Some).collect::<Vec<_>>())?,
+        };
+        return Ok(Piece { rep: None, def: vec![0; n], values, num_rows: n });
+    };
+    let def: Vec<u16> = nb.iter().map(|valid| if valid { 0 } else { leaf_code }).collect();
+    let picks: Vec<Option<usize>> = nb.iter().enumerate().map(|(i, valid)| valid.then_some(i)).collect();
+    let values = gather(field, &array, &picks)?;
+    Ok(Piece { rep: None, def, values, num_rows: n })
+}
+
+/// [`gather`] of every value of an array without nulls, as one copy per
+/// buffer; None for the types [`gather`] must handle value by value.
+fn gather_all(field: &Field, array: &ArrayRef) -> Result<Option<Values>> {
+    if is_packed_struct(field) {
+        return Ok(None);
+    }
+    let short = || Error::invalid_input("values shorter than the array");
+    let n = array.len();
+    let data = array.to_data();
+    let off = data.offset();
+    Ok(match array.data_type() {
+        DataType::Utf8 | DataType::Binary => Some(var_all::<i32>(&data).ok_or_else(short)?),
+        DataType::LargeUtf8 | DataType::LargeBinary => Some(var_all::<i64>(&data).ok_or_else(short)?),
+        DataType::Boolean | DataType::Null | DataType::FixedSizeList(_, _) | DataType::Struct(_) => None,
+        dt => match fixed_bytes(dt) {
+            Some(w) => {
+                let buf = data.buffers().first().map(|b| b.as_slice()).unwrap_or(&[]);
+                Some(Values::Fixed { bytes: w, data: buf.get(off * w..(off + n) * w).ok_or_else(short)?.to_vec() })
+            }
+            None => None,
+        },
+    })
+}
+
+/// Offsets (rebased to 0) and bytes of all values of a string/binary array.
+fn var_all<O: OffsetSizeTrait>(data: &arrow_data::ArrayData) -> Option<Values> {
+    let n = data.len();
+    let offs: &[O] = data.buffers().first()?.typed_data::<O>().get(data.offset()..data.offset() + n + 1)?;
+    let (a, b) = (offs[0].as_usize(), offs[n].as_usize());
+    let bytes = data.buffers().get(1)?.as_slice().get(a..b)?;
+    let offsets = offs.iter().map(|o| (o.as_usize() - a) as u64).collect();
+    Some(Values::Variable { offsets, data: bytes.to_vec() })
 }
 
 /// Dictionary arrays are stored as their values.
@@ -848,4 +913,74 @@ impl PageLevels {
 
 fn internal(what: impl Into<String>) -> Error {
     Error::Internal { what: what.into() }
+}
+
+#[cfg(test)]
+mod top_leaf_tests {
+    use super::*;
+    use arrow_array::*;
+    use arrow_schema::Fields;
+
+    /// The general path: one slot per row, as nested columns shred.
+    fn by_slots(field: &Field, array: &ArrayRef) -> Piece {
+        let paths = leaf_paths(field);
+        let n = array.len();
+        let slots: Vec<Slot> = (0..n).map(|i| Slot { cont: 0, decided: None, visible: true, idx: i }).collect();
+        emit_leaf(field, array, &paths[0].1, &slots, n).unwrap()
+    }
+
+    /// Top-level leaves skip the per-row slots; the pieces must be the
+    /// ones the slot walk makes, for every leaf kind, with and without
+    /// nulls, and for sliced arrays (batches are cut into page slices).
+    #[test]
+    fn top_level_leaves_shred_like_the_slot_walk() {
+        let n = 300;
+        let valid: Vec<bool> = (0..n).map(|i| i % 7 != 2).collect();
+        let strs: Vec<Option<String>> = (0..n).map(|i| valid[i].then(|| "v".repeat(i % 13))).collect();
+        let fsl_items = Float32Array::from((0..n * 3).map(|i| i as f32).collect::<Vec<_>>());
+        let item = Arc::new(Field::new("item", DataType::Float32, true));
+        let struct_fields = Fields::from(vec![Field::new("a", DataType::Int32, false), Field::new("b", DataType::Int64, false)]);
+        let packed_md: std::collections::HashMap<String, String> = [("lance-encoding:packed".to_string(), "true".to_string())].into();
+        let arrays: Vec<(Field, ArrayRef)> = vec![
+            (Field::new("i64", DataType::Int64, false), Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>()))),
+            (Field::new("i32n", DataType::Int32, true), Arc::new(Int32Array::from((0..n).map(|i| valid[i].then_some(i as i32)).collect::<Vec<_>>()))),
+            (Field::new("f64", DataType::Float64, true), Arc::new(Float64Array::from((0..n).map(|i| i as f64 * 0.5).collect::<Vec<_>>()))),
+            (Field::new("s", DataType::Utf8, true), Arc::new(StringArray::from(strs.clone()))),
+            (Field::new("s_all", DataType::Utf8, false), Arc::new(StringArray::from((0..n).map(|i| "w".repeat(i % 5)).collect::<Vec<_>>()))),
+            (Field::new("ls", DataType::LargeUtf8, true), Arc::new(LargeStringArray::from(strs.clone()))),
+            (Field::new("lb", DataType::LargeBinary, false), Arc::new(LargeBinaryArray::from_iter_values((0..n).map(|i| vec![i as u8; i % 4])))),
+            (Field::new("b", DataType::Boolean, true), Arc::new(BooleanArray::from((0..n).map(|i| valid[i].then_some(i % 3 == 0)).collect::<Vec<_>>()))),
+            (Field::new("null", DataType::Null, true), Arc::new(NullArray::new(n))),
+            (Field::new("fsb", DataType::FixedSizeBinary(2), true), Arc::new(FixedSizeBinaryArray::try_from_sparse_iter_with_size((0..n).map(|i| valid[i].then(|| [i as u8, 1])), 2).unwrap())),
+            (
+                Field::new("vec", DataType::FixedSizeList(item.clone(), 3), true),
+                Arc::new(FixedSizeListArray::new(item.clone(), 3, Arc::new(fsl_items.clone()), None)),
+            ),
+            (
+                Field::new("vecn", DataType::FixedSizeList(item.clone(), 3), true),
+                Arc::new(FixedSizeListArray::new(item.clone(), 3, Arc::new(fsl_items), Some(valid.clone().into()))),
+            ),
+            (
+                Field::new("dict", DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)), true),
+                Arc::new((0..n).map(|i| valid[i].then(|| ["x", "yy", "zzz"][i % 3])).collect::<DictionaryArray<arrow_array::types::Int8Type>>()),
+            ),
+            (
+                Field::new("packed", DataType::Struct(struct_fields.clone()), true).with_metadata(packed_md),
+                Arc::new(StructArray::new(
+                    struct_fields,
+                    vec![Arc::new(Int32Array::from((0..n as i32).collect::<Vec<_>>())), Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>()))],
+                    Some(valid.clone().into()),
+                )),
+            ),
+        ];
+        for (field, array) in &arrays {
+            assert!(is_leaf(field), "{} is not a leaf", field.name());
+            for (off, len) in [(0, n), (0, 0), (17, 200), (n - 1, 1), (5, n - 5)] {
+                let a = array.slice(off, len);
+                let fast = shred(field, &a).unwrap();
+                assert_eq!(fast.len(), 1);
+                assert_eq!(fast[0], by_slots(field, &a), "{} sliced at {off}+{len}", field.name());
+            }
+        }
+    }
 }

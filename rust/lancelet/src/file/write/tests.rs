@@ -648,3 +648,41 @@ fn sparse_takes_match_full_reads() {
         }
     }
 }
+
+/// Pages are cut as pylance cuts them: a batch of wide fixed-width values
+/// (full-zip, addressed by row) stays one page however big, narrow columns
+/// flush once their buffered values reach the page size (a validity bit per
+/// level counted, not two bytes), and the file reads back whole and by rows.
+#[test]
+fn page_cuts_follow_pylance() {
+    let n = 20_000usize;
+    let ids: ArrayRef = Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>()));
+    let vals = Float32Array::from((0..n * 128).map(|i| (i % 9973) as f32 * 0.5).collect::<Vec<_>>());
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let vec: ArrayRef = Arc::new(FixedSizeListArray::new(item.clone(), 128, Arc::new(vals), None));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("vec", DataType::FixedSizeList(item, 128), true),
+    ]));
+    let batch = RecordBatch::try_new(schema, vec![ids, vec]).unwrap();
+    let p = path("page-cuts.lance");
+    // 160 KB of ids and 10 MB of vectors, with 1 MiB pages: the vectors
+    // stay one page, the ids (under the page size) another.
+    write_file(&p, &[batch.clone()], FileVersion::V2_2, Some(1 << 20));
+    let r = FileReader::open(&p).unwrap();
+    assert_eq!(r.pages_for(0, &[0..n as u64]).len(), 1, "ids");
+    assert_eq!(r.pages_for(1, &[0..n as u64]).len(), 1, "vectors");
+    let proj = r.projection(None).unwrap();
+    assert_same(&r.read_range(&proj, 0..n as u64).unwrap(), &batch).unwrap();
+    let got = r.read_ranges(&proj, &[5..9, 12_345..12_400]).unwrap();
+    let want = arrow_select::concat::concat_batches(&batch.schema(), &[batch.slice(5, 4), batch.slice(12_345, 55)]).unwrap();
+    assert_same(&got, &want).unwrap();
+    // Streamed in small batches, the vectors flush a page at the page size.
+    let small: Vec<RecordBatch> = (0..n).step_by(1000).map(|s| batch.slice(s, 1000)).collect();
+    write_file(&p, &small, FileVersion::V2_2, Some(1_000_000));
+    let r = FileReader::open(&p).unwrap();
+    let pages = r.pages_for(1, &[0..n as u64]);
+    assert_eq!(pages.len(), 10, "2 batches of 512 KB per 1 MB page");
+    assert!(pages.iter().all(|(_, pg)| pg.length == 2000));
+    assert_same(&r.read_range(&proj, 0..n as u64).unwrap(), &batch).unwrap();
+}
