@@ -173,6 +173,12 @@ fn parse_leaf_type(lt: &str) -> Result<DataType> {
         ["dict", rest @ ..] if rest.len() >= 3 => {
             // dict:VALUE:KEY:ordered — the value type may contain ':'.
             let key = parse_leaf_type(rest[rest.len() - 2])?;
+            // Arrow only builds dictionaries over integer keys (anything else
+            // panics deep in arrow-array), so a float or string key is a
+            // corrupt schema, not a type to pass on.
+            if !key.is_dictionary_key_type() {
+                return Err(Error::corrupt(format!("dictionary key type {key} in logical type {lt:?} is not an integer")));
+            }
             let value = parse_leaf_type(&rest[..rest.len() - 2].join(":"))?;
             DataType::Dictionary(Box::new(key), Box::new(value))
         }
@@ -429,5 +435,14 @@ mod tests {
         assert_eq!(pbf[0].logical_type, "list.struct");
         let back = LanceSchema::from_pb(&pbf, &HashMap::new()).unwrap();
         assert_eq!(back.to_arrow(), schema);
+    }
+
+    #[test]
+    fn dictionary_keys_must_be_integers() {
+        assert!(parse_leaf_type("dict:string:int16:false").is_ok());
+        for lt in ["dict:string:float:false", "dict:string:string:false", "dict:int32:bool:false"] {
+            let err = parse_leaf_type(lt).unwrap_err();
+            assert!(matches!(err, Error::Corrupt { .. }), "{lt}: {err:?}");
+        }
     }
 }
