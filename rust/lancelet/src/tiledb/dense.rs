@@ -221,17 +221,7 @@ impl TileDbArray {
         let schema = &self.schema;
         let nd = schema.dims.len();
         let order = if order == Order::Unordered { Order::RowMajor } else { order };
-        let mut dom = Vec::new();
-        let mut ext = Vec::new();
-        for dim in &schema.dims {
-            let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
-            let e = dim.int_extent().unwrap_or(hi - lo + 1);
-            if e <= 0 {
-                return Err(Error::corrupt(format!("tile extent {e} of {}", dim.name)));
-            }
-            dom.push((lo, hi));
-            ext.push(e);
-        }
+        let (dom, ext) = self.dense_domain_and_extents()?;
         let mut ranges: Vec<Vec<(i128, i128)>> = Vec::new();
         let mut lens = Vec::new();
         for d in 0..nd {

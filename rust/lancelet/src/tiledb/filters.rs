@@ -207,19 +207,7 @@ impl FilterPipeline {
     /// Fixed-size data only.
     pub fn unfilter_wanted(&self, tile: &[u8], kind: TileKind, wanted: &dyn Fn(std::ops::Range<usize>) -> bool, out: &mut Vec<u8>) -> Result<()> {
         let kind = TileKind { var_strings: false, ..kind };
-        let mut c = Cursor::new(tile);
-        let nchunks = c.count(12, "tile chunk count")?;
-        let mut chunks = Vec::with_capacity(nchunks);
-        let mut total = 0usize;
-        for _ in 0..nchunks {
-            let orig = c.u32("chunk original length")? as usize;
-            let filtered = c.u32("chunk filtered length")? as usize;
-            let md_len = c.u32("chunk metadata length")? as usize;
-            let md = c.take(md_len, "chunk metadata")?;
-            let data = c.take(filtered, "chunk data")?;
-            chunks.push((total, orig, md, data));
-            total += orig;
-        }
+        let (chunks, total) = chunk_headers(tile)?;
         if out.len() != total {
             out.resize(total, 0);
         }
@@ -267,22 +255,10 @@ impl FilterPipeline {
     fn unfilter_impl(&self, tile: &[u8], kind: TileKind, out: &mut Vec<u8>) -> Result<Option<Vec<u64>>> {
         out.clear();
         let mut offsets: Option<Vec<u64>> = None;
-        let mut c = Cursor::new(tile);
-        let nchunks = c.count(12, "tile chunk count")?;
-        let mut chunks = Vec::with_capacity(nchunks);
-        let mut total = 0usize;
-        for _ in 0..nchunks {
-            let orig = c.u32("chunk original length")? as usize;
-            let filtered = c.u32("chunk filtered length")? as usize;
-            let md_len = c.u32("chunk metadata length")? as usize;
-            let md = c.take(md_len, "chunk metadata")?;
-            let data = c.take(filtered, "chunk data")?;
-            total += orig;
-            chunks.push((orig, md, data));
-        }
+        let (chunks, total) = chunk_headers(tile)?;
         out.reserve(total);
         let types = self.stage_types(kind);
-        for (i, (orig, md, data)) in chunks.into_iter().enumerate() {
+        for (i, (_, orig, md, data)) in chunks.into_iter().enumerate() {
             let start = out.len();
             let mut chunk_offsets = None;
             self.unfilter_chunk(md, data, orig, kind, &types, &mut chunk_offsets, out).map_err(|e| e.context(format!("chunk {i}")))?;
@@ -617,4 +593,28 @@ mod tests {
         let e = p.unfilter(&one_chunk(&md, &bad, 100), kind()).unwrap_err();
         assert!(matches!(e, Error::Corrupt { .. }), "{e}");
     }
+}
+
+/// One filtered chunk of a tile: where its decoded bytes start in the tile,
+/// its decoded length, its filter metadata and its filtered bytes.
+type ChunkHeader<'a> = (usize, usize, &'a [u8], &'a [u8]);
+
+/// The chunk headers of a filtered tile (a u64 chunk count, then per chunk
+/// u32 original length, u32 filtered length, u32 metadata length, metadata,
+/// data) and the tile's decoded length.
+fn chunk_headers(tile: &[u8]) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
+    let mut c = Cursor::new(tile);
+    let nchunks = c.count(12, "tile chunk count")?;
+    let mut chunks = Vec::with_capacity(nchunks);
+    let mut total = 0usize;
+    for _ in 0..nchunks {
+        let orig = c.u32("chunk original length")? as usize;
+        let filtered = c.u32("chunk filtered length")? as usize;
+        let md_len = c.u32("chunk metadata length")? as usize;
+        let md = c.take(md_len, "chunk metadata")?;
+        let data = c.take(filtered, "chunk data")?;
+        chunks.push((total, orig, md, data));
+        total += orig;
+    }
+    Ok((chunks, total))
 }

@@ -575,14 +575,12 @@ pub(crate) struct DenseSources {
 }
 
 impl TileDbArray {
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn dense_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<&dyn Fn(usize, usize, usize) -> Result<Vec<bool>>>) -> Result<DenseSources> {
-        let schema = &self.schema;
-        let nd = schema.dims.len();
-        let order = if order == Order::Unordered { Order::RowMajor } else { order };
+    /// Each dimension's integer domain `(lo, hi)` and tile extent of a dense
+    /// array (a missing extent covers the whole domain).
+    pub(crate) fn dense_domain_and_extents(&self) -> Result<(Vec<(i128, i128)>, Vec<i128>)> {
         let mut dom = Vec::new();
         let mut ext = Vec::new();
-        for dim in &schema.dims {
+        for dim in &self.schema.dims {
             let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
             let e = dim.int_extent().unwrap_or(hi - lo + 1);
             if e <= 0 {
@@ -591,6 +589,15 @@ impl TileDbArray {
             dom.push((lo, hi));
             ext.push(e);
         }
+        Ok((dom, ext))
+    }
+
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn dense_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<&dyn Fn(usize, usize, usize) -> Result<Vec<bool>>>) -> Result<DenseSources> {
+        let schema = &self.schema;
+        let nd = schema.dims.len();
+        let order = if order == Order::Unordered { Order::RowMajor } else { order };
+        let (dom, ext) = self.dense_domain_and_extents()?;
         let mut coords: Vec<Vec<i128>> = Vec::new();
         for d in 0..nd {
             let ranges: Vec<(i128, i128)> = match &sub[d] {
