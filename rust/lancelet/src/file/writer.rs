@@ -376,8 +376,17 @@ impl FileWriter {
                             .collect::<Result<Vec<_>>>()
                     })
                     .collect::<Result<Vec<_>>>()?;
+                // Each column takes its slices in order; columns in
+                // parallel (buffering copies small arrays into the page
+                // being filled, and concatenates shredded pieces).
+                let mut per_column: Vec<Vec<Shredded>> = cols.iter().map(|_| Vec::new()).collect();
                 for shredded in all {
-                    for (enc, got) in cols.iter_mut().zip(shredded) {
+                    for (col, got) in per_column.iter_mut().zip(shredded) {
+                        col.push(got);
+                    }
+                }
+                cols.par_iter_mut().zip(per_column).try_for_each(|(enc, gots)| -> Result<()> {
+                    for got in gots {
                         match got {
                             Shredded::Plain(a, bytes) => enc[0].push_array(a, bytes)?,
                             Shredded::Pieces(pieces) => {
@@ -387,7 +396,8 @@ impl FileWriter {
                             }
                         }
                     }
-                }
+                    Ok(())
+                })?;
                 // Every page cut from this batch, of every column, encodes
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();

@@ -85,7 +85,7 @@ pub struct EncodedPage {
 enum Queued {
     /// Shredded values.
     Piece(Piece),
-    /// A plain column's Arrow arrays, shredded when the page is encoded
+    /// A plain column's Arrow arrays, copied when the page is encoded
     /// (see [`plain`]).
     Arrays(Vec<ArrayRef>),
 }
@@ -103,11 +103,12 @@ pub struct LeafEncoder {
     /// values the key type can index.
     dict: Option<(usize, u64)>,
     traits: VersionTraits,
-    /// A top-level leaf of a plain type: buffered as Arrow arrays
+    /// A top-level leaf of a plain type: takes Arrow arrays
     /// ([`Self::push_array`]) instead of shredded pieces.
     plain: Option<PlainKind>,
     pieces: Vec<Piece>,
-    arrays: Vec<ArrayRef>,
+    /// A plain column's page being filled (see [`plain`]).
+    filling: Option<Piece>,
     pending_bytes: usize,
     next_row: u64,
     /// Pages cut but not encoded yet: (first row, values).
@@ -139,7 +140,7 @@ impl LeafEncoder {
         let top_level = path.kinds.len() == 1 && path.max_rep == 0;
         LeafEncoder {
             plain: if top_level { plain::plain_kind(field) } else { None },
-            arrays: Vec::new(),
+            filling: None,
             path,
             opts: FieldOptions::from_metadata(field.metadata()),
             wide,
@@ -184,10 +185,36 @@ impl LeafEncoder {
     }
 
     /// Buffer an array of a plain column, `bytes` as [`plain::measure`]
-    /// found it; flush a page when enough data is buffered.
+    /// found it; flush a page when enough data is buffered. An array that
+    /// fills a page alone is queued uncopied (the queue is encoded before
+    /// the write call returns); smaller ones are copied into the page
+    /// being filled.
     pub fn push_array(&mut self, array: ArrayRef, bytes: usize) -> Result<()> {
+        let Some(kind) = self.plain else {
+            return Err(crate::error::Error::Internal { what: "an array pushed to a column that is not plain".into() });
+        };
+        if array.is_empty() {
+            return Ok(());
+        }
+        if self.filling.is_none() && bytes >= self.page_bytes {
+            let first_row = self.next_row;
+            self.next_row += array.len() as u64;
+            self.queued.push((first_row, Queued::Arrays(vec![array])));
+            return Ok(());
+        }
+        let page_bytes = self.page_bytes;
+        let filling = self.filling.get_or_insert_with(|| {
+            // Room for a page of rows like these.
+            let per_row = (bytes as f64 / array.len() as f64).max(1.0);
+            let rows = (page_bytes as f64 / per_row) as usize + 1;
+            let value_bytes = match kind {
+                PlainKind::Fixed(w) => rows * w,
+                PlainKind::Var32 | PlainKind::Var64 => page_bytes,
+            };
+            plain::empty(kind, rows, value_bytes)
+        });
+        plain::append(kind, &self.path, filling, &array)?;
         self.pending_bytes += bytes;
-        self.arrays.push(array);
         if self.pending_bytes >= self.page_bytes {
             self.flush()?;
         }
@@ -197,16 +224,9 @@ impl LeafEncoder {
     /// Cut whatever is buffered into a page (queued; see
     /// [`Self::encode_queued`]).
     pub fn flush(&mut self) -> Result<()> {
-        if !self.arrays.is_empty() {
-            let arrays = std::mem::take(&mut self.arrays);
+        if let Some(piece) = self.filling.take() {
             self.pending_bytes = 0;
-            let rows: usize = arrays.iter().map(|a| a.len()).sum();
-            if rows > 0 {
-                let first_row = self.next_row;
-                self.next_row += rows as u64;
-                self.queued.push((first_row, Queued::Arrays(arrays)));
-            }
-            return Ok(());
+            return self.encode_and_push(piece);
         }
         if self.pieces.is_empty() {
             return Ok(());

@@ -1,14 +1,18 @@
 //! Top-level leaf columns of plain types (fixed-width primitives, strings,
 //! binaries), buffered as the Arrow arrays they arrived in and shredded
-//! once per page.
+//! at most once.
 //!
 //! Shredding every batch on arrival and concatenating the pieces when a
 //! page is cut copied each value twice, and the concatenation ran on the
 //! writing thread while the pool waited. A plain column needs no levels
 //! beyond one definition code per row, so its page is built straight from
-//! the buffered arrays: each Arrow buffer is copied once, into a buffer
-//! sized for the whole page, on the pool that encodes the page. The piece
-//! is exactly what [`super::shred::shred`] followed by
+//! the Arrow arrays: an array that fills a page alone is queued as it is
+//! and copied once when the page is encoded (on the pool); smaller ones
+//! are appended to the page being filled, a buffer sized for the whole
+//! page, one copy each (columns in parallel). No Arrow array is held
+//! after the write call that brought it (a batch imported from Python
+//! may keep all its columns' memory alive through any one of them). The
+//! piece is exactly what [`super::shred::shred`] followed by
 //! [`super::shred::Piece::concat`] would give (null slots zero-filled,
 //! null strings empty), so files are unchanged.
 
@@ -96,80 +100,98 @@ pub fn measure(kind: PlainKind, array: &ArrayRef) -> Result<usize> {
     Ok(values + n.div_ceil(8))
 }
 
-/// One page's piece of a plain top-level leaf from its buffered `arrays`
-/// (each checked by [`measure`]): every buffer copied once.
-pub fn shred_many(kind: PlainKind, path: &LeafPath, arrays: &[ArrayRef]) -> Result<Piece> {
-    let n: usize = arrays.iter().map(|a| a.len()).sum();
-    let leaf_code = path.null_code(0);
-    let mut def: Vec<u16> = Vec::with_capacity(n);
+/// An empty piece of `kind` with room for about `rows` rows and `bytes`
+/// value bytes.
+pub fn empty(kind: PlainKind, rows: usize, bytes: usize) -> Piece {
     let values = match kind {
-        PlainKind::Fixed(w) => {
-            let mut out: Vec<u8> = Vec::with_capacity(n * w);
-            for a in arrays {
-                let data = a.to_data();
-                let (m, off) = (data.len(), data.offset());
-                let buf = data.buffers().first().and_then(|b| b.as_slice().get(off * w..(off + m) * w)).ok_or_else(short)?;
-                let start = out.len();
-                out.extend_from_slice(buf);
-                match a.logical_nulls().filter(|nb| nb.null_count() > 0) {
-                    None => def.resize(def.len() + m, 0),
-                    Some(nb) => {
-                        for (i, valid) in nb.iter().enumerate() {
-                            if valid {
-                                def.push(0);
-                            } else {
-                                def.push(leaf_code);
-                                out[start + i * w..start + (i + 1) * w].fill(0);
-                            }
+        PlainKind::Fixed(w) => Values::Fixed { bytes: w, data: Vec::with_capacity(bytes.max(rows * w)) },
+        PlainKind::Var32 | PlainKind::Var64 => {
+            let mut offsets = Vec::with_capacity(rows + 1);
+            offsets.push(0);
+            Values::Variable { offsets, data: Vec::with_capacity(bytes) }
+        }
+    };
+    Piece { rep: None, def: Vec::with_capacity(rows), values, num_rows: 0 }
+}
+
+/// Append the rows of `array` (checked by [`measure`]) to `piece` (made by
+/// [`empty`] for the same kind): each buffer copied once.
+pub fn append(kind: PlainKind, path: &LeafPath, piece: &mut Piece, array: &ArrayRef) -> Result<()> {
+    let leaf_code = path.null_code(0);
+    let def = &mut piece.def;
+    match (kind, &mut piece.values) {
+        (PlainKind::Fixed(w), Values::Fixed { data: out, .. }) => {
+            let data = array.to_data();
+            let (m, off) = (data.len(), data.offset());
+            let buf = data.buffers().first().and_then(|b| b.as_slice().get(off * w..(off + m) * w)).ok_or_else(short)?;
+            let start = out.len();
+            out.extend_from_slice(buf);
+            match array.logical_nulls().filter(|nb| nb.null_count() > 0) {
+                None => def.resize(def.len() + m, 0),
+                Some(nb) => {
+                    for (i, valid) in nb.iter().enumerate() {
+                        if valid {
+                            def.push(0);
+                        } else {
+                            def.push(leaf_code);
+                            out[start + i * w..start + (i + 1) * w].fill(0);
                         }
                     }
                 }
             }
-            Values::Fixed { bytes: w, data: out }
         }
-        PlainKind::Var32 => var_many::<i32>(arrays, leaf_code, &mut def)?,
-        PlainKind::Var64 => var_many::<i64>(arrays, leaf_code, &mut def)?,
-    };
-    Ok(Piece { rep: None, def, values, num_rows: n })
+        (PlainKind::Var32, Values::Variable { offsets, data }) => append_var::<i32>(array, leaf_code, def, offsets, data)?,
+        (PlainKind::Var64, Values::Variable { offsets, data }) => append_var::<i64>(array, leaf_code, def, offsets, data)?,
+        _ => return Err(Error::Internal { what: "plain piece of another kind".into() }),
+    }
+    piece.num_rows += array.len();
+    Ok(())
 }
 
-fn var_many<O: OffsetSizeTrait>(arrays: &[ArrayRef], leaf_code: u16, def: &mut Vec<u16>) -> Result<Values> {
-    let datas: Vec<arrow_data::ArrayData> = arrays.iter().map(|a| a.to_data()).collect();
-    let mut total_rows = 0;
-    let mut total_bytes = 0;
-    for d in &datas {
-        let (_, a, b) = var_range::<O>(d)?;
-        total_rows += d.len();
-        total_bytes += b - a;
+/// One page's piece of a plain top-level leaf from `arrays` (each checked
+/// by [`measure`]): every buffer copied once.
+pub fn shred_many(kind: PlainKind, path: &LeafPath, arrays: &[ArrayRef]) -> Result<Piece> {
+    let rows: usize = arrays.iter().map(|a| a.len()).sum();
+    let mut bytes = 0;
+    for a in arrays {
+        bytes += match kind {
+            PlainKind::Fixed(w) => a.len() * w,
+            PlainKind::Var32 => var_range::<i32>(&a.to_data()).map(|(_, x, y)| y - x)?,
+            PlainKind::Var64 => var_range::<i64>(&a.to_data()).map(|(_, x, y)| y - x)?,
+        };
     }
-    let mut offsets: Vec<u64> = Vec::with_capacity(total_rows + 1);
-    offsets.push(0);
-    let mut out: Vec<u8> = Vec::with_capacity(total_bytes);
-    for (arr, d) in arrays.iter().zip(&datas) {
-        let (offs, a, b) = var_range::<O>(d)?;
-        let bytes = d.buffers()[1].as_slice();
-        match arr.logical_nulls().filter(|nb| nb.null_count() > 0) {
-            None => {
-                let base = out.len() as u64;
-                out.extend_from_slice(&bytes[a..b]);
-                offsets.extend(offs[1..].iter().map(|o| base + (o.as_usize() - a) as u64));
-                def.resize(def.len() + d.len(), 0);
-            }
-            Some(nb) => {
-                // Null rows hold no bytes, whatever their Arrow slots span.
-                for (i, valid) in nb.iter().enumerate() {
-                    if valid {
-                        out.extend_from_slice(&bytes[offs[i].as_usize()..offs[i + 1].as_usize()]);
-                        def.push(0);
-                    } else {
-                        def.push(leaf_code);
-                    }
-                    offsets.push(out.len() as u64);
+    let mut piece = empty(kind, rows, bytes);
+    for a in arrays {
+        append(kind, path, &mut piece, a)?;
+    }
+    Ok(piece)
+}
+
+fn append_var<O: OffsetSizeTrait>(array: &ArrayRef, leaf_code: u16, def: &mut Vec<u16>, offsets: &mut Vec<u64>, out: &mut Vec<u8>) -> Result<()> {
+    let d = array.to_data();
+    let (offs, a, b) = var_range::<O>(&d)?;
+    let bytes = d.buffers()[1].as_slice();
+    match array.logical_nulls().filter(|nb| nb.null_count() > 0) {
+        None => {
+            let base = out.len() as u64;
+            out.extend_from_slice(&bytes[a..b]);
+            offsets.extend(offs[1..].iter().map(|o| base + (o.as_usize() - a) as u64));
+            def.resize(def.len() + d.len(), 0);
+        }
+        Some(nb) => {
+            // Null rows hold no bytes, whatever their Arrow slots span.
+            for (i, valid) in nb.iter().enumerate() {
+                if valid {
+                    out.extend_from_slice(&bytes[offs[i].as_usize()..offs[i + 1].as_usize()]);
+                    def.push(0);
+                } else {
+                    def.push(leaf_code);
                 }
+                offsets.push(out.len() as u64);
             }
         }
     }
-    Ok(Values::Variable { offsets, data: out })
+    Ok(())
 }
 
 #[cfg(test)]
