@@ -37,8 +37,6 @@
 //! Either way the new file is the only write, made with create-if-absent:
 //! a failure leaves the array as it was.
 
-use std::io::Write;
-
 use bytes::Bytes;
 
 use super::array::TileDbArray;
@@ -342,52 +340,15 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
     Ok(Some(written.name))
 }
 
-/// Bytes per chunk of a generic tile's filter pipeline.
-const GENERIC_CHUNK: usize = 64 * 1024;
-
-/// A generic tile of `data` (datatype CHAR, cell size 1) filtered by
-/// Gzip level 1: the header (`u32 version, u64 persisted size, u64 tile
-/// size, u8 datatype, u64 cell size, u8 encryption, u32 pipeline size,
-/// pipeline`) then `u64` chunk count and per chunk `u32` original size,
-/// `u32` filtered size, `u32` metadata size, the Gzip metadata (`u32` 0
-/// metadata parts, `u32` 1 data part, its original and compressed sizes)
-/// and the zlib stream.
+/// A generic tile of `data` (datatype CHAR, Gzip level 1 in 64 KiB
+/// chunks), as the writer makes them (`write::encode::generic_tile`).
 pub(crate) fn write_generic_tile(data: &[u8]) -> Result<Vec<u8>> {
-    let mut pipeline = Vec::new();
-    pipeline.extend_from_slice(&(GENERIC_CHUNK as u32).to_le_bytes());
-    pipeline.extend_from_slice(&1u32.to_le_bytes());
-    pipeline.push(1); // filter type: gzip
-    pipeline.extend_from_slice(&5u32.to_le_bytes());
-    pipeline.push(1); // compressor: gzip
-    pipeline.extend_from_slice(&1i32.to_le_bytes());
-    let mut body = Vec::new();
-    let chunks: Vec<&[u8]> = if data.is_empty() { Vec::new() } else { data.chunks(GENERIC_CHUNK).collect() };
-    body.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
-    for chunk in chunks {
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(1));
-        z.write_all(chunk).map_err(|e| Error::Internal { what: format!("zlib: {e}") })?;
-        let comp = z.finish().map_err(|e| Error::Internal { what: format!("zlib: {e}") })?;
-        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-        body.extend_from_slice(&(comp.len() as u32).to_le_bytes());
-        body.extend_from_slice(&16u32.to_le_bytes());
-        body.extend_from_slice(&0u32.to_le_bytes());
-        body.extend_from_slice(&1u32.to_le_bytes());
-        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-        body.extend_from_slice(&(comp.len() as u32).to_le_bytes());
-        body.extend_from_slice(&comp);
-    }
-    let mut out = Vec::with_capacity(body.len() + 64);
-    out.extend_from_slice(&MAX_VERSION.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
-    out.push(super::datatype::Datatype::Char.code());
-    out.extend_from_slice(&1u64.to_le_bytes());
-    out.push(0); // no encryption
-    out.extend_from_slice(&(pipeline.len() as u32).to_le_bytes());
-    out.extend_from_slice(&pipeline);
-    out.extend_from_slice(&body);
-    Ok(out)
+    Ok(super::write::encode::generic_tile(data))
 }
+
+/// Bytes per chunk of a generic tile's filter pipeline.
+#[cfg(test)]
+const GENERIC_CHUNK: usize = super::write::encode::MAX_CHUNK_SIZE as usize;
 
 #[cfg(test)]
 mod tests {
