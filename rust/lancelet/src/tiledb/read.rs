@@ -405,6 +405,45 @@ impl TileDbArray {
         }
     }
 
+    /// The columns `dims` then `attrs` of the sparse cells `sp` selected.
+    fn sparse_batch(&self, sp: &super::sparse::SparseSources, dims: &[usize], attrs: &[usize], out_schema: SchemaRef) -> Result<RecordBatch> {
+        let schema = &self.schema;
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
+        for &d in dims {
+            let col = ColumnSpec::dim(schema, d);
+            let (cells, _) = gather(&col, &sp.dim_tiles[d], &sp.sources, &[], true)?;
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, None)?);
+        }
+        for &a in attrs {
+            let col = ColumnSpec::attr(schema, a);
+            let tiles = load_used(self, &sp.ids, &col, &sp.sources, &cells_of)?;
+            let at = &schema.attrs[a];
+            let (cells, validity) = gather(&col, &tiles, &sp.sources, &at.fill, at.fill_valid)?;
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
+        }
+        let n = sp.sources.len();
+        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?)
+    }
+
+    /// Every version of every cell of a sparse array in the open range
+    /// (dimensions and attributes, global order, equal coordinates oldest
+    /// first; deletes applied) and each row's timestamp: what a
+    /// consolidation keeping per-cell timestamps writes.
+    pub(crate) fn read_all_versions(&self) -> Result<(RecordBatch, Vec<u64>)> {
+        let schema = &self.schema;
+        if !schema.sparse {
+            return Err(Error::Internal { what: "per-cell versions of a dense array".into() });
+        }
+        let opts = ReadOptions::default();
+        let sub = normalize_subarray(schema, &opts.subarray)?;
+        let out_schema = output_schema(schema, &opts)?;
+        let (dims, attrs) = output_columns(schema, &opts)?;
+        let sp = self.sparse_sources(&sub, Order::Unordered, None, false, true)?;
+        let batch = self.sparse_batch(&sp, &dims, &attrs, out_schema)?;
+        Ok((batch, sp.timestamps))
+    }
+
     /// Read without a filter; `pruner` marks tiles no filtered cell can come
     /// from. Dense reads also return which rows are not pruned cells.
     pub(crate) fn read_plain(&self, opts: &ReadOptions, pruner: Option<&dyn super::query::TilePruner>) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
@@ -421,25 +460,9 @@ impl TileDbArray {
                 }
             };
             let isolated = pruner.is_some_and(|p| p.pruned_tiles_are_isolated());
-            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None }, isolated)?;
+            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None }, isolated, false)?;
             let counts = TileCounts { fragments: self.fragments.len(), tiles_total: sp.tiles_total, tiles_read: sp.tiles_read };
-            let (ids, sources, dim_tiles) = (sp.ids, sp.sources, sp.dim_tiles);
-            let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
-            for &d in &dims {
-                let col = ColumnSpec::dim(schema, d);
-                let (cells, _) = gather(&col, &dim_tiles[d], &sources, &[], true)?;
-                columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, None)?);
-            }
-            for &a in &attrs {
-                let col = ColumnSpec::attr(schema, a);
-                let tiles = load_used(self, &ids, &col, &sources, &cells_of)?;
-                let at = &schema.attrs[a];
-                let (cells, validity) = gather(&col, &tiles, &sources, &at.fill, at.fill_valid)?;
-                columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
-            }
-            let n = sources.len();
-            let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
-            return Ok((batch, counts, None));
+            return Ok((self.sparse_batch(&sp, &dims, &attrs, out_schema)?, counts, None));
         }
         if pruner.is_none() {
             return self.read_dense(&sub, opts, out_schema, &dims, &attrs);
@@ -574,22 +597,78 @@ pub(crate) struct DenseSources {
     pub(crate) cells_per_tile: usize,
 }
 
+/// Each dimension's integer domain `(lo, hi)` and tile extent of a dense
+/// schema (a missing extent covers the whole domain).
+pub(crate) fn dense_domain_and_extents(schema: &ArraySchema) -> Result<(Vec<(i128, i128)>, Vec<i128>)> {
+    let mut dom = Vec::new();
+    let mut ext = Vec::new();
+    for dim in &schema.dims {
+        let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
+        let e = dim.int_extent().unwrap_or(hi - lo + 1);
+        if e <= 0 {
+            return Err(Error::corrupt(format!("tile extent {e} of {}", dim.name)));
+        }
+        dom.push((lo, hi));
+        ext.push(e);
+    }
+    Ok((dom, ext))
+}
+
+/// Each dimension's selected integer ranges of a dense read: the caller's
+/// (integer bounds only) or, for None, the whole domain `dom[d]`.
+pub(crate) fn dense_int_ranges(dom: &[(i128, i128)], sub: &[Option<DimRanges>]) -> Result<Vec<Vec<(i128, i128)>>> {
+    dom.iter()
+        .enumerate()
+        .map(|(d, &whole)| match sub.get(d).and_then(|s| s.as_ref()) {
+            None => Ok(vec![whole]),
+            Some(rs) => rs
+                .iter()
+                .map(|(a, b)| match (a, b) {
+                    (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
+                    _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Strides of an index space with `lens` positions per dimension laid out
+/// column-major (first dimension fastest) or row-major (last fastest).
+pub(crate) fn strides(lens: impl IntoIterator<Item = usize>, col_major: bool) -> Vec<usize> {
+    let lens: Vec<usize> = lens.into_iter().collect();
+    let nd = lens.len();
+    let mut out = vec![1usize; nd];
+    for k in 1..nd {
+        if col_major {
+            out[k] = out[k - 1] * lens[k - 1];
+        } else {
+            let d = nd - 1 - k;
+            out[d] = out[d + 1] * lens[d + 1];
+        }
+    }
+    out
+}
+
+/// Step the mixed-radix index `idx` (last position fastest) whose position
+/// `k` runs below `len(k)`; false once every combination was visited.
+pub(crate) fn next_index(idx: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    let mut k = idx.len();
+    while k > 0 {
+        k -= 1;
+        idx[k] += 1;
+        if idx[k] < len(k) {
+            return true;
+        }
+        idx[k] = 0;
+    }
+    false
+}
+
 impl TileDbArray {
     /// Each dimension's integer domain `(lo, hi)` and tile extent of a dense
     /// array (a missing extent covers the whole domain).
     pub(crate) fn dense_domain_and_extents(&self) -> Result<(Vec<(i128, i128)>, Vec<i128>)> {
-        let mut dom = Vec::new();
-        let mut ext = Vec::new();
-        for dim in &self.schema.dims {
-            let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
-            let e = dim.int_extent().unwrap_or(hi - lo + 1);
-            if e <= 0 {
-                return Err(Error::corrupt(format!("tile extent {e} of {}", dim.name)));
-            }
-            dom.push((lo, hi));
-            ext.push(e);
-        }
-        Ok((dom, ext))
+        dense_domain_and_extents(&self.schema)
     }
 
     #[allow(clippy::type_complexity)]
@@ -599,14 +678,7 @@ impl TileDbArray {
         let order = if order == Order::Unordered { Order::RowMajor } else { order };
         let (dom, ext) = self.dense_domain_and_extents()?;
         let mut coords: Vec<Vec<i128>> = Vec::new();
-        for d in 0..nd {
-            let ranges: Vec<(i128, i128)> = match &sub[d] {
-                None => vec![dom[d]],
-                Some(r) => r.iter().map(|(a, b)| match (a, b) {
-                    (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
-                    _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
-                }).collect::<Result<_>>()?,
-            };
+        for (d, ranges) in dense_int_ranges(&dom, sub)?.into_iter().enumerate() {
             let len: i128 = ranges.iter().map(|(a, b)| b - a + 1).sum();
             if len > (1 << 32) {
                 return Err(Error::invalid_input(format!("subarray on {} has {len} cells; read a smaller subarray", schema.dims[d].name)));
@@ -618,26 +690,9 @@ impl TileDbArray {
             return Err(Error::invalid_input(format!("the read would return {total} cells; read a smaller subarray")));
         }
         let total = total as usize;
-        // Output strides.
-        let mut ostride = vec![1usize; nd];
-        for k in 1..nd {
-            if order == Order::ColMajor {
-                ostride[k] = ostride[k - 1] * coords[k - 1].len();
-            } else {
-                let d = nd - 1 - k;
-                ostride[d] = ostride[d + 1] * coords[d + 1].len();
-            }
-        }
-        // Cell strides inside a tile.
-        let mut cstride = vec![1usize; nd];
-        for k in 1..nd {
-            if schema.cell_order == Layout::ColMajor {
-                cstride[k] = cstride[k - 1] * ext[k - 1] as usize;
-            } else {
-                let d = nd - 1 - k;
-                cstride[d] = cstride[d + 1] * ext[d + 1] as usize;
-            }
-        }
+        // Output strides, and cell strides inside a tile.
+        let ostride = strides(coords.iter().map(|c| c.len()), order == Order::ColMajor);
+        let cstride = strides(ext.iter().map(|&e| e as usize), schema.cell_order == Layout::ColMajor);
         let cells_per_tile: usize = ext.iter().map(|&e| e as usize).product();
         let mut sources = vec![FILL; total];
         let mut bases = vec![0usize];
@@ -660,15 +715,7 @@ impl TileDbArray {
                 fl.push((lo, hi, tlo));
                 ntiles.push((thi - tlo + 1) as usize);
             }
-            let mut tstride = vec![1usize; nd];
-            for k in 1..nd {
-                if schema.tile_order == Layout::ColMajor {
-                    tstride[k] = tstride[k - 1] * ntiles[k - 1];
-                } else {
-                    let d = nd - 1 - k;
-                    tstride[d] = tstride[d + 1] * ntiles[d + 1];
-                }
-            }
+            let tstride = strides(ntiles.iter().copied(), schema.tile_order == Layout::ColMajor);
             let ntotal: usize = ntiles.iter().product();
             let base = *bases.last().unwrap_or(&0);
             bases.push(base + ntotal);
@@ -697,7 +744,7 @@ impl TileDbArray {
                 continue;
             }
             let mut idx = vec![0usize; nd];
-            'cells: loop {
+            loop {
                 let (mut o, mut t, mut c) = (0usize, base, 0usize);
                 for d in 0..nd {
                     let p = parts[d][idx[d]];
@@ -706,17 +753,8 @@ impl TileDbArray {
                     c += p.2;
                 }
                 sources[o] = if keep.get(t - base).is_some_and(|k| !k) { PRUNED } else { pack(t, c) };
-                let mut d = nd;
-                loop {
-                    if d == 0 {
-                        break 'cells;
-                    }
-                    d -= 1;
-                    idx[d] += 1;
-                    if idx[d] < parts[d].len() {
-                        break;
-                    }
-                    idx[d] = 0;
+                if !next_index(&mut idx, |d| parts[d].len()) {
+                    break;
                 }
             }
         }
