@@ -99,6 +99,7 @@ fn lexically_normal(p: &std::path::Path) -> std::path::PathBuf {
 static IO_CALLS: AtomicU64 = AtomicU64::new(0);
 static IO_REQUESTS: AtomicU64 = AtomicU64::new(0);
 static IO_BYTES: AtomicU64 = AtomicU64::new(0);
+static IO_MAPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Totals of all reads made through any [`Storage`] in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,6 +110,9 @@ pub struct IoStats {
     pub requests: u64,
     /// Bytes read.
     pub bytes: u64,
+    /// Of the requests, those served from a memory map of a local file
+    /// (no copy; see `mapped`) rather than read.
+    pub mapped: u64,
 }
 
 /// The process-wide read totals so far (see [`IoStats`]).
@@ -117,6 +121,7 @@ pub fn io_stats() -> IoStats {
         calls: IO_CALLS.load(Ordering::Relaxed),
         requests: IO_REQUESTS.load(Ordering::Relaxed),
         bytes: IO_BYTES.load(Ordering::Relaxed),
+        mapped: IO_MAPPED.load(Ordering::Relaxed),
     }
 }
 
@@ -401,15 +406,24 @@ impl Storage {
             .collect()
     }
 
-    /// The bytes of `ranges`: large ranges of local files through memory
-    /// maps (see [`mapped`]), the rest from the store.
+    /// The bytes of `ranges`: large ranges of local files, and many small
+    /// ones at once (a take's), through memory maps (see [`mapped`]); the
+    /// rest from the store (a local file's few small ranges by `pread` on
+    /// this thread).
     fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         #[cfg(unix)]
         if let Some(local) = &self.local_dir {
             let mut got = mapped::map_ranges(local, ranges);
             let rest: Vec<Range<u64>> = ranges.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(r, _)| r.clone()).collect();
-            if rest.len() < ranges.len() {
-                let mut read = local::read_ranges(local, &self.display, &rest)?.into_iter();
+            if rest.len() < ranges.len() || rest.len() >= mapped::SPAN_MIN_RANGES {
+                let span = mapped::map_span(local, &rest);
+                let served = (ranges.len() - rest.len()) + span.as_ref().map_or(0, |_| rest.len());
+                IO_MAPPED.fetch_add(served as u64, Ordering::Relaxed);
+                let read = match span {
+                    Some(b) => b,
+                    None => local::read_ranges(local, &self.display, &rest)?,
+                };
+                let mut read = read.into_iter();
                 return got
                     .iter_mut()
                     .map(|g| match g.take() {
