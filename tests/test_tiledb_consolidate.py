@@ -392,7 +392,7 @@ def test_bad_arguments_and_failures_leave_the_array_unchanged(tmp_path):
     with pytest.raises(InvalidInputError):
         lt.vacuum(uri, mode="nope")
     with pytest.raises(UnsupportedError):
-        lt.consolidate(uri, mode="array_meta")
+        lt.consolidate(uri, mode="group_meta")
     with pytest.raises(InvalidInputError):
         lt.vacuum(uri, timestamp=(5, 1))
     with pytest.raises(NotFoundError):

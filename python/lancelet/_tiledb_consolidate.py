@@ -9,12 +9,14 @@ The Rust core writes the files TileDB writes (``.con``, ``.meta``,
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+import os
+import warnings
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from lancelet import _native
 from lancelet.exceptions import InvalidInputError
 
-MODES = ("fragments", "commits", "fragment_meta")
+MODES = ("fragments", "commits", "fragment_meta", "array_meta")
 
 
 def _mode(mode: Optional[str], config: Optional[Mapping[str, Any]], key: str) -> str:
@@ -43,15 +45,29 @@ def _range(timestamp: Any) -> tuple:
 
 def consolidate(uri: str, *, mode: Optional[str] = None, timestamp: Any = None,
                 config: Optional[Mapping[str, Any]] = None,
+                fragment_uris: Optional[Sequence[str]] = None,
                 storage_options: Optional[Dict[str, str]] = None) -> str:
     """Consolidate the array at ``uri`` as ``tiledb.consolidate`` does.
     ``mode``: "fragments" (the fragments of the ``timestamp`` range, an end
     or ``(start, end)`` in ms, merged into one, newest cells winning, and a
     ``.vac`` naming the merged ones; ``config["sm.consolidation.amplification"]``
     bounds a dense merge's box), "commits" (one ``__commits/*.con`` listing
-    every commit) or "fragment_meta" (one ``__fragment_meta/*.meta``
-    holding every visible fragment's footer). Returns ``uri``, as tiledb-py
+    every commit), "fragment_meta" (one ``__fragment_meta/*.meta`` holding
+    every visible fragment's footer) or "array_meta" (the ``__meta/`` files
+    of the ``timestamp`` range merged into one, plus a ``.vac``).
+    ``fragment_uris``: merge exactly these fragments (names, or URIs under
+    ``__fragments/``; ``timestamp`` is then ignored with a
+    ``DeprecationWarning``, as in tiledb-py). Returns ``uri``, as tiledb-py
     does."""
+    if fragment_uris is not None:
+        if isinstance(fragment_uris, (str, bytes)) or not all(isinstance(f, (str, os.PathLike)) for f in fragment_uris):
+            raise InvalidInputError("fragment_uris must be a list of fragment names or URIs")
+        if timestamp is not None:
+            warnings.warn("The `timestamp` argument will be ignored and only fragments passed to "
+                          "`fragment_uris` will be consolidated", DeprecationWarning, stacklevel=2)
+        opts = {str(k): str(v) for k, v in (storage_options or {}).items()}
+        _native.tiledb_consolidate_fragment_list(str(uri), [os.fspath(f) for f in fragment_uris], opts)
+        return str(uri)
     m = _mode(mode, config, "sm.consolidation.mode")
     cfg = dict(config.items()) if config is not None and hasattr(config, "items") else {}
     start, end = _range(timestamp)
@@ -74,8 +90,9 @@ def vacuum(uri: str, *, mode: Optional[str] = None, timestamp: Any = None,
     "fragments" (remove the fragments ``.vac`` files name, writing an
     ``.ign`` first when a ``.con`` lists their commits), "commits" (remove
     commit files a ``.con`` lists, and the ``.con``/``.ign`` files a
-    complete ``.con`` replaces) or "fragment_meta" (keep only the latest
-    ``.meta``). ``timestamp`` limits fragment vacuuming to ``.vac`` files of
+    complete ``.con`` replaces), "fragment_meta" (keep only the latest
+    ``.meta``) or "array_meta" (the ``__meta/`` files ``.vac`` files list,
+    then those ``.vac`` files). ``timestamp`` limits fragment vacuuming to ``.vac`` files of
     that range. Returns ``uri``."""
     m = _mode(mode, config, "sm.vacuum.mode")
     start, end = _range(timestamp)

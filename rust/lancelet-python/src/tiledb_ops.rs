@@ -115,9 +115,19 @@ fn tiledb_consolidate(py: Python<'_>, uri: String, mode: String, start: u64, end
             ConsolidationMode::Commits => consolidate_commits(&uri, &options),
             ConsolidationMode::FragmentMeta => consolidate_fragment_meta(&uri, &options),
             ConsolidationMode::Fragments => consolidate_fragments(&uri, &options, (start, end), amplification),
+            ConsolidationMode::ArrayMeta => lancelet::tiledb::array_meta::consolidate_array_meta(&uri, &options, (start, end)),
         })
     })
     .py_err()
+}
+
+/// Consolidate exactly the fragments `names` lists (tiledb-py's
+/// `fragment_uris`); returns the new fragment's name.
+#[pyfunction]
+#[pyo3(signature = (uri, names, storage_options=None))]
+fn tiledb_consolidate_fragment_list(py: Python<'_>, uri: String, names: Vec<String>, storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Option<String>> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(|| guard(|| lancelet::tiledb::consolidate::consolidate_fragment_list(&uri, &options, &names))).py_err()
 }
 
 /// Vacuum the array at `uri` in `mode`; returns the relative paths removed
@@ -137,5 +147,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tiledb_check_filter, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_consolidate, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_vacuum, m)?)?;
+    m.add_function(wrap_pyfunction!(tiledb_consolidate_fragment_list, m)?)?;
     m.add_function(wrap_pyfunction!(tiledb_read_region, m)?)
 }

@@ -44,16 +44,12 @@ use pb::transaction::Operation;
 /// `library == "lance"` plus a semver `version`). A library name it does not
 /// know, or a version older than the format features we write, could make
 /// it apply such workarounds to our files. We therefore claim the release
-/// whose output we reproduce — `lance` 14.0.2 — and say who really wrote the
-/// file in the semver *build metadata* (field 4), which never takes part in
-/// version comparisons.
+/// whose output we reproduce — `lance` 14.0.2 — exactly as it stamps itself,
+/// without build metadata: a manifest lancelet writes is then the same size
+/// as pylance's for the same table (issue 16 counts bytes on disk), and
+/// nothing in the file claims a build pylance never made.
 pub fn writer_version() -> pb::WriterVersion {
-    pb::WriterVersion {
-        library: "lance".into(),
-        version: "14.0.2".into(),
-        prerelease: None,
-        build_metadata: Some(format!("lancelet.{}", env!("CARGO_PKG_VERSION"))),
-    }
+    pb::WriterVersion { library: "lance".into(), version: "14.0.2".into(), prerelease: None, build_metadata: None }
 }
 
 /// 64 random bits (std's randomly keyed SipHash over time, pid and a counter;
@@ -345,6 +341,24 @@ mod tests {
 
     fn frag(rows: u64) -> pb::DataFragment {
         pb::DataFragment { physical_rows: rows, files: vec![pb::DataFile { path: "a.lance".into(), file_major_version: 2, file_minor_version: 2, ..Default::default() }], ..Default::default() }
+    }
+
+    #[test]
+    fn writer_version_is_pylances_own_stamp() {
+        // Every manifest of the pylance 14.0.2 fixtures carries the stamp lancelet writes.
+        for ds in ["two_versions", "deletion_arrow", "stable_row_ids"] {
+            let dir = crate::testdata::pylance14(&format!("{ds}/_versions"));
+            let mut seen = 0;
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                if entry.path().extension().is_some_and(|x| x == "manifest") {
+                    let bytes = bytes::Bytes::from(std::fs::read(entry.path()).unwrap());
+                    let m = crate::table::manifest::decode_manifest(bytes).unwrap().manifest;
+                    assert_eq!(m.writer_version, Some(writer_version()), "{}", entry.path().display());
+                    seen += 1;
+                }
+            }
+            assert!(seen > 0, "no manifest under {}", dir.display());
+        }
     }
 
     #[test]

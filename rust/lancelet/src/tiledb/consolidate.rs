@@ -37,8 +37,6 @@
 //! Either way the new file is the only write, made with create-if-absent:
 //! a failure leaves the array as it was.
 
-use std::io::Write;
-
 use bytes::Bytes;
 
 use super::array::TileDbArray;
@@ -53,6 +51,8 @@ pub enum ConsolidationMode {
     Fragments,
     Commits,
     FragmentMeta,
+    /// Array metadata (`__meta/`, see `array_meta.rs`).
+    ArrayMeta,
 }
 
 impl ConsolidationMode {
@@ -62,9 +62,10 @@ impl ConsolidationMode {
             "fragments" => Ok(Self::Fragments),
             "commits" => Ok(Self::Commits),
             "fragment_meta" => Ok(Self::FragmentMeta),
-            "array_meta" | "group_meta" => Err(Error::unsupported(format!("consolidation mode {mode:?} (lancelet does not read array metadata)"))),
+            "array_meta" => Ok(Self::ArrayMeta),
+            "group_meta" => Err(Error::unsupported("consolidation mode \"group_meta\" (lancelet does not handle TileDB groups)")),
             other => Err(Error::invalid_input(format!(
-                "unknown consolidation mode {other:?} (expected fragments, commits or fragment_meta)"
+                "unknown consolidation mode {other:?} (expected fragments, commits, fragment_meta or array_meta)"
             ))),
         }
     }
@@ -77,7 +78,12 @@ pub(crate) fn now_ms() -> u64 {
 
 /// A timestamped name `__t1_t2_<32 hex digits>_v` for a new file.
 pub(crate) fn new_name(t1: u64, t2: u64) -> String {
-    format!("__{t1}_{t2}_{:016x}{:016x}_{MAX_VERSION}", random_u64(), random_u64())
+    format!("__{t1}_{t2}_{}_{MAX_VERSION}", random_hex32())
+}
+
+/// 32 random hex digits (the uuid part of a timestamped name).
+pub(crate) fn random_hex32() -> String {
+    format!("{:016x}{:016x}", random_u64(), random_u64())
 }
 
 /// 64 random bits: std's per-process random hash keys over the clock.
@@ -275,7 +281,7 @@ pub fn consolidate_fragment_meta(uri: &str, options: &StorageOptions) -> Result<
 /// now) into one; returns the new fragment's name (None when there is
 /// nothing to merge or TileDB's rules forbid it).
 pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u64), amplification: f64) -> Result<Option<String>> {
-    use super::read::{Bound, ReadOptions};
+    use super::read::ReadOptions;
     use super::schema::int_value;
 
     let end = range.1.min(now_ms());
@@ -333,61 +339,194 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
                 return Ok(None);
             }
         }
-        let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
-        let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
-        super::write::write_fragment_over(uri, options, &batch, Some(boxed), (t1, t2))?
+        merge_dense(&array, uri, options, boxed, (t1, t2))?
     };
-    let body: String = frags.iter().map(|f| format!("/__fragments/{}\n", f.name)).collect();
-    array.root.child(&format!("__commits/{}.vac", written.name))?.write_new(Bytes::from(body))?;
+    write_vac(&array, &written.name, &frags)?;
     Ok(Some(written.name))
 }
 
-/// Bytes per chunk of a generic tile's filter pipeline.
-const GENERIC_CHUNK: usize = 64 * 1024;
-
-/// A generic tile of `data` (datatype CHAR, cell size 1) filtered by
-/// Gzip level 1: the header (`u32 version, u64 persisted size, u64 tile
-/// size, u8 datatype, u64 cell size, u8 encryption, u32 pipeline size,
-/// pipeline`) then `u64` chunk count and per chunk `u32` original size,
-/// `u32` filtered size, `u32` metadata size, the Gzip metadata (`u32` 0
-/// metadata parts, `u32` 1 data part, its original and compressed sizes)
-/// and the zlib stream.
-pub(crate) fn write_generic_tile(data: &[u8]) -> Result<Vec<u8>> {
-    let mut pipeline = Vec::new();
-    pipeline.extend_from_slice(&(GENERIC_CHUNK as u32).to_le_bytes());
-    pipeline.extend_from_slice(&1u32.to_le_bytes());
-    pipeline.push(1); // filter type: gzip
-    pipeline.extend_from_slice(&5u32.to_le_bytes());
-    pipeline.push(1); // compressor: gzip
-    pipeline.extend_from_slice(&1i32.to_le_bytes());
-    let mut body = Vec::new();
-    let chunks: Vec<&[u8]> = if data.is_empty() { Vec::new() } else { data.chunks(GENERIC_CHUNK).collect() };
-    body.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
-    for chunk in chunks {
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(1));
-        z.write_all(chunk).map_err(|e| Error::Internal { what: format!("zlib: {e}") })?;
-        let comp = z.finish().map_err(|e| Error::Internal { what: format!("zlib: {e}") })?;
-        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-        body.extend_from_slice(&(comp.len() as u32).to_le_bytes());
-        body.extend_from_slice(&16u32.to_le_bytes());
-        body.extend_from_slice(&0u32.to_le_bytes());
-        body.extend_from_slice(&1u32.to_le_bytes());
-        body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-        body.extend_from_slice(&(comp.len() as u32).to_le_bytes());
-        body.extend_from_slice(&comp);
-    }
-    let mut out = Vec::with_capacity(body.len() + 64);
-    out.extend_from_slice(&MAX_VERSION.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
-    out.push(super::datatype::Datatype::Char.code());
-    out.extend_from_slice(&1u64.to_le_bytes());
-    out.push(0); // no encryption
-    out.extend_from_slice(&(pipeline.len() as u32).to_le_bytes());
-    out.extend_from_slice(&pipeline);
-    out.extend_from_slice(&body);
-    Ok(out)
+/// Read `array` (opened on just the fragments to merge) over the box
+/// `boxed` row-major and write it as one dense fragment named for `range`.
+fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: Vec<(i128, i128)>, range: (u64, u64)) -> Result<super::write::WrittenFragment> {
+    use super::read::{Bound, ReadOptions};
+    let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
+    let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
+    super::write::write_fragment_over(uri, options, &batch, Some(boxed), range)
 }
+
+/// `__commits/<merged>.vac` listing the merged fragments, written after
+/// the merged fragment is committed.
+fn write_vac(array: &TileDbArray, merged: &str, frags: &[&super::fragment::FragmentMeta]) -> Result<()> {
+    let body: String = frags.iter().map(|f| format!("/__fragments/{}\n", f.name)).collect();
+    array.root.child(&format!("__commits/{merged}.vac"))?.write_new(Bytes::from(body))
+}
+
+/// The fragment directory name a `fragment_uris` entry names: a bare name,
+/// or a URI whose last two parts are `__fragments/<name>`.
+fn listed_fragment(entry: &str) -> Result<String> {
+    let trimmed = entry.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        None if !trimmed.is_empty() => Ok(trimmed.to_string()),
+        Some((parent, name)) if !name.is_empty() && parent.ends_with("__fragments") => Ok(name.to_string()),
+        _ => Err(Error::invalid_input(format!("{entry:?} is not a fragment of the array (expected a fragment name or .../__fragments/<name>)"))),
+    }
+}
+
+/// Consolidate exactly the fragments `names` lists (TileDB's
+/// `fragment_uris`: names or URIs under `__fragments/`) into one named
+/// `__<first t1>_<last t2>_uuid_22`, then a `.vac` listing them; returns the
+/// new fragment's name (None for fewer than two names, as TileDB).
+///
+/// As TileDB 2.30: every name must be a visible fragment
+/// (`InvalidInputError` otherwise); on dense arrays, no other fragment
+/// starting at or before the newest listed one's end may meet the union of
+/// their non-empty domains expanded to whole space tiles (its cells would
+/// be hidden by the merged fragment's fills: `InvalidInputError`). The set
+/// need not be contiguous in time. On sparse arrays without duplicates a
+/// fragment not listed that starts inside the set's time range and meets
+/// its non-empty domain would need the merged cells to keep per-cell
+/// timestamps (as TileDB's merges do), which lancelet's writer does not
+/// write: `UnsupportedError`.
+pub fn consolidate_fragment_list(uri: &str, options: &StorageOptions, names: &[String]) -> Result<Option<String>> {
+    use super::schema::int_value;
+    use super::write::plan::cmp_coord;
+
+    let mut wanted: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        wanted.push(listed_fragment(n)?);
+    }
+    let mut array = TileDbArray::open(uri, options, (0, now_ms()))?;
+    if names.len() <= 1 {
+        return Ok(None);
+    }
+    let found = array.fragments.iter().filter(|f| wanted.contains(&f.name)).count();
+    if found != wanted.len() {
+        let missing: Vec<&String> = wanted.iter().filter(|w| !array.fragments.iter().any(|f| &f.name == *w)).collect();
+        return Err(Error::invalid_input(format!(
+            "cannot consolidate: found {found} of the {} fragments listed (not visible fragments of {uri}: {missing:?}{})",
+            wanted.len(),
+            if missing.is_empty() { "; a fragment is listed twice" } else { "" }
+        )));
+    }
+    let all = std::mem::take(&mut array.fragments);
+    let (chosen, others): (Vec<_>, Vec<_>) = all.into_iter().partition(|f| wanted.contains(&f.name));
+    let schema = array.schema.clone();
+    let nd = schema.dims.len();
+    let t1 = chosen.iter().map(|f| f.t1).min().unwrap_or(0);
+    let t2 = chosen.last().map(|f| f.t2).unwrap_or(0);
+    let max_t2 = chosen.iter().map(|f| f.t2).max().unwrap_or(0);
+    let written_nonempty: Vec<&super::fragment::Mbr> = chosen.iter().filter_map(|f| f.nonempty.as_ref()).collect();
+    let written = if schema.sparse {
+        let union = union_mbr(&schema, &written_nonempty);
+        let meets = |m: &super::fragment::Mbr| {
+            union.as_ref().is_some_and(|u| {
+                (0..nd).all(|d| {
+                    let t = schema.dims[d].datatype;
+                    cmp_coord(t, &m[d].0, &u[d].1).is_le() && cmp_coord(t, &u[d].0, &m[d].1).is_le()
+                })
+            })
+        };
+        if !schema.allows_duplicates {
+            if let Some(f) = others.iter().find(|f| f.t1 >= t1 && f.t1 <= max_t2 && f.nonempty.as_ref().is_some_and(meets)) {
+                return Err(Error::unsupported(format!(
+                    "consolidating these sparse fragments around fragment {} (written between them, sharing coordinates): \
+                     the merged cells would need per-cell timestamps, which lancelet's fragment writer does not write",
+                    f.name
+                )));
+            }
+        }
+        array.fragments = chosen;
+        let batch = array.read(&super::read::ReadOptions { dims: true, attrs: None, ..Default::default() })?;
+        if batch.num_rows() == 0 {
+            return Ok(None);
+        }
+        let w = super::write::write_fragment_over(uri, options, &batch, None, (t1, t2))?;
+        array.fragments.extend(others);
+        w
+    } else {
+        let ints = |v: &[u8], d: usize| int_value(schema.dims[d].datatype, v).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"));
+        let mut boxed: Vec<(i128, i128)> = Vec::with_capacity(nd);
+        for ned in &written_nonempty {
+            for d in 0..nd {
+                let (lo, hi) = (ints(&ned[d].0, d)?, ints(&ned[d].1, d)?);
+                match boxed.get_mut(d) {
+                    Some(b) => *b = (b.0.min(lo), b.1.max(hi)),
+                    None => boxed.push((lo, hi)),
+                }
+            }
+        }
+        if boxed.is_empty() {
+            return Ok(None);
+        }
+        // the union expanded to whole space tiles: TileDB's merged fragment
+        // writes fills over all of it
+        let expanded: Vec<(i128, i128)> = boxed
+            .iter()
+            .enumerate()
+            .map(|(d, &(lo, hi))| {
+                let dim = &schema.dims[d];
+                match (dim.int_domain(), dim.int_extent()) {
+                    (Some((dlo, _)), Some(ext)) if ext > 0 => (dlo + (lo - dlo) / ext * ext, dlo + ((hi - dlo) / ext + 1) * ext - 1),
+                    _ => (lo, hi),
+                }
+            })
+            .collect();
+        for f in others.iter().filter(|f| f.t1 <= max_t2) {
+            let Some(ned) = &f.nonempty else { continue };
+            let meets = (0..nd).all(|d| {
+                let (lo, hi) = (ints(&ned[d].0, d).unwrap_or(i128::MAX), ints(&ned[d].1, d).unwrap_or(i128::MIN));
+                lo <= expanded[d].1 && expanded[d].0 <= hi
+            });
+            if meets {
+                return Err(Error::invalid_input(format!(
+                    "cannot consolidate: the non-empty domain of fragment {} overlaps the union of the non-empty domains \
+                     of the fragments listed and was written before them (the merged fragment's fills would hide its cells)",
+                    f.name
+                )));
+            }
+        }
+        array.fragments = chosen;
+        let w = merge_dense(&array, uri, options, boxed, (t1, t2))?;
+        array.fragments.extend(others);
+        w
+    };
+    let merged: Vec<&super::fragment::FragmentMeta> = array.fragments.iter().filter(|f| wanted.contains(&f.name)).collect();
+    write_vac(&array, &written.name, &merged)?;
+    Ok(Some(written.name))
+}
+
+/// The bounding box of non-empty domains (None for none).
+fn union_mbr(schema: &super::schema::ArraySchema, mbrs: &[&super::fragment::Mbr]) -> Option<super::fragment::Mbr> {
+    use super::write::plan::cmp_coord;
+    let mut out: Option<super::fragment::Mbr> = None;
+    for m in mbrs {
+        match &mut out {
+            None => out = Some((*m).clone()),
+            Some(u) => {
+                for (d, (lo, hi)) in m.iter().enumerate() {
+                    let t = schema.dims[d].datatype;
+                    if cmp_coord(t, lo, &u[d].0).is_lt() {
+                        u[d].0 = lo.clone();
+                    }
+                    if cmp_coord(t, hi, &u[d].1).is_gt() {
+                        u[d].1 = hi.clone();
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A generic tile of `data` (datatype CHAR, Gzip level 1 in 64 KiB
+/// chunks), as the writer makes them (`write::encode::generic_tile`).
+pub(crate) fn write_generic_tile(data: &[u8]) -> Result<Vec<u8>> {
+    Ok(super::write::encode::generic_tile(data))
+}
+
+/// Bytes per chunk of a generic tile's filter pipeline.
+#[cfg(test)]
+const GENERIC_CHUNK: usize = super::write::encode::MAX_CHUNK_SIZE as usize;
 
 #[cfg(test)]
 mod tests {

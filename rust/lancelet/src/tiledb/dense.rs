@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use super::array::TileDbArray;
 use super::datatype::Datatype;
 use super::filters::TileKind;
-use super::read::{Bound, DimRanges, Order};
+use super::read::{dense_int_ranges, next_index, strides, DimRanges, Order};
 use super::schema::{int_value, Layout};
 use super::tiles::{read_tiles, ColumnSpec};
 use crate::error::{Error, Result};
@@ -106,22 +106,13 @@ impl DensePlan {
             .collect();
         let mut iv = Vec::new();
         let mut idx = vec![0usize; others.len()];
-        'all: loop {
+        loop {
             let base: usize = others.iter().zip(&idx).map(|(o, &i)| o[i]).sum();
             for s in &job.segs[fc] {
                 iv.push((base + s.cell * self.cstride[fc], base + (s.cell + s.len) * self.cstride[fc]));
             }
-            let mut k = others.len();
-            loop {
-                if k == 0 {
-                    break 'all;
-                }
-                k -= 1;
-                idx[k] += 1;
-                if idx[k] < others[k].len() {
-                    break;
-                }
-                idx[k] = 0;
+            if !next_index(&mut idx, |k| others[k].len()) {
+                break;
             }
         }
         iv.sort_unstable();
@@ -222,46 +213,21 @@ impl TileDbArray {
         let nd = schema.dims.len();
         let order = if order == Order::Unordered { Order::RowMajor } else { order };
         let (dom, ext) = self.dense_domain_and_extents()?;
-        let mut ranges: Vec<Vec<(i128, i128)>> = Vec::new();
+        let ranges = dense_int_ranges(&dom, sub)?;
         let mut lens = Vec::new();
-        for d in 0..nd {
-            let r: Vec<(i128, i128)> = match sub.get(d).and_then(|s| s.as_ref()) {
-                None => vec![dom[d]],
-                Some(r) => r
-                    .iter()
-                    .map(|(a, b)| match (a, b) {
-                        (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
-                        _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
-                    })
-                    .collect::<Result<_>>()?,
-            };
+        for (d, r) in ranges.iter().enumerate() {
             let len: i128 = r.iter().map(|(a, b)| b - a + 1).sum();
             if len > (1 << 32) {
                 return Err(Error::invalid_input(format!("subarray on {} has {len} cells; read a smaller subarray", schema.dims[d].name)));
             }
             lens.push(len as usize);
-            ranges.push(r);
         }
         let total: u128 = lens.iter().map(|&l| l as u128).product();
         if total > (1u128 << 34) {
             return Err(Error::invalid_input(format!("the read would return {total} cells; read a smaller subarray")));
         }
-        let mut ostride = vec![1usize; nd];
-        let mut cstride = vec![1usize; nd];
-        for k in 1..nd {
-            if order == Order::ColMajor {
-                ostride[k] = ostride[k - 1] * lens[k - 1];
-            } else {
-                let d = nd - 1 - k;
-                ostride[d] = ostride[d + 1] * lens[d + 1];
-            }
-            if schema.cell_order == Layout::ColMajor {
-                cstride[k] = cstride[k - 1] * ext[k - 1] as usize;
-            } else {
-                let d = nd - 1 - k;
-                cstride[d] = cstride[d + 1] * ext[d + 1] as usize;
-            }
-        }
+        let ostride = strides(lens.iter().copied(), order == Order::ColMajor);
+        let cstride = strides(ext.iter().map(|&e| e as usize), schema.cell_order == Layout::ColMajor);
         let cells_per_tile: usize = ext.iter().map(|&e| e as usize).product();
         let boxes: Vec<Option<Vec<(i128, i128)>>> = (0..self.fragments.len()).map(|f| ned_box(self, f)).collect::<Result<_>>()?;
         let covered = boxes.iter().flatten().any(|b| (0..nd).all(|d| ranges[d].iter().all(|&(lo, hi)| b[d].0 <= lo && hi <= b[d].1)));
@@ -284,15 +250,7 @@ impl TileDbArray {
                 tlo.push(a);
                 ntiles.push(((hi - dom[d].0) / ext[d] - a + 1) as usize);
             }
-            let mut tstride = vec![1usize; nd];
-            for k in 1..nd {
-                if schema.tile_order == Layout::ColMajor {
-                    tstride[k] = tstride[k - 1] * ntiles[k - 1];
-                } else {
-                    let d = nd - 1 - k;
-                    tstride[d] = tstride[d + 1] * ntiles[d + 1];
-                }
-            }
+            let tstride = strides(ntiles.iter().copied(), schema.tile_order == Layout::ColMajor);
             frag_tiles.push(ntiles.iter().product());
             let newer: Vec<&Vec<(i128, i128)>> = boxes[f + 1..].iter().flatten().collect();
             // Per dimension: the tiles (relative index) meeting the read,
@@ -323,23 +281,14 @@ impl TileDbArray {
             let mut fj = Vec::new();
             if per_dim.iter().all(|v| !v.is_empty()) {
                 let mut idx = vec![0usize; nd];
-                'tiles: loop {
+                loop {
                     let region: Vec<Vec<(i128, i128)>> = (0..nd).map(|d| per_dim[d][idx[d]].2.clone()).collect();
                     if !region_covered(&region, &newer) {
                         let tile = (0..nd).map(|d| per_dim[d][idx[d]].0 * tstride[d]).sum();
                         fj.push(TileJob { tile, segs: (0..nd).map(|d| per_dim[d][idx[d]].1.clone()).collect() });
                     }
-                    let mut d = nd;
-                    loop {
-                        if d == 0 {
-                            break 'tiles;
-                        }
-                        d -= 1;
-                        idx[d] += 1;
-                        if idx[d] < per_dim[d].len() {
-                            break;
-                        }
-                        idx[d] = 0;
+                    if !next_index(&mut idx, |d| per_dim[d].len()) {
+                        break;
                     }
                 }
             }

@@ -16,6 +16,7 @@
 
 pub mod aggregate;
 pub mod array;
+pub mod array_meta;
 pub mod bitshuffle;
 pub mod codecs;
 pub mod consolidate;

@@ -574,22 +574,78 @@ pub(crate) struct DenseSources {
     pub(crate) cells_per_tile: usize,
 }
 
+/// Each dimension's integer domain `(lo, hi)` and tile extent of a dense
+/// schema (a missing extent covers the whole domain).
+pub(crate) fn dense_domain_and_extents(schema: &ArraySchema) -> Result<(Vec<(i128, i128)>, Vec<i128>)> {
+    let mut dom = Vec::new();
+    let mut ext = Vec::new();
+    for dim in &schema.dims {
+        let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
+        let e = dim.int_extent().unwrap_or(hi - lo + 1);
+        if e <= 0 {
+            return Err(Error::corrupt(format!("tile extent {e} of {}", dim.name)));
+        }
+        dom.push((lo, hi));
+        ext.push(e);
+    }
+    Ok((dom, ext))
+}
+
+/// Each dimension's selected integer ranges of a dense read: the caller's
+/// (integer bounds only) or, for None, the whole domain `dom[d]`.
+pub(crate) fn dense_int_ranges(dom: &[(i128, i128)], sub: &[Option<DimRanges>]) -> Result<Vec<Vec<(i128, i128)>>> {
+    dom.iter()
+        .enumerate()
+        .map(|(d, &whole)| match sub.get(d).and_then(|s| s.as_ref()) {
+            None => Ok(vec![whole]),
+            Some(rs) => rs
+                .iter()
+                .map(|(a, b)| match (a, b) {
+                    (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
+                    _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Strides of an index space with `lens` positions per dimension laid out
+/// column-major (first dimension fastest) or row-major (last fastest).
+pub(crate) fn strides(lens: impl IntoIterator<Item = usize>, col_major: bool) -> Vec<usize> {
+    let lens: Vec<usize> = lens.into_iter().collect();
+    let nd = lens.len();
+    let mut out = vec![1usize; nd];
+    for k in 1..nd {
+        if col_major {
+            out[k] = out[k - 1] * lens[k - 1];
+        } else {
+            let d = nd - 1 - k;
+            out[d] = out[d + 1] * lens[d + 1];
+        }
+    }
+    out
+}
+
+/// Step the mixed-radix index `idx` (last position fastest) whose position
+/// `k` runs below `len(k)`; false once every combination was visited.
+pub(crate) fn next_index(idx: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    let mut k = idx.len();
+    while k > 0 {
+        k -= 1;
+        idx[k] += 1;
+        if idx[k] < len(k) {
+            return true;
+        }
+        idx[k] = 0;
+    }
+    false
+}
+
 impl TileDbArray {
     /// Each dimension's integer domain `(lo, hi)` and tile extent of a dense
     /// array (a missing extent covers the whole domain).
     pub(crate) fn dense_domain_and_extents(&self) -> Result<(Vec<(i128, i128)>, Vec<i128>)> {
-        let mut dom = Vec::new();
-        let mut ext = Vec::new();
-        for dim in &self.schema.dims {
-            let (lo, hi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
-            let e = dim.int_extent().unwrap_or(hi - lo + 1);
-            if e <= 0 {
-                return Err(Error::corrupt(format!("tile extent {e} of {}", dim.name)));
-            }
-            dom.push((lo, hi));
-            ext.push(e);
-        }
-        Ok((dom, ext))
+        dense_domain_and_extents(&self.schema)
     }
 
     #[allow(clippy::type_complexity)]
@@ -599,14 +655,7 @@ impl TileDbArray {
         let order = if order == Order::Unordered { Order::RowMajor } else { order };
         let (dom, ext) = self.dense_domain_and_extents()?;
         let mut coords: Vec<Vec<i128>> = Vec::new();
-        for d in 0..nd {
-            let ranges: Vec<(i128, i128)> = match &sub[d] {
-                None => vec![dom[d]],
-                Some(r) => r.iter().map(|(a, b)| match (a, b) {
-                    (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
-                    _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
-                }).collect::<Result<_>>()?,
-            };
+        for (d, ranges) in dense_int_ranges(&dom, sub)?.into_iter().enumerate() {
             let len: i128 = ranges.iter().map(|(a, b)| b - a + 1).sum();
             if len > (1 << 32) {
                 return Err(Error::invalid_input(format!("subarray on {} has {len} cells; read a smaller subarray", schema.dims[d].name)));
@@ -618,26 +667,9 @@ impl TileDbArray {
             return Err(Error::invalid_input(format!("the read would return {total} cells; read a smaller subarray")));
         }
         let total = total as usize;
-        // Output strides.
-        let mut ostride = vec![1usize; nd];
-        for k in 1..nd {
-            if order == Order::ColMajor {
-                ostride[k] = ostride[k - 1] * coords[k - 1].len();
-            } else {
-                let d = nd - 1 - k;
-                ostride[d] = ostride[d + 1] * coords[d + 1].len();
-            }
-        }
-        // Cell strides inside a tile.
-        let mut cstride = vec![1usize; nd];
-        for k in 1..nd {
-            if schema.cell_order == Layout::ColMajor {
-                cstride[k] = cstride[k - 1] * ext[k - 1] as usize;
-            } else {
-                let d = nd - 1 - k;
-                cstride[d] = cstride[d + 1] * ext[d + 1] as usize;
-            }
-        }
+        // Output strides, and cell strides inside a tile.
+        let ostride = strides(coords.iter().map(|c| c.len()), order == Order::ColMajor);
+        let cstride = strides(ext.iter().map(|&e| e as usize), schema.cell_order == Layout::ColMajor);
         let cells_per_tile: usize = ext.iter().map(|&e| e as usize).product();
         let mut sources = vec![FILL; total];
         let mut bases = vec![0usize];
@@ -660,15 +692,7 @@ impl TileDbArray {
                 fl.push((lo, hi, tlo));
                 ntiles.push((thi - tlo + 1) as usize);
             }
-            let mut tstride = vec![1usize; nd];
-            for k in 1..nd {
-                if schema.tile_order == Layout::ColMajor {
-                    tstride[k] = tstride[k - 1] * ntiles[k - 1];
-                } else {
-                    let d = nd - 1 - k;
-                    tstride[d] = tstride[d + 1] * ntiles[d + 1];
-                }
-            }
+            let tstride = strides(ntiles.iter().copied(), schema.tile_order == Layout::ColMajor);
             let ntotal: usize = ntiles.iter().product();
             let base = *bases.last().unwrap_or(&0);
             bases.push(base + ntotal);
@@ -697,7 +721,7 @@ impl TileDbArray {
                 continue;
             }
             let mut idx = vec![0usize; nd];
-            'cells: loop {
+            loop {
                 let (mut o, mut t, mut c) = (0usize, base, 0usize);
                 for d in 0..nd {
                     let p = parts[d][idx[d]];
@@ -706,17 +730,8 @@ impl TileDbArray {
                     c += p.2;
                 }
                 sources[o] = if keep.get(t - base).is_some_and(|k| !k) { PRUNED } else { pack(t, c) };
-                let mut d = nd;
-                loop {
-                    if d == 0 {
-                        break 'cells;
-                    }
-                    d -= 1;
-                    idx[d] += 1;
-                    if idx[d] < parts[d].len() {
-                        break;
-                    }
-                    idx[d] = 0;
+                if !next_index(&mut idx, |d| parts[d].len()) {
+                    break;
                 }
             }
         }

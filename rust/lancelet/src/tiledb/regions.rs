@@ -26,7 +26,7 @@ use arrow_array::RecordBatch;
 
 use super::array::TileDbArray;
 use super::datatype::Datatype;
-use super::read::{output_schema, Bound, DimRanges, ReadOptions};
+use super::read::{dense_domain_and_extents, dense_int_ranges, output_schema, Bound, DimRanges, ReadOptions};
 use super::schema::{float_value, int_value, ArraySchema};
 use crate::error::{Error, Result};
 
@@ -38,7 +38,8 @@ pub type Subarray = Vec<Option<DimRanges>>;
 /// mistake in the target, not a plan anyone can run).
 const MAX_REGIONS: usize = 1 << 22;
 
-fn cmp_b(a: &Bound, b: &Bound) -> Ordering {
+/// Order two bounds of one dimension (numbers by value, bytes by bytes).
+pub(crate) fn cmp_b(a: &Bound, b: &Bound) -> Ordering {
     match (a, b) {
         (Bound::Int(x), Bound::Int(y)) => x.cmp(y),
         (Bound::Float(x), Bound::Float(y)) => x.total_cmp(y),
@@ -74,7 +75,7 @@ pub(crate) fn successor(b: &Bound) -> Option<Bound> {
 }
 
 /// A stored coordinate as a bound of the dimension's kind.
-fn to_bound(t: Datatype, v: &[u8]) -> Bound {
+pub(crate) fn to_bound(t: Datatype, v: &[u8]) -> Bound {
     if let Some(i) = int_value(t, v) {
         Bound::Int(i)
     } else if let Some(f) = float_value(t, v) {
@@ -86,7 +87,7 @@ fn to_bound(t: Datatype, v: &[u8]) -> Bound {
 
 /// The caller's ranges on one dimension clipped to `[lo, hi]` (None when
 /// nothing is left).
-fn clip(ranges: &DimRanges, lo: &Bound, hi: &Bound) -> Option<DimRanges> {
+pub(crate) fn clip(ranges: &DimRanges, lo: &Bound, hi: &Bound) -> Option<DimRanges> {
     let out: DimRanges = ranges
         .iter()
         .filter_map(|(a, b)| {
@@ -139,25 +140,9 @@ struct DensePlan {
 
 impl DensePlan {
     fn new(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Self> {
-        let (mut lo, mut ext, mut ranges) = (Vec::new(), Vec::new(), Vec::new());
-        for (d, dim) in schema.dims.iter().enumerate() {
-            let (dlo, dhi) = dim.int_domain().ok_or_else(|| Error::corrupt(format!("dense dimension {} has no integer domain", dim.name)))?;
-            let e = dim.int_extent().unwrap_or(dhi - dlo + 1).max(1);
-            let r = match &sub[d] {
-                None => vec![(dlo, dhi)],
-                Some(rs) => rs
-                    .iter()
-                    .map(|(a, b)| match (a, b) {
-                        (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
-                        _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
-                    })
-                    .collect::<Result<_>>()?,
-            };
-            lo.push(dlo);
-            ext.push(e);
-            ranges.push(r);
-        }
-        Ok(DensePlan { lo, ext, ranges })
+        let (dom, ext) = dense_domain_and_extents(schema)?;
+        let ranges = dense_int_ranges(&dom, sub)?;
+        Ok(DensePlan { lo: dom.iter().map(|d| d.0).collect(), ext, ranges })
     }
 
     /// Selected coordinates of dimension `d` inside `[a, b]`.

@@ -21,9 +21,9 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use super::array::TileDbArray;
-use super::read::{normalize_subarray, output_schema, Bound, DimRanges, Order, ReadOptions};
-use super::regions::successor;
-use super::schema::{float_value, int_value, Layout};
+use super::read::{dense_domain_and_extents, dense_int_ranges, normalize_subarray, output_schema, Bound, DimRanges, Order, ReadOptions};
+use super::regions::{clip, cmp_b, successor, to_bound};
+use super::schema::Layout;
 use crate::error::{Error, Result};
 
 /// Batches of a read, slab by slab.
@@ -34,48 +34,6 @@ pub struct BatchStream {
     current: Option<(RecordBatch, usize)>,
     batch_size: usize,
     schema: SchemaRef,
-}
-
-fn to_bound(t: super::datatype::Datatype, v: &[u8]) -> Bound {
-    if let Some(i) = int_value(t, v) {
-        Bound::Int(i)
-    } else if let Some(f) = float_value(t, v) {
-        Bound::Float(f)
-    } else {
-        Bound::Bytes(v.to_vec())
-    }
-}
-
-fn cmp_b(a: &Bound, b: &Bound) -> std::cmp::Ordering {
-    match (a, b) {
-        (Bound::Int(x), Bound::Int(y)) => x.cmp(y),
-        (Bound::Float(x), Bound::Float(y)) => x.total_cmp(y),
-        (Bound::Int(x), Bound::Float(y)) => (*x as f64).total_cmp(y),
-        (Bound::Float(x), Bound::Int(y)) => x.total_cmp(&(*y as f64)),
-        (Bound::Bytes(x), Bound::Bytes(y)) => x.cmp(y),
-        (Bound::Bytes(_), _) => std::cmp::Ordering::Greater,
-        (_, Bound::Bytes(_)) => std::cmp::Ordering::Less,
-    }
-}
-
-/// `ranges` clipped to `[lo, hi]`, in their order.
-fn clip(ranges: &DimRanges, lo: &Bound, hi: &Bound) -> DimRanges {
-    ranges
-        .iter()
-        .filter_map(|(a, b)| {
-            let a = if cmp_b(a, lo).is_lt() {
-                lo.clone()
-            } else {
-                a.clone()
-            };
-            let b = if cmp_b(b, hi).is_gt() {
-                hi.clone()
-            } else {
-                b.clone()
-            };
-            (!cmp_b(&a, &b).is_gt()).then_some((a, b))
-        })
-        .collect()
 }
 
 impl TileDbArray {
@@ -108,30 +66,10 @@ impl TileDbArray {
             return self.sparse_slabs(&sub, m, target);
         }
         // Dense: runs of selected coordinates along m.
-        let mut lens = Vec::new();
-        let mut ranges_m = Vec::new();
-        for (d, dim) in self.schema.dims.iter().enumerate() {
-            let (lo, hi) = dim.int_domain().ok_or_else(|| {
-                Error::corrupt(format!(
-                    "dense dimension {} has no integer domain",
-                    dim.name
-                ))
-            })?;
-            let r: Vec<(i128, i128)> = match &sub[d] {
-                None => vec![(lo, hi)],
-                Some(rs) => rs
-                    .iter()
-                    .map(|(a, b)| match (a, b) {
-                        (Bound::Int(a), Bound::Int(b)) => Ok((*a, *b)),
-                        _ => Err(Error::invalid_input("dense subarrays take integer bounds")),
-                    })
-                    .collect::<Result<_>>()?,
-            };
-            lens.push(r.iter().map(|(a, b)| (b - a + 1) as u128).sum::<u128>());
-            if d == m {
-                ranges_m = r;
-            }
-        }
+        let (dom, _) = dense_domain_and_extents(&self.schema)?;
+        let mut ranges = dense_int_ranges(&dom, &sub)?;
+        let lens: Vec<u128> = ranges.iter().map(|r| r.iter().map(|(a, b)| (b - a + 1) as u128).sum()).collect();
+        let ranges_m = std::mem::take(&mut ranges[m]);
         let across: u128 = lens
             .iter()
             .enumerate()
@@ -220,10 +158,9 @@ impl TileDbArray {
         };
         let mut out = Vec::new();
         for (a, b) in cuts {
-            let r = clip(&user, &a, &b);
-            if r.is_empty() {
+            let Some(r) = clip(&user, &a, &b) else {
                 continue; // the cut falls between the caller's ranges
-            }
+            };
             let mut s = sub.to_vec();
             s[m] = Some(r);
             out.push(s);

@@ -58,6 +58,7 @@ pub fn vacuum(uri: &str, options: &StorageOptions, mode: ConsolidationMode, rang
         ConsolidationMode::Commits => vacuum_commits(&root),
         ConsolidationMode::FragmentMeta => vacuum_fragment_meta(&root),
         ConsolidationMode::Fragments => vacuum_fragments(&root, range),
+        ConsolidationMode::ArrayMeta => super::array_meta::vacuum_array_meta(uri, options),
     }
 }
 
