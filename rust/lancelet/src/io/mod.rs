@@ -198,7 +198,17 @@ pub struct Storage {
     local_dir: Option<std::path::PathBuf>,
     /// What one request costs, in bytes transferred (see `request_cost`).
     request_cost: u64,
+    /// A local file's map, made on its first small read (see
+    /// `mapped::FileMap`); shared by the clones of a handle, not by its
+    /// children.
+    file_map: FileMapCell,
 }
+
+/// A local file's map, once made (`None` inside: the file cannot be mapped).
+#[cfg(unix)]
+type FileMapCell = Arc<OnceLock<Option<Arc<mapped::FileMap>>>>;
+#[cfg(not(unix))]
+type FileMapCell = ();
 
 /// One object found by [`Storage::list_recursive`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,7 +299,17 @@ impl Storage {
     fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
         let remote = display.starts_with("s3://") || display.starts_with("s3a://");
         let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, local_dir, request_cost }
+        Self {
+            store,
+            path,
+            display,
+            reads: Arc::new(AtomicU64::new(0)),
+            bytes_read: Arc::new(AtomicU64::new(0)),
+            options,
+            local_dir,
+            request_cost,
+            file_map: FileMapCell::default(),
+        }
     }
 
     /// What one read request costs here, in bytes transferred in the same
@@ -406,32 +426,30 @@ impl Storage {
             .collect()
     }
 
-    /// The bytes of `ranges`: large ranges of local files, and many small
-    /// ones at once (a take's), through memory maps (see [`mapped`]); the
-    /// rest from the store (a local file's few small ranges by `pread` on
-    /// this thread).
+    /// The bytes of `ranges`: from a local file through memory maps (see
+    /// [`mapped`]: large ranges mapped on their own, the others cut from
+    /// the file's map), else from the store.
     fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         #[cfg(unix)]
         if let Some(local) = &self.local_dir {
             let mut got = mapped::map_ranges(local, ranges);
             let rest: Vec<Range<u64>> = ranges.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(r, _)| r.clone()).collect();
-            if rest.len() < ranges.len() || rest.len() >= mapped::SPAN_MIN_RANGES {
-                let span = mapped::map_span(local, &rest);
-                let served = (ranges.len() - rest.len()) + span.as_ref().map_or(0, |_| rest.len());
-                IO_MAPPED.fetch_add(served as u64, Ordering::Relaxed);
-                let read = match span {
-                    Some(b) => b,
-                    None => local::read_ranges(local, &self.display, &rest)?,
-                };
-                let mut read = read.into_iter();
-                return got
-                    .iter_mut()
-                    .map(|g| match g.take() {
-                        Some(b) => Ok(b),
-                        None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
-                    })
-                    .collect();
+            let map = self.file_map.get_or_init(|| mapped::FileMap::open(local));
+            let cut = map.as_ref().and_then(|m| m.slices(&rest));
+            let served = (ranges.len() - rest.len()) + cut.as_ref().map_or(0, |_| rest.len());
+            IO_MAPPED.fetch_add(served as u64, Ordering::Relaxed);
+            let mut read = match cut {
+                Some(b) => b,
+                None => local::read_ranges(local, &self.display, &rest)?,
             }
+            .into_iter();
+            return got
+                .iter_mut()
+                .map(|g| match g.take() {
+                    Some(b) => Ok(b),
+                    None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
+                })
+                .collect();
         }
         match &self.local_dir {
             Some(p) => local::read_ranges(p, &self.display, ranges),
@@ -484,6 +502,7 @@ impl Storage {
             options: self.options.clone(),
             local_dir,
             request_cost: self.request_cost,
+            file_map: FileMapCell::default(),
         })
     }
 
