@@ -2,19 +2,21 @@
 //! metadata.
 //!
 //! *Fragments* (`"fragments"`): the fragments visible in the consolidation
-//! range (at least two) are read as one resolved read (newest cell wins;
-//! dense: the bounding box of their non-empty domains, fills where none
-//! wrote) and written as one new fragment `__<first t1>_<last t2>_uuid_22`
-//! through the fragment writer (data, metadata, `.wrt` commit last); then
-//! `__commits/<new name>.vac` lists the merged fragments
-//! (`/__fragments/<name>` a line) so readers skip them until a vacuum
-//! removes them. Dense fragments are merged only when no older fragment
-//! outside the range overlaps the box (it would be overwritten by fills)
-//! and the box holds at most `amplification` times the cells the fragments
-//! hold (TileDB's `sm.consolidation.amplification`, default 1.0); otherwise
-//! nothing is written. The new fragment keeps no per-cell timestamps, so
-//! time travel into the middle of its range sees none of it (as TileDB with
-//! `sm.consolidation.with_timestamps` off).
+//! range (at least two) are merged into one new fragment `__<first
+//! t1>_<last t2>_uuid_22` written through the fragment writer (data,
+//! metadata, `.wrt` commit last); then `__commits/<new name>.vac` lists the
+//! merged fragments (`/__fragments/<name>` a line) so readers skip them
+//! until a vacuum removes them. Sparse: every cell version in the range
+//! with its timestamp (`t.tdb`, versions of one coordinate newest first),
+//! as TileDB 2.30 merges them. Dense: one resolved read over the bounding
+//! box of their non-empty domains (newest cell wins, fills where none
+//! wrote), no per-cell timestamps (TileDB writes none for dense arrays);
+//! merged only when no older fragment outside the range overlaps the box
+//! (it would be overwritten by fills) and the box holds at most
+//! `amplification` times the cells the fragments hold (TileDB's
+//! `sm.consolidation.amplification`, default 1.0); otherwise nothing is
+//! written. `fragment_uris` merges a chosen set instead (see
+//! [`consolidate_fragment_list`]).
 //!
 //! *Commits* (`sm.consolidation.mode = "commits"`): one file
 //! `__commits/<__t1_t2_uuid_v>.con` lists every commit of the array, one
@@ -281,7 +283,6 @@ pub fn consolidate_fragment_meta(uri: &str, options: &StorageOptions) -> Result<
 /// now) into one; returns the new fragment's name (None when there is
 /// nothing to merge or TileDB's rules forbid it).
 pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u64), amplification: f64) -> Result<Option<String>> {
-    use super::read::ReadOptions;
     use super::schema::int_value;
 
     let end = range.1.min(now_ms());
@@ -297,11 +298,10 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
     let t1 = frags.iter().map(|f| f.t1).min().unwrap_or(0);
     let t2 = frags.iter().map(|f| f.t2).max().unwrap_or(0);
     let written = if schema.sparse {
-        let batch = array.read(&ReadOptions { dims: true, attrs: None, ..Default::default() })?;
-        if batch.num_rows() == 0 {
-            return Ok(None);
+        match merge_sparse(&array, uri, options, (t1, t2))? {
+            Some(w) => w,
+            None => return Ok(None),
         }
-        super::write::write_fragment_over(uri, options, &batch, None, (t1, t2))?
     } else {
         let nd = schema.dims.len();
         let ints = |v: &[u8], d: usize| {
@@ -351,7 +351,21 @@ fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: 
     use super::read::{Bound, ReadOptions};
     let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
     let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
-    super::write::write_fragment_over(uri, options, &batch, Some(boxed), range)
+    super::write::write_fragment_over(uri, options, &batch, Some(boxed), range, None)
+}
+
+/// Every cell version of `array`'s fragments (those to merge), written with
+/// its per-cell timestamp as one sparse fragment named for `range`, as
+/// TileDB 2.30 merges sparse fragments: a time-travel read inside the range
+/// still sees each cell as it was then, and a fragment not merged but
+/// written inside the range still wins where it is newer. None when no
+/// cell is left (all deleted).
+fn merge_sparse(array: &TileDbArray, uri: &str, options: &StorageOptions, range: (u64, u64)) -> Result<Option<super::write::WrittenFragment>> {
+    let (batch, timestamps) = array.read_all_versions()?;
+    if batch.num_rows() == 0 {
+        return Ok(None);
+    }
+    super::write::write_fragment_over(uri, options, &batch, None, range, Some(&timestamps)).map(Some)
 }
 
 /// `__commits/<merged>.vac` listing the merged fragments, written after
@@ -382,15 +396,11 @@ fn listed_fragment(entry: &str) -> Result<String> {
 /// starting at or before the newest listed one's end may meet the union of
 /// their non-empty domains expanded to whole space tiles (its cells would
 /// be hidden by the merged fragment's fills: `InvalidInputError`). The set
-/// need not be contiguous in time. On sparse arrays without duplicates a
-/// fragment not listed that starts inside the set's time range and meets
-/// its non-empty domain would need the merged cells to keep per-cell
-/// timestamps (as TileDB's merges do), which lancelet's writer does not
-/// write: `UnsupportedError`.
+/// need not be contiguous in time: sparse merges keep per-cell timestamps,
+/// so a fragment not listed but written between the listed ones still
+/// wins where it is newer.
 pub fn consolidate_fragment_list(uri: &str, options: &StorageOptions, names: &[String]) -> Result<Option<String>> {
     use super::schema::int_value;
-    use super::write::plan::cmp_coord;
-
     let mut wanted: Vec<String> = Vec::with_capacity(names.len());
     for n in names {
         wanted.push(listed_fragment(n)?);
@@ -417,30 +427,8 @@ pub fn consolidate_fragment_list(uri: &str, options: &StorageOptions, names: &[S
     let max_t2 = chosen.iter().map(|f| f.t2).max().unwrap_or(0);
     let written_nonempty: Vec<&super::fragment::Mbr> = chosen.iter().filter_map(|f| f.nonempty.as_ref()).collect();
     let written = if schema.sparse {
-        let union = union_mbr(&schema, &written_nonempty);
-        let meets = |m: &super::fragment::Mbr| {
-            union.as_ref().is_some_and(|u| {
-                (0..nd).all(|d| {
-                    let t = schema.dims[d].datatype;
-                    cmp_coord(t, &m[d].0, &u[d].1).is_le() && cmp_coord(t, &u[d].0, &m[d].1).is_le()
-                })
-            })
-        };
-        if !schema.allows_duplicates {
-            if let Some(f) = others.iter().find(|f| f.t1 >= t1 && f.t1 <= max_t2 && f.nonempty.as_ref().is_some_and(meets)) {
-                return Err(Error::unsupported(format!(
-                    "consolidating these sparse fragments around fragment {} (written between them, sharing coordinates): \
-                     the merged cells would need per-cell timestamps, which lancelet's fragment writer does not write",
-                    f.name
-                )));
-            }
-        }
         array.fragments = chosen;
-        let batch = array.read(&super::read::ReadOptions { dims: true, attrs: None, ..Default::default() })?;
-        if batch.num_rows() == 0 {
-            return Ok(None);
-        }
-        let w = super::write::write_fragment_over(uri, options, &batch, None, (t1, t2))?;
+        let Some(w) = merge_sparse(&array, uri, options, (t1, t2))? else { return Ok(None) };
         array.fragments.extend(others);
         w
     } else {
@@ -493,29 +481,6 @@ pub fn consolidate_fragment_list(uri: &str, options: &StorageOptions, names: &[S
     let merged: Vec<&super::fragment::FragmentMeta> = array.fragments.iter().filter(|f| wanted.contains(&f.name)).collect();
     write_vac(&array, &written.name, &merged)?;
     Ok(Some(written.name))
-}
-
-/// The bounding box of non-empty domains (None for none).
-fn union_mbr(schema: &super::schema::ArraySchema, mbrs: &[&super::fragment::Mbr]) -> Option<super::fragment::Mbr> {
-    use super::write::plan::cmp_coord;
-    let mut out: Option<super::fragment::Mbr> = None;
-    for m in mbrs {
-        match &mut out {
-            None => out = Some((*m).clone()),
-            Some(u) => {
-                for (d, (lo, hi)) in m.iter().enumerate() {
-                    let t = schema.dims[d].datatype;
-                    if cmp_coord(t, lo, &u[d].0).is_lt() {
-                        u[d].0 = lo.clone();
-                    }
-                    if cmp_coord(t, hi, &u[d].1).is_gt() {
-                        u[d].1 = hi.clone();
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 /// A generic tile of `data` (datatype CHAR, Gzip level 1 in 64 KiB

@@ -260,7 +260,7 @@ impl TileDbArray {
         let schema = &self.schema;
         let sub = normalize_subarray(schema, &opts.subarray)?;
         let may = |f: usize, which: &[usize], mbrs: &[Mbr]| pruner.sparse_may_match(self, f, which, mbrs);
-        let sp = self.sparse_sources(&sub, opts.order, Some(&may), false)?;
+        let sp = self.sparse_sources(&sub, opts.order, Some(&may), false, false)?;
         let counts = TileCounts { fragments: self.fragments.len(), tiles_total: sp.tiles_total, tiles_read: sp.tiles_read };
         let all = output_schema(schema, &ReadOptions { dims: true, attrs: None, ..Default::default() })?;
         let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;

@@ -405,6 +405,45 @@ impl TileDbArray {
         }
     }
 
+    /// The columns `dims` then `attrs` of the sparse cells `sp` selected.
+    fn sparse_batch(&self, sp: &super::sparse::SparseSources, dims: &[usize], attrs: &[usize], out_schema: SchemaRef) -> Result<RecordBatch> {
+        let schema = &self.schema;
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
+        for &d in dims {
+            let col = ColumnSpec::dim(schema, d);
+            let (cells, _) = gather(&col, &sp.dim_tiles[d], &sp.sources, &[], true)?;
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, None)?);
+        }
+        for &a in attrs {
+            let col = ColumnSpec::attr(schema, a);
+            let tiles = load_used(self, &sp.ids, &col, &sp.sources, &cells_of)?;
+            let at = &schema.attrs[a];
+            let (cells, validity) = gather(&col, &tiles, &sp.sources, &at.fill, at.fill_valid)?;
+            columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
+        }
+        let n = sp.sources.len();
+        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?)
+    }
+
+    /// Every version of every cell of a sparse array in the open range
+    /// (dimensions and attributes, global order, equal coordinates oldest
+    /// first; deletes applied) and each row's timestamp: what a
+    /// consolidation keeping per-cell timestamps writes.
+    pub(crate) fn read_all_versions(&self) -> Result<(RecordBatch, Vec<u64>)> {
+        let schema = &self.schema;
+        if !schema.sparse {
+            return Err(Error::Internal { what: "per-cell versions of a dense array".into() });
+        }
+        let opts = ReadOptions::default();
+        let sub = normalize_subarray(schema, &opts.subarray)?;
+        let out_schema = output_schema(schema, &opts)?;
+        let (dims, attrs) = output_columns(schema, &opts)?;
+        let sp = self.sparse_sources(&sub, Order::Unordered, None, false, true)?;
+        let batch = self.sparse_batch(&sp, &dims, &attrs, out_schema)?;
+        Ok((batch, sp.timestamps))
+    }
+
     /// Read without a filter; `pruner` marks tiles no filtered cell can come
     /// from. Dense reads also return which rows are not pruned cells.
     pub(crate) fn read_plain(&self, opts: &ReadOptions, pruner: Option<&dyn super::query::TilePruner>) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
@@ -421,25 +460,9 @@ impl TileDbArray {
                 }
             };
             let isolated = pruner.is_some_and(|p| p.pruned_tiles_are_isolated());
-            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None }, isolated)?;
+            let sp = self.sparse_sources(&sub, opts.order, if pruner.is_some() { Some(&may) } else { None }, isolated, false)?;
             let counts = TileCounts { fragments: self.fragments.len(), tiles_total: sp.tiles_total, tiles_read: sp.tiles_read };
-            let (ids, sources, dim_tiles) = (sp.ids, sp.sources, sp.dim_tiles);
-            let cells_of = |f: usize, t: usize| self.fragments[f].sparse_tile_cells(schema, t) as usize;
-            for &d in &dims {
-                let col = ColumnSpec::dim(schema, d);
-                let (cells, _) = gather(&col, &dim_tiles[d], &sources, &[], true)?;
-                columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, None)?);
-            }
-            for &a in &attrs {
-                let col = ColumnSpec::attr(schema, a);
-                let tiles = load_used(self, &ids, &col, &sources, &cells_of)?;
-                let at = &schema.attrs[a];
-                let (cells, validity) = gather(&col, &tiles, &sources, &at.fill, at.fill_valid)?;
-                columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
-            }
-            let n = sources.len();
-            let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
-            return Ok((batch, counts, None));
+            return Ok((self.sparse_batch(&sp, &dims, &attrs, out_schema)?, counts, None));
         }
         if pruner.is_none() {
             return self.read_dense(&sub, opts, out_schema, &dims, &attrs);

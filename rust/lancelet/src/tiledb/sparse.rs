@@ -47,6 +47,9 @@ pub struct SparseSources {
     pub tiles_total: usize,
     /// Tiles left after R-tree and statistics pruning.
     pub tiles_read: usize,
+    /// Per output row its timestamp (per-cell, else the fragment's `t1`);
+    /// filled only when every version was asked for.
+    pub(crate) timestamps: Vec<u64>,
 }
 
 fn special_column(schema: &super::schema::ArraySchema, slot: usize, stem: &str) -> ColumnSpec {
@@ -108,7 +111,11 @@ impl TileDbArray {
     /// Resolve the sparse fragments over `sub` (see the module docs).
     /// `isolated`: the caller knows pruned tiles share no coordinates with
     /// other fragments (their coordinates need not be decoded).
-    pub(crate) fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<MayMatch>, isolated: bool) -> Result<SparseSources> {
+    /// `all_versions`: keep every cell version in the open range (no
+    /// deduplication; equal coordinates oldest first) and report each
+    /// row's timestamp: what a consolidation keeping per-cell timestamps
+    /// writes.
+    pub(crate) fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<MayMatch>, isolated: bool, all_versions: bool) -> Result<SparseSources> {
         let schema = &self.schema;
         let nd = schema.dims.len();
         let leaves = self.all_leaves()?;
@@ -132,7 +139,8 @@ impl TileDbArray {
             }
         }
         let busy = selected.iter().filter(|w| !w.is_empty()).count();
-        let pruned_can_shadow = !isolated && !schema.allows_duplicates && busy > 1;
+        let keep_all = schema.allows_duplicates || all_versions;
+        let pruned_can_shadow = !isolated && !keep_all && busy > 1;
 
         let mut dim_tiles: Vec<Vec<Option<TileData>>> = (0..nd).map(|_| vec![None; total]).collect();
         let mut ts_tiles: Vec<Option<TileData>> = vec![None; total];
@@ -228,13 +236,13 @@ impl TileDbArray {
         let mut sources: Vec<u64> = if word_keys {
             let with_ts = self.fragments.iter().any(|f| f.has_timestamps);
             let words = KeyWords { prefix: &prefix_kind, dim_order: &dim_order, dims: dim_ref, schema, cell_ts: &cell_ts, with_ts };
-            words.sort_dedup(&candidates, schema.allows_duplicates)
+            words.sort_dedup(&candidates, keep_all)
         } else {
             let mut keyed: Vec<(Vec<i64>, u64, u64)> = candidates.iter().map(|&s| (prefix(s), cell_ts(s), s)).collect();
             keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_coords(&a.2, &b.2)).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
             let mut sources: Vec<u64> = Vec::with_capacity(keyed.len());
             for (_, _, s) in keyed {
-                let same = !schema.allows_duplicates && sources.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
+                let same = !keep_all && sources.last().is_some_and(|l| cmp_coords(l, &s) == Ordering::Equal);
                 match sources.last_mut() {
                     Some(last) if same => *last = s,
                     _ => sources.push(s),
@@ -256,7 +264,8 @@ impl TileDbArray {
         if !self.deletes.is_empty() && !sources.is_empty() {
             sources = self.apply_delete_commits(&ids, sources, &dim_tiles, &cell_ts)?;
         }
-        Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read })
+        let timestamps = if all_versions { sources.iter().map(|&s| cell_ts(s)).collect() } else { Vec::new() };
+        Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read, timestamps })
     }
 
     fn apply_delete_commits(&self, ids: &TileIds, sources: Vec<u64>, dim_tiles: &[Vec<Option<TileData>>], cell_ts: &dyn Fn(u64) -> u64) -> Result<Vec<u64>> {

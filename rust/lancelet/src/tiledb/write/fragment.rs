@@ -310,10 +310,12 @@ pub struct FragmentHeader<'a> {
     pub sparse_tile_num: u64,
     /// Sparse: cells in the last tile; dense: cells per tile.
     pub last_tile_cell_num: u64,
+    /// Whether a per-cell timestamps slot (`t.tdb`) follows the dimensions.
+    pub has_timestamps: bool,
 }
 
 /// Serialize `__fragment_metadata.tdb` from the slots (attributes,
-/// `__coords`, dimensions).
+/// `__coords`, dimensions, then the timestamps if flagged).
 pub fn metadata_file(h: &FragmentHeader, slots: &[SlotOut]) -> Vec<u8> {
     let mut file = Vec::new();
     let push = |file: &mut Vec<u8>, bytes: &[u8]| -> u64 {
@@ -360,7 +362,7 @@ pub fn metadata_file(h: &FragmentHeader, slots: &[SlotOut]) -> Vec<u8> {
     }
     f.extend_from_slice(&h.sparse_tile_num.to_le_bytes());
     f.extend_from_slice(&h.last_tile_cell_num.to_le_bytes());
-    f.push(0); // no per-cell timestamps
+    f.push(h.has_timestamps as u8);
     f.push(0); // no delete metadata
     for s in slots {
         f.extend_from_slice(&(s.file.len() as u64).to_le_bytes());

@@ -233,17 +233,20 @@ pub fn write_fragment(
     timestamp: Option<u64>,
 ) -> Result<WrittenFragment> {
     let t = timestamp.unwrap_or_else(now_ms);
-    write_fragment_over(uri, options, batch, subarray, (t, t))
+    write_fragment_over(uri, options, batch, subarray, (t, t), None)
 }
 
 /// [`write_fragment`] named for the timestamp range `range` (`__t1_t2_`):
 /// the fragment a consolidation of the fragments of that range writes.
+/// `cell_timestamps` (sparse only, one per row): the cells are versions
+/// with these timestamps, stored in `t.tdb` (coordinates may repeat).
 pub fn write_fragment_over(
     uri: &str,
     options: &StorageOptions,
     batch: &RecordBatch,
     subarray: Option<Vec<(i128, i128)>>,
     range: (u64, u64),
+    cell_timestamps: Option<&[u64]>,
 ) -> Result<WrittenFragment> {
     let root = Storage::open_with(uri, options)?;
     let schema = latest_schema(&root)?;
@@ -260,6 +263,11 @@ pub fn write_fragment_over(
         }
     }
     let n = batch.num_rows();
+    if let Some(ts) = cell_timestamps {
+        if !schema.sparse || ts.len() != n {
+            return Err(Error::Internal { what: format!("{} per-cell timestamps for {n} cells of a {} array", ts.len(), if schema.sparse { "sparse" } else { "dense" }) });
+        }
+    }
     let mut attr_cells = Vec::new();
     for a in &schema.attrs {
         attr_cells.push(column_cells(column(batch, &a.name)?, a.datatype, a.cell_val_num, a.nullable, &a.name)?);
@@ -276,7 +284,7 @@ pub fn write_fragment_over(
         if n == 0 {
             return Err(Error::invalid_input("the write data has no rows"));
         }
-        let (plan, leaves, nonempty) = plan::sparse_plan(&schema, &dims)?;
+        let (plan, leaves, nonempty) = plan::sparse_plan(&schema, &dims, cell_timestamps)?;
         let tiles = plan.tiles.len() as u64;
         let last = plan.tiles.last().map_or(0, |t| t.len() as u64);
         (plan, leaves, nonempty, dims, tiles, last)
@@ -349,6 +357,20 @@ pub fn write_fragment_over(
             slots.push(empty_slot(ntiles));
         }
     }
+    let has_timestamps = cell_timestamps.is_some();
+    if let Some(ts) = cell_timestamps {
+        let cells = Cells { len: n, cell_size: 8, fixed: ts.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
+        let col = ColumnIn {
+            name: "t",
+            datatype: super::datatype::Datatype::UInt64,
+            cell_val_num: 1,
+            nullable: false,
+            is_dim: false,
+            filters: &schema.coords_filters,
+            cells: &cells,
+        };
+        slots.push(write_column(&schema, &col, &plan)?);
+    }
     let header = FragmentHeader {
         schema: &schema,
         dense: !schema.sparse,
@@ -356,6 +378,7 @@ pub fn write_fragment_over(
         leaves: &leaves,
         sparse_tile_num: sparse_tiles,
         last_tile_cell_num: last_cells,
+        has_timestamps,
     };
     let meta = metadata_file(&header, &slots);
 
@@ -368,6 +391,8 @@ pub fn write_fragment_over(
                 format!("a{i}")
             } else if i == schema.attrs.len() {
                 continue;
+            } else if i == schema.attrs.len() + 1 + nd {
+                "t".to_string()
             } else if schema.sparse {
                 format!("d{}", i - schema.attrs.len() - 1)
             } else {
@@ -434,7 +459,7 @@ fn slot_is_var(schema: &ArraySchema, slot: usize) -> bool {
     if slot < na {
         schema.attrs[slot].is_var()
     } else if slot > na {
-        schema.dims[slot - na - 1].is_var()
+        schema.dims.get(slot - na - 1).is_some_and(|d| d.is_var()) // past them: timestamps
     } else {
         false
     }

@@ -160,7 +160,10 @@ pub fn show(t: Datatype, v: &[u8]) -> String {
 
 /// Sparse tiles: the sort order, duplicate and domain checks, tiles of
 /// `capacity` cells, their MBRs and the fragment's non-empty domain.
-pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells]) -> Result<(TilePlan, Vec<Mbr>, Mbr)> {
+/// `versions`: the cells are versions with these per-cell timestamps (a
+/// consolidation's): equal coordinates are allowed and go newest first, as
+/// TileDB orders them.
+pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells], versions: Option<&[u64]>) -> Result<(TilePlan, Vec<Mbr>, Mbr)> {
     let tile_rm = order_name(schema.tile_order)?;
     let cell_rm = order_name(schema.cell_order)?;
     let n = dims.first().map_or(0, |c| c.len);
@@ -229,8 +232,11 @@ pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells]) -> Result<(TilePlan, Ve
         Ordering::Equal
     };
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_by(|a, b| cmp_cells(*a as usize, *b as usize));
-    if !schema.allows_duplicates {
+    match versions {
+        Some(ts) => order.sort_by(|a, b| cmp_cells(*a as usize, *b as usize).then_with(|| ts[*b as usize].cmp(&ts[*a as usize]))),
+        None => order.sort_by(|a, b| cmp_cells(*a as usize, *b as usize)),
+    }
+    if !schema.allows_duplicates && versions.is_none() {
         for w in order.windows(2) {
             if cmp_cells(w[0] as usize, w[1] as usize).is_eq() {
                 let coords: Vec<String> =
