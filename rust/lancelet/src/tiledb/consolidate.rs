@@ -351,7 +351,7 @@ fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: 
     use super::read::{Bound, ReadOptions};
     let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
     let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
-    super::write::write_fragment_over(uri, options, &batch, Some(boxed), range, None)
+    super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), Some(boxed), range, None)
 }
 
 /// Every cell version of `array`'s fragments (those to merge), written with
@@ -365,7 +365,7 @@ fn merge_sparse(array: &TileDbArray, uri: &str, options: &StorageOptions, range:
     if batch.num_rows() == 0 {
         return Ok(None);
     }
-    super::write::write_fragment_over(uri, options, &batch, None, range, Some(&timestamps)).map(Some)
+    super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), None, range, Some(&timestamps)).map(Some)
 }
 
 /// `__commits/<merged>.vac` listing the merged fragments, written after

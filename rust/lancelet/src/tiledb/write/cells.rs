@@ -47,6 +47,24 @@ impl Cells {
     pub fn valid(&self, i: usize) -> bool {
         self.validity.as_ref().is_none_or(|v| v[i] != 0)
     }
+    /// Append the cells of `other` (the same column's next rows).
+    pub fn append(&mut self, other: Cells) {
+        if self.is_var() || other.is_var() {
+            let base = self.data.len() as u64;
+            if self.offsets.is_empty() {
+                self.offsets.push(0);
+            }
+            self.offsets.extend(other.offsets.iter().skip(1).map(|o| o + base));
+            self.data.extend_from_slice(&other.data);
+        } else {
+            self.fixed.extend_from_slice(&other.fixed);
+        }
+        match (&mut self.validity, other.validity) {
+            (Some(v), Some(o)) => v.extend_from_slice(&o),
+            (v, _) => *v = None,
+        }
+        self.len += other.len;
+    }
 }
 
 fn kind(dt: &DataType) -> u8 {
@@ -192,4 +210,31 @@ fn pad_fixed_binary(col: &ArrayRef, n: usize, nullable: bool, field: &str) -> Re
     }
     let validity = nullable.then(|| (0..b.len()).map(|i| b.is_valid(i) as u8).collect());
     Ok(Cells { len: b.len(), cell_size: n, fixed, validity, ..Default::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, LargeStringArray, StringArray};
+
+    use super::*;
+
+    #[test]
+    fn appended_chunks_equal_one_conversion() {
+        let all: Vec<Option<&str>> = vec![Some("a"), None, Some(""), Some("héllo"), Some("xy"), None, Some("z")];
+        let whole: ArrayRef = Arc::new(StringArray::from(all.clone()));
+        let want = column_cells(&whole, Datatype::StringUtf8, VAR_NUM, true, "s").unwrap();
+        for cut in 0..=all.len() {
+            let a: ArrayRef = Arc::new(LargeStringArray::from(all[..cut].to_vec()));
+            let b: ArrayRef = Arc::new(StringArray::from(all[cut..].to_vec()));
+            let mut got = column_cells(&a, Datatype::StringUtf8, VAR_NUM, true, "s").unwrap();
+            got.append(column_cells(&b, Datatype::StringUtf8, VAR_NUM, true, "s").unwrap());
+            assert_eq!((got.len, &got.offsets, &got.data, &got.validity), (want.len, &want.offsets, &want.data, &want.validity), "cut {cut}");
+        }
+        let ints: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![1, 2, 3]));
+        let mut got = column_cells(&ints.slice(0, 1), Datatype::Int32, 1, false, "i").unwrap();
+        got.append(column_cells(&ints.slice(1, 2), Datatype::Int32, 1, false, "i").unwrap());
+        assert_eq!(got.fixed, column_cells(&ints, Datatype::Int32, 1, false, "i").unwrap().fixed);
+    }
 }

@@ -60,6 +60,18 @@ pub struct SlotOut {
     pub fw_max: Vec<u8>,
     pub fw_sum: u64,
     pub fw_nulls: u64,
+    /// Sizes of `file`, `var_file`, `validity_file` once they were moved
+    /// out to storage (the footer still needs them).
+    pub sizes: Option<[u64; 3]>,
+}
+
+impl SlotOut {
+    fn size(&self, k: usize) -> u64 {
+        match self.sizes {
+            Some(s) => s[k],
+            None => [self.file.len(), self.var_file.len(), self.validity_file.len()][k] as u64,
+        }
+    }
 }
 
 /// Encode one column's tiles and compute its tile metadata.
@@ -364,14 +376,10 @@ pub fn metadata_file(h: &FragmentHeader, slots: &[SlotOut]) -> Vec<u8> {
     f.extend_from_slice(&h.last_tile_cell_num.to_le_bytes());
     f.push(h.has_timestamps as u8);
     f.push(0); // no delete metadata
-    for s in slots {
-        f.extend_from_slice(&(s.file.len() as u64).to_le_bytes());
-    }
-    for s in slots {
-        f.extend_from_slice(&(s.var_file.len() as u64).to_le_bytes());
-    }
-    for s in slots {
-        f.extend_from_slice(&(s.validity_file.len() as u64).to_le_bytes());
+    for k in 0..3 {
+        for s in slots {
+            f.extend_from_slice(&s.size(k).to_le_bytes());
+        }
     }
     f.extend_from_slice(&rtree_off.to_le_bytes());
     for g in &groups {

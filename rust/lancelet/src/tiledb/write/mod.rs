@@ -233,17 +233,22 @@ pub fn write_fragment(
     timestamp: Option<u64>,
 ) -> Result<WrittenFragment> {
     let t = timestamp.unwrap_or_else(now_ms);
-    write_fragment_over(uri, options, batch, subarray, (t, t), None)
+    write_fragment_over(uri, options, std::slice::from_ref(batch), subarray, (t, t), None)
 }
 
 /// [`write_fragment`] named for the timestamp range `range` (`__t1_t2_`):
 /// the fragment a consolidation of the fragments of that range writes.
 /// `cell_timestamps` (sparse only, one per row): the cells are versions
 /// with these timestamps, stored in `t.tdb` (coordinates may repeat).
+///
+/// The rows are `batches` in order (never concatenated). Memory: besides
+/// the input, the dimensions' cell bytes (sparse: they order the cells)
+/// and one attribute at a time — its cell bytes, then its encoded tiles,
+/// written out before the next attribute is converted.
 pub fn write_fragment_over(
     uri: &str,
     options: &StorageOptions,
-    batch: &RecordBatch,
+    batches: &[RecordBatch],
     subarray: Option<Vec<(i128, i128)>>,
     range: (u64, u64),
     cell_timestamps: Option<&[u64]>,
@@ -256,21 +261,23 @@ pub fn write_fragment_over(
     } else {
         schema.attrs.iter().map(|a| a.name.as_str()).collect()
     };
-    for f in batch.schema().fields() {
-        if !expected.contains(&f.name().as_str()) {
-            let why = if schema.dim_index(f.name()).is_some() { " (dense writes place cells by the subarray)" } else { "" };
-            return Err(Error::invalid_input(format!("the write data has column {} that the array does not take{why}", f.name())));
+    let fields: Vec<String> = batches.first().map(|b| b.schema().fields().iter().map(|f| f.name().clone()).collect()).unwrap_or_default();
+    for f in &fields {
+        if !expected.contains(&f.as_str()) {
+            let why = if schema.dim_index(f).is_some() { " (dense writes place cells by the subarray)" } else { "" };
+            return Err(Error::invalid_input(format!("the write data has column {f} that the array does not take{why}")));
         }
     }
-    let n = batch.num_rows();
+    for name in &expected {
+        if !fields.iter().any(|f| f == name) {
+            return Err(Error::invalid_input(format!("the write data has no column {name}")));
+        }
+    }
+    let n: usize = batches.iter().map(|b| b.num_rows()).sum();
     if let Some(ts) = cell_timestamps {
         if !schema.sparse || ts.len() != n {
             return Err(Error::Internal { what: format!("{} per-cell timestamps for {n} cells of a {} array", ts.len(), if schema.sparse { "sparse" } else { "dense" }) });
         }
-    }
-    let mut attr_cells = Vec::new();
-    for a in &schema.attrs {
-        attr_cells.push(column_cells(column(batch, &a.name)?, a.datatype, a.cell_val_num, a.nullable, &a.name)?);
     }
     let nd = schema.dims.len();
     let (plan, leaves, nonempty, dim_cells, sparse_tiles, last_cells) = if schema.sparse {
@@ -279,7 +286,7 @@ pub fn write_fragment_over(
         }
         let mut dims: Vec<Cells> = Vec::new();
         for d in &schema.dims {
-            dims.push(column_cells(column(batch, &d.name)?, d.datatype, d.cell_val_num, false, &d.name)?);
+            dims.push(batches_cells(batches, &d.name, d.datatype, d.cell_val_num, false)?);
         }
         if n == 0 {
             return Err(Error::invalid_input("the write data has no rows"));
@@ -327,86 +334,71 @@ pub fn write_fragment_over(
         (plan, Vec::new(), nonempty, Vec::new(), 0, per_tile)
     };
     let ntiles = plan.tiles.len();
-    let mut slots: Vec<SlotOut> = Vec::with_capacity(schema.attrs.len() + 1 + nd);
-    for (a, cells) in schema.attrs.iter().zip(&attr_cells) {
-        let col = ColumnIn {
-            name: &a.name,
-            datatype: a.datatype,
-            cell_val_num: a.cell_val_num,
-            nullable: a.nullable,
-            is_dim: false,
-            filters: &a.filters,
-            cells,
-        };
-        slots.push(write_column(&schema, &col, &plan)?);
-    }
-    slots.push(coords_slot(&schema, ntiles));
-    for (d, dim) in schema.dims.iter().enumerate() {
-        if schema.sparse {
-            let col = ColumnIn {
-                name: &dim.name,
-                datatype: dim.datatype,
-                cell_val_num: dim.cell_val_num,
-                nullable: false,
-                is_dim: true,
-                filters: schema.dim_filters(d),
-                cells: &dim_cells[d],
-            };
-            slots.push(write_column(&schema, &col, &plan)?);
-        } else {
-            slots.push(empty_slot(ntiles));
-        }
-    }
-    let has_timestamps = cell_timestamps.is_some();
-    if let Some(ts) = cell_timestamps {
-        let cells = Cells { len: n, cell_size: 8, fixed: ts.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
-        let col = ColumnIn {
-            name: "t",
-            datatype: super::datatype::Datatype::UInt64,
-            cell_val_num: 1,
-            nullable: false,
-            is_dim: false,
-            filters: &schema.coords_filters,
-            cells: &cells,
-        };
-        slots.push(write_column(&schema, &col, &plan)?);
-    }
-    let header = FragmentHeader {
-        schema: &schema,
-        dense: !schema.sparse,
-        nonempty: &nonempty,
-        leaves: &leaves,
-        sparse_tile_num: sparse_tiles,
-        last_tile_cell_num: last_cells,
-        has_timestamps,
-    };
-    let meta = metadata_file(&header, &slots);
-
     let (t1, t) = range;
     let name = format!("__{t1}_{t}_{}_{WRITE_VERSION}", random_uuid());
     let dir = root.child(&format!("__fragments/{name}"))?;
     let result = (|| -> Result<()> {
-        for (i, s) in slots.iter().enumerate() {
-            let stem = if i < schema.attrs.len() {
-                format!("a{i}")
-            } else if i == schema.attrs.len() {
-                continue;
-            } else if i == schema.attrs.len() + 1 + nd {
-                "t".to_string()
-            } else if schema.sparse {
-                format!("d{}", i - schema.attrs.len() - 1)
-            } else {
-                continue;
+        let mut slots: Vec<SlotOut> = Vec::with_capacity(schema.attrs.len() + 2 + nd);
+        for (i, a) in schema.attrs.iter().enumerate() {
+            let cells = batches_cells(batches, &a.name, a.datatype, a.cell_val_num, a.nullable)?;
+            let col = ColumnIn {
+                name: &a.name,
+                datatype: a.datatype,
+                cell_val_num: a.cell_val_num,
+                nullable: a.nullable,
+                is_dim: false,
+                filters: &a.filters,
+                cells: &cells,
             };
-            dir.child(&format!("{stem}.tdb"))?.write_all(Bytes::from(s.file.clone()))?;
-            if slot_is_var(&schema, i) {
-                dir.child(&format!("{stem}_var.tdb"))?.write_all(Bytes::from(s.var_file.clone()))?;
-            }
-            if i < schema.attrs.len() && schema.attrs[i].nullable {
-                dir.child(&format!("{stem}_validity.tdb"))?.write_all(Bytes::from(s.validity_file.clone()))?;
+            let mut slot = write_column(&schema, &col, &plan)?;
+            drop(cells);
+            put_files(&dir, &format!("a{i}"), &mut slot, a.is_var(), a.nullable)?;
+            slots.push(slot);
+        }
+        slots.push(coords_slot(&schema, ntiles));
+        for (d, dim) in schema.dims.iter().enumerate() {
+            if schema.sparse {
+                let col = ColumnIn {
+                    name: &dim.name,
+                    datatype: dim.datatype,
+                    cell_val_num: dim.cell_val_num,
+                    nullable: false,
+                    is_dim: true,
+                    filters: schema.dim_filters(d),
+                    cells: &dim_cells[d],
+                };
+                let mut slot = write_column(&schema, &col, &plan)?;
+                put_files(&dir, &format!("d{d}"), &mut slot, dim.is_var(), false)?;
+                slots.push(slot);
+            } else {
+                slots.push(empty_slot(ntiles));
             }
         }
-        dir.child("__fragment_metadata.tdb")?.write_all(Bytes::from(meta))?;
+        if let Some(ts) = cell_timestamps {
+            let cells = Cells { len: n, cell_size: 8, fixed: ts.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
+            let col = ColumnIn {
+                name: "t",
+                datatype: super::datatype::Datatype::UInt64,
+                cell_val_num: 1,
+                nullable: false,
+                is_dim: false,
+                filters: &schema.coords_filters,
+                cells: &cells,
+            };
+            let mut slot = write_column(&schema, &col, &plan)?;
+            put_files(&dir, "t", &mut slot, false, false)?;
+            slots.push(slot);
+        }
+        let header = FragmentHeader {
+            schema: &schema,
+            dense: !schema.sparse,
+            nonempty: &nonempty,
+            leaves: &leaves,
+            sparse_tile_num: sparse_tiles,
+            last_tile_cell_num: last_cells,
+            has_timestamps: cell_timestamps.is_some(),
+        };
+        dir.child("__fragment_metadata.tdb")?.write_all(Bytes::from(metadata_file(&header, &slots)))?;
         fail_point("before_commit")?;
         root.child(&format!("__commits/{name}.wrt"))?.write_new(Bytes::new())?;
         Ok(())
@@ -440,7 +432,43 @@ pub fn delete(uri: &str, options: &StorageOptions, filter: &str, timestamp: Opti
     Ok(name)
 }
 
-/// [`write_fragment`] over a stream's batches (concatenated first).
+/// Move a slot's encoded files to storage (`<stem>.tdb`, `_var`,
+/// `_validity`), keeping only their sizes for the metadata.
+fn put_files(dir: &Storage, stem: &str, slot: &mut SlotOut, var: bool, nullable: bool) -> Result<()> {
+    slot.sizes = Some([slot.file.len() as u64, slot.var_file.len() as u64, slot.validity_file.len() as u64]);
+    dir.child(&format!("{stem}.tdb"))?.write_all(Bytes::from(std::mem::take(&mut slot.file)))?;
+    if var {
+        dir.child(&format!("{stem}_var.tdb"))?.write_all(Bytes::from(std::mem::take(&mut slot.var_file)))?;
+    }
+    if nullable {
+        dir.child(&format!("{stem}_validity.tdb"))?.write_all(Bytes::from(std::mem::take(&mut slot.validity_file)))?;
+    }
+    Ok(())
+}
+
+/// One column's cell bytes over every batch, converted batch by batch
+/// (errors name the row across batches).
+fn batches_cells(batches: &[RecordBatch], name: &str, t: super::datatype::Datatype, cell_val_num: u32, nullable: bool) -> Result<Cells> {
+    let mut out: Option<Cells> = None;
+    let mut start = 0usize;
+    for b in batches {
+        let cells = column_cells(column(b, name)?, t, cell_val_num, nullable, name).map_err(|e| if start > 0 { e.context(format!("rows from {start}")) } else { e })?;
+        start += b.num_rows();
+        match &mut out {
+            None => out = Some(cells),
+            Some(o) => o.append(cells),
+        }
+    }
+    match out {
+        Some(c) => Ok(c),
+        None => {
+            let empty = arrow_array::new_empty_array(&super::read::arrow_type(t, cell_val_num)?);
+            column_cells(&empty, t, cell_val_num, nullable, name)
+        }
+    }
+}
+
+/// [`write_fragment`] over a stream's batches, in order (not concatenated).
 pub fn write_batches(
     uri: &str,
     options: &StorageOptions,
@@ -449,20 +477,17 @@ pub fn write_batches(
     subarray: Option<Vec<(i128, i128)>>,
     timestamp: Option<u64>,
 ) -> Result<WrittenFragment> {
-    let batch = arrow_select::concat::concat_batches(schema, batches)
-        .map_err(|e| Error::invalid_input(format!("write data: {e}")))?;
-    write_fragment(uri, options, &batch, subarray, timestamp)
-}
-
-fn slot_is_var(schema: &ArraySchema, slot: usize) -> bool {
-    let na = schema.attrs.len();
-    if slot < na {
-        schema.attrs[slot].is_var()
-    } else if slot > na {
-        schema.dims.get(slot - na - 1).is_some_and(|d| d.is_var()) // past them: timestamps
-    } else {
-        false
+    for b in batches {
+        if b.schema().fields() != schema.fields() {
+            return Err(Error::invalid_input("write data: the stream's batches do not all have its schema"));
+        }
     }
+    if batches.is_empty() {
+        let empty = RecordBatch::new_empty(schema.clone());
+        return write_fragment(uri, options, &empty, subarray, timestamp);
+    }
+    let t = timestamp.unwrap_or_else(now_ms);
+    write_fragment_over(uri, options, batches, subarray, (t, t), None)
 }
 
 thread_local! {
