@@ -66,6 +66,7 @@ fn _io_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("calls", s.calls)?;
     d.set_item("requests", s.requests)?;
     d.set_item("bytes", s.bytes)?;
+    d.set_item("mapped", s.mapped)?;
     Ok(d)
 }
 

@@ -99,6 +99,7 @@ fn lexically_normal(p: &std::path::Path) -> std::path::PathBuf {
 static IO_CALLS: AtomicU64 = AtomicU64::new(0);
 static IO_REQUESTS: AtomicU64 = AtomicU64::new(0);
 static IO_BYTES: AtomicU64 = AtomicU64::new(0);
+static IO_MAPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Totals of all reads made through any [`Storage`] in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,6 +110,9 @@ pub struct IoStats {
     pub requests: u64,
     /// Bytes read.
     pub bytes: u64,
+    /// Of the requests, those served from a memory map of a local file
+    /// (no copy; see `mapped`) rather than read.
+    pub mapped: u64,
 }
 
 /// The process-wide read totals so far (see [`IoStats`]).
@@ -117,6 +121,7 @@ pub fn io_stats() -> IoStats {
         calls: IO_CALLS.load(Ordering::Relaxed),
         requests: IO_REQUESTS.load(Ordering::Relaxed),
         bytes: IO_BYTES.load(Ordering::Relaxed),
+        mapped: IO_MAPPED.load(Ordering::Relaxed),
     }
 }
 
@@ -193,7 +198,17 @@ pub struct Storage {
     local_dir: Option<std::path::PathBuf>,
     /// What one request costs, in bytes transferred (see `request_cost`).
     request_cost: u64,
+    /// A local file's map, made on its first small read (see
+    /// `mapped::FileMap`); shared by the clones of a handle, not by its
+    /// children.
+    file_map: FileMapCell,
 }
+
+/// A local file's map, once made (`None` inside: the file cannot be mapped).
+#[cfg(unix)]
+type FileMapCell = Arc<OnceLock<Option<Arc<mapped::FileMap>>>>;
+#[cfg(not(unix))]
+type FileMapCell = ();
 
 /// One object found by [`Storage::list_recursive`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -284,7 +299,17 @@ impl Storage {
     fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
         let remote = display.starts_with("s3://") || display.starts_with("s3a://");
         let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
-        Self { store, path, display, reads: Arc::new(AtomicU64::new(0)), bytes_read: Arc::new(AtomicU64::new(0)), options, local_dir, request_cost }
+        Self {
+            store,
+            path,
+            display,
+            reads: Arc::new(AtomicU64::new(0)),
+            bytes_read: Arc::new(AtomicU64::new(0)),
+            options,
+            local_dir,
+            request_cost,
+            file_map: FileMapCell::default(),
+        }
     }
 
     /// What one read request costs here, in bytes transferred in the same
@@ -401,23 +426,30 @@ impl Storage {
             .collect()
     }
 
-    /// The bytes of `ranges`: large ranges of local files through memory
-    /// maps (see [`mapped`]), the rest from the store.
+    /// The bytes of `ranges`: from a local file through memory maps (see
+    /// [`mapped`]: large ranges mapped on their own, the others cut from
+    /// the file's map), else from the store.
     fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         #[cfg(unix)]
         if let Some(local) = &self.local_dir {
             let mut got = mapped::map_ranges(local, ranges);
             let rest: Vec<Range<u64>> = ranges.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(r, _)| r.clone()).collect();
-            if rest.len() < ranges.len() {
-                let mut read = local::read_ranges(local, &self.display, &rest)?.into_iter();
-                return got
-                    .iter_mut()
-                    .map(|g| match g.take() {
-                        Some(b) => Ok(b),
-                        None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
-                    })
-                    .collect();
+            let map = self.file_map.get_or_init(|| mapped::FileMap::open(local));
+            let cut = map.as_ref().and_then(|m| m.slices(&rest));
+            let served = (ranges.len() - rest.len()) + cut.as_ref().map_or(0, |_| rest.len());
+            IO_MAPPED.fetch_add(served as u64, Ordering::Relaxed);
+            let mut read = match cut {
+                Some(b) => b,
+                None => local::read_ranges(local, &self.display, &rest)?,
             }
+            .into_iter();
+            return got
+                .iter_mut()
+                .map(|g| match g.take() {
+                    Some(b) => Ok(b),
+                    None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
+                })
+                .collect();
         }
         match &self.local_dir {
             Some(p) => local::read_ranges(p, &self.display, ranges),
@@ -470,6 +502,7 @@ impl Storage {
             options: self.options.clone(),
             local_dir,
             request_cost: self.request_cost,
+            file_map: FileMapCell::default(),
         })
     }
 

@@ -297,6 +297,27 @@ pub fn decode_levels(enc: &CompressiveEncoding, buf: &[u8], n: usize) -> Result<
     }
 }
 
+/// The levels (u16) at positions `rows` (sorted `(start, end)` ranges below
+/// `n`) of a block of `n` levels: out-of-line bit-packed levels (what
+/// Lance writes for a mini-block chunk's) give up single values without
+/// decoding the others (a take wants one level of a chunk); other
+/// encodings decode the block and keep the rows.
+pub fn decode_levels_rows(enc: &CompressiveEncoding, buf: &[u8], n: usize, rows: &[(usize, usize)]) -> Result<Vec<u16>> {
+    if let Some(Enc::OutOfLineBitpacking(b)) = &enc.compression {
+        if b.uncompressed_bits_per_value == 16 {
+            let w = flat_bits(inner(&b.values, "out_of_line_bitpacking")?)?;
+            let mut out = Vec::new();
+            bitpack::unpack_out_of_line_rows_typed::<u16>(w as u32, buf, n, rows, &mut out)?;
+            return Ok(out);
+        }
+    }
+    let all = decode_levels(enc, buf, n)?;
+    if rows.iter().any(|&(s, e)| s > e || e > all.len()) {
+        return Err(Error::corrupt(format!("rows {rows:?} outside {} levels", all.len())));
+    }
+    Ok(rows.iter().flat_map(|&(s, e)| all[s..e].iter().copied()).collect())
+}
+
 /// A short name for messages.
 pub fn name_of(e: &Enc) -> &'static str {
     match e {

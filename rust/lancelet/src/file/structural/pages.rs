@@ -158,10 +158,8 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
             all.extend(part);
         }
         if let (Some(all), Some(part)) = (def.as_mut(), r.1) {
-            match only {
-                None => all.extend(part),
-                Some(rs) => rs.iter().for_each(|&(s, e)| all.extend_from_slice(&part[s..e])),
-            }
+            // (Already cut to the selected rows.)
+            all.extend(part);
         }
     }
     if items_seen != num_items {
@@ -249,17 +247,21 @@ fn decode_chunk_levels_and_values(
         Some(enc) => Some(decode_levels(enc, slice(rep_bytes, "repetition levels")?, num_levels)?),
         None => None,
     };
-    let def = match &m.def_compression {
-        Some(enc) => Some(decode_levels(enc, slice(def_bytes, "definition levels")?, num_levels)?),
-        None => None,
+    // With rows selected (no repetition: one level per value, so rows cut
+    // the levels by position), only their levels are decoded.
+    let def = match (&m.def_compression, rows) {
+        (Some(enc), Some(rs)) if rep.is_none() => {
+            if num_levels != n {
+                return Err(Error::corrupt(format!("{num_levels} definition levels for {n} values")));
+            }
+            Some(compressive::decode_levels_rows(enc, slice(def_bytes, "definition levels")?, num_levels, rs)?)
+        }
+        (Some(enc), _) => Some(decode_levels(enc, slice(def_bytes, "definition levels")?, num_levels)?),
+        (None, _) => None,
     };
     let mut bufs = Vec::with_capacity(num_buffers);
     for (i, s) in sizes.iter().enumerate() {
         bufs.push(slice(*s, &format!("value buffer {i}"))?);
-    }
-    // Selecting rows cuts the levels by position: one level per value.
-    if rows.is_some() && def.as_ref().is_some_and(|d| d.len() != n) {
-        return Err(Error::corrupt(format!("{} definition levels for {n} values", def.as_ref().map_or(0, |d| d.len()))));
     }
     sink.push_rows(value_enc, &bufs, n, wide, rows)?;
     Ok((rep, def))
