@@ -41,11 +41,21 @@ use crate::file::schema::LanceSchema;
 use crate::file::version::{FileVersion, PageFamily, VersionTraits};
 use crate::file::write::shred::{leaf_paths, shred};
 use crate::file::write::v2_0::{columns_of, split, ColumnEncoder20};
+use crate::file::write::plain::{self, PlainKind};
+use crate::file::write::shred::Piece;
 use crate::file::write::{EncodedPage, LeafEncoder};
 use crate::io::{ObjectWriter, Storage, StorageOptions};
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata, DirectEncoding, Encoding};
 use crate::proto::file::{FileDescriptor, Schema as PbSchema};
 use crate::proto::type_url;
+
+/// One column of a batch slice, ready to buffer.
+enum Shredded {
+    /// A plain column's array and its measured size.
+    Plain(arrow_array::ArrayRef, usize),
+    /// One piece per leaf column.
+    Pieces(Vec<Piece>),
+}
 
 enum Columns {
     Structural(Vec<Vec<LeafEncoder>>),
@@ -340,6 +350,11 @@ impl FileWriter {
                 // makes one page, as in pylance's files.
                 let page_bytes = cols.iter().flatten().map(|c| c.page_bytes).min().unwrap_or(crate::file::write::PAGE_BYTES);
                 let sliced: Vec<bool> = want.iter().map(|f| !crate::file::write::is_wide_fixed(f)).collect();
+                // Plain top-level leaves keep their Arrow arrays until a
+                // page is cut (see `write::plain`); only their size is
+                // measured (and their buffers checked) here.
+                let plain: Vec<Option<PlainKind>> =
+                    cols.iter().map(|enc| if enc.len() == 1 { enc[0].plain() } else { None }).collect();
                 // Slices and columns shred independently: spread them all
                 // over the pool (one column per slice would leave a core
                 // idle while the widest column shreds).
@@ -348,19 +363,41 @@ impl FileWriter {
                     .map(|slice| {
                         want.iter()
                             .zip(slice.columns())
+                            .zip(&plain)
                             .collect::<Vec<_>>()
                             .into_par_iter()
-                            .map(|(f, a)| shred(f, a).map_err(|e| e.context(format!("field {:?}", f.name()))))
+                            .map(|((f, a), kind)| {
+                                let got = match kind {
+                                    Some(k) => plain::measure(*k, a).map(|bytes| Shredded::Plain(a.clone(), bytes)),
+                                    None => shred(f, a).map(Shredded::Pieces),
+                                };
+                                got.map_err(|e| e.context(format!("field {:?}", f.name())))
+                            })
                             .collect::<Result<Vec<_>>>()
                     })
                     .collect::<Result<Vec<_>>>()?;
+                // Each column takes its slices in order; columns in
+                // parallel (buffering copies small arrays into the page
+                // being filled, and concatenates shredded pieces).
+                let mut per_column: Vec<Vec<Shredded>> = cols.iter().map(|_| Vec::new()).collect();
                 for shredded in all {
-                    for (enc, pieces) in cols.iter_mut().zip(shredded) {
-                        for (e, p) in enc.iter_mut().zip(pieces) {
-                            e.push(p)?;
-                        }
+                    for (col, got) in per_column.iter_mut().zip(shredded) {
+                        col.push(got);
                     }
                 }
+                cols.par_iter_mut().zip(per_column).try_for_each(|(enc, gots)| -> Result<()> {
+                    for got in gots {
+                        match got {
+                            Shredded::Plain(a, bytes) => enc[0].push_array(a, bytes)?,
+                            Shredded::Pieces(pieces) => {
+                                for (e, p) in enc.iter_mut().zip(pieces) {
+                                    e.push(p)?;
+                                }
+                            }
+                        }
+                    }
+                    Ok(())
+                })?;
                 // Every page cut from this batch, of every column, encodes
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();

@@ -179,9 +179,14 @@ fn bitpack_size(data: &[u8], bytes: usize) -> usize {
 /// time lets the scans over a page vectorize).
 #[inline(always)]
 fn word<const N: usize>(v: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a[..N].copy_from_slice(&v[..N]);
-    u64::from_le_bytes(a)
+    // One load per width (a byte copy into a zeroed array compiled to a
+    // memcpy call per value: a tenth of a write's CPU went to it).
+    match N {
+        1 => u64::from(v[0]),
+        2 => u64::from(u16::from_le_bytes([v[0], v[1]])),
+        4 => u64::from(u32::from_le_bytes([v[0], v[1], v[2], v[3]])),
+        _ => u64::from_le_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]),
+    }
 }
 
 fn bitpack_chunks(data: &[u8], bytes: usize, max_values: usize) -> Vec<ChunkData> {

@@ -19,12 +19,14 @@ pub mod choose;
 pub mod constant;
 pub mod fullzip;
 pub mod miniblock;
+pub mod plain;
 pub mod shred;
 pub mod v2_0;
 
 #[cfg(test)]
 mod tests;
 
+use arrow_array::ArrayRef;
 use arrow_schema::Field;
 use prost::Message;
 
@@ -33,6 +35,7 @@ use crate::file::structural::to_arrow::is_packed_struct;
 use crate::file::version::VersionTraits;
 use crate::proto::encodings21 as pb;
 use choose::{Allowed, FieldOptions};
+use plain::PlainKind;
 use shred::{LeafPath, PageLevels, Piece, Values};
 
 /// A column flushes a page once it has buffered this much value data.
@@ -78,6 +81,15 @@ pub struct EncodedPage {
     pub blob: Option<blob::DeferredBlob>,
 }
 
+/// A page cut but not encoded yet.
+enum Queued {
+    /// Shredded values.
+    Piece(Piece),
+    /// A plain column's Arrow arrays, copied when the page is encoded
+    /// (see [`plain`]).
+    Arrays(Vec<ArrayRef>),
+}
+
 /// Buffers one leaf column of a 2.1+ file and encodes it into pages.
 pub struct LeafEncoder {
     path: LeafPath,
@@ -91,11 +103,16 @@ pub struct LeafEncoder {
     /// values the key type can index.
     dict: Option<(usize, u64)>,
     traits: VersionTraits,
+    /// A top-level leaf of a plain type: takes Arrow arrays
+    /// ([`Self::push_array`]) instead of shredded pieces.
+    plain: Option<PlainKind>,
     pieces: Vec<Piece>,
+    /// A plain column's page being filled (see [`plain`]).
+    filling: Option<Piece>,
     pending_bytes: usize,
     next_row: u64,
     /// Pages cut but not encoded yet: (first row, values).
-    queued: Vec<(u64, Piece)>,
+    queued: Vec<(u64, Queued)>,
     /// Finished pages.
     pub pages: Vec<EncodedPage>,
     /// Page size threshold in bytes (tests lower it).
@@ -120,7 +137,10 @@ impl LeafEncoder {
         } else {
             None
         };
+        let top_level = path.kinds.len() == 1 && path.max_rep == 0;
         LeafEncoder {
+            plain: if top_level { plain::plain_kind(field) } else { None },
+            filling: None,
             path,
             opts: FieldOptions::from_metadata(field.metadata()),
             wide,
@@ -158,9 +178,56 @@ impl LeafEncoder {
         Ok(())
     }
 
+    /// The plain type of this column when it takes Arrow arrays
+    /// ([`Self::push_array`]) rather than shredded pieces.
+    pub fn plain(&self) -> Option<PlainKind> {
+        self.plain
+    }
+
+    /// Buffer an array of a plain column, `bytes` as [`plain::measure`]
+    /// found it; flush a page when enough data is buffered. An array that
+    /// fills a page alone is queued uncopied (the queue is encoded before
+    /// the write call returns); smaller ones are copied into the page
+    /// being filled.
+    pub fn push_array(&mut self, array: ArrayRef, bytes: usize) -> Result<()> {
+        let Some(kind) = self.plain else {
+            return Err(crate::error::Error::Internal { what: "an array pushed to a column that is not plain".into() });
+        };
+        if array.is_empty() {
+            return Ok(());
+        }
+        if self.filling.is_none() && bytes >= self.page_bytes {
+            let first_row = self.next_row;
+            self.next_row += array.len() as u64;
+            self.queued.push((first_row, Queued::Arrays(vec![array])));
+            return Ok(());
+        }
+        let page_bytes = self.page_bytes;
+        let filling = self.filling.get_or_insert_with(|| {
+            // Room for a page of rows like these.
+            let per_row = (bytes as f64 / array.len() as f64).max(1.0);
+            let rows = (page_bytes as f64 / per_row) as usize + 1;
+            let value_bytes = match kind {
+                PlainKind::Fixed(w) => rows * w,
+                PlainKind::Var32 | PlainKind::Var64 => page_bytes,
+            };
+            plain::empty(kind, rows, value_bytes)
+        });
+        plain::append(kind, &self.path, filling, &array)?;
+        self.pending_bytes += bytes;
+        if self.pending_bytes >= self.page_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     /// Cut whatever is buffered into a page (queued; see
     /// [`Self::encode_queued`]).
     pub fn flush(&mut self) -> Result<()> {
+        if let Some(piece) = self.filling.take() {
+            self.pending_bytes = 0;
+            return self.encode_and_push(piece);
+        }
         if self.pieces.is_empty() {
             return Ok(());
         }
@@ -199,7 +266,7 @@ impl LeafEncoder {
         }
         let first_row = self.next_row;
         self.next_row += piece.num_rows as u64;
-        self.queued.push((first_row, piece));
+        self.queued.push((first_row, Queued::Piece(piece)));
         Ok(())
     }
 
@@ -207,10 +274,16 @@ impl LeafEncoder {
     /// [`Self::pages`] in row order.
     pub fn encode_queued(&mut self) -> Result<()> {
         use rayon::prelude::*;
-        let queued = std::mem::take(&mut self.queued);
-        self.train_fsst_once(&queued)?;
+        let mut queued = std::mem::take(&mut self.queued);
+        self.train_fsst_once(&mut queued)?;
         let this = &*self;
-        let pages = queued.into_par_iter().map(|(first_row, piece)| this.encode_one(first_row, piece)).collect::<Result<Vec<_>>>()?;
+        let pages = queued
+            .into_par_iter()
+            .map(|(first_row, q)| {
+                let piece = this.materialize(q)?;
+                this.encode_one(first_row, piece)
+            })
+            .collect::<Result<Vec<_>>>()?;
         self.pages.extend(pages);
         Ok(())
     }
@@ -218,12 +291,17 @@ impl LeafEncoder {
     /// Train this column's FSST table on its first string page big enough
     /// for FSST; later pages reuse it (see [`FieldOptions::fsst_table`]).
     /// Always the first such page, so files do not depend on scheduling.
-    fn train_fsst_once(&mut self, queued: &[(u64, Piece)]) -> Result<()> {
+    fn train_fsst_once(&mut self, queued: &mut [(u64, Queued)]) -> Result<()> {
         let plain_strings = self.dict.is_none() && self.var_packed.is_none() && self.packed.is_none() && !self.blob;
         if self.opts.fsst_table.is_some() || !plain_strings || self.opts.compression.as_deref() == Some("none") {
             return Ok(());
         }
-        for (_, piece) in queued {
+        for (_, q) in queued.iter_mut() {
+            if let Queued::Arrays(_) = q {
+                let taken = std::mem::replace(q, Queued::Piece(Piece { rep: None, def: vec![], values: Values::Null(0), num_rows: 0 }));
+                *q = Queued::Piece(self.materialize(taken)?);
+            }
+            let Queued::Piece(piece) = &*q else { continue };
             if let Values::Variable { offsets, data } = &piece.values {
                 if choose::fsst_wanted(offsets, data) {
                     let table = crate::encoding::fsst::train(offsets, data)?;
@@ -235,6 +313,15 @@ impl LeafEncoder {
             }
         }
         Ok(())
+    }
+
+    /// The shredded values of a queued page.
+    fn materialize(&self, q: Queued) -> Result<Piece> {
+        match (q, self.plain) {
+            (Queued::Piece(p), _) => Ok(p),
+            (Queued::Arrays(arrays), Some(kind)) => plain::shred_many(kind, &self.path, &arrays),
+            (Queued::Arrays(_), None) => Err(crate::error::Error::Internal { what: "arrays queued for a column that is not plain".into() }),
+        }
     }
 
     fn encode_one(&self, first_row: u64, piece: Piece) -> Result<EncodedPage> {
