@@ -8,7 +8,8 @@
 //! merged fragments (`/__fragments/<name>` a line) so readers skip them
 //! until a vacuum removes them. Sparse: every cell version in the range
 //! with its timestamp (`t.tdb`, versions of one coordinate newest first),
-//! as TileDB 2.30 merges them. Dense: one resolved read over the bounding
+//! deleted versions kept with delete metadata (`dt.tdb`, `dci.tdb`,
+//! processed conditions) as TileDB 2.30 merges them without purging. Dense: one resolved read over the bounding
 //! box of their non-empty domains (newest cell wins, fills where none
 //! wrote), no per-cell timestamps (TileDB writes none for dense arrays);
 //! merged only when no older fragment outside the range overlaps the box
@@ -351,7 +352,7 @@ fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: 
     use super::read::{Bound, ReadOptions};
     let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
     let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
-    super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), Some(boxed), range, None)
+    super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), Some(boxed), range, None, None)
 }
 
 /// Every cell version of `array`'s fragments (those to merge), written with
@@ -361,11 +362,11 @@ fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: 
 /// written inside the range still wins where it is newer. None when no
 /// cell is left (all deleted).
 fn merge_sparse(array: &TileDbArray, uri: &str, options: &StorageOptions, range: (u64, u64)) -> Result<Option<super::write::WrittenFragment>> {
-    let (batch, timestamps) = array.read_all_versions()?;
+    let (batch, timestamps, delete_meta) = array.read_all_versions()?;
     if batch.num_rows() == 0 {
         return Ok(None);
     }
-    super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), None, range, Some(&timestamps)).map(Some)
+    super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), None, range, Some(&timestamps), delete_meta.as_ref()).map(Some)
 }
 
 /// `__commits/<merged>.vac` listing the merged fragments, written after

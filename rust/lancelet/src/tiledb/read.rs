@@ -430,7 +430,7 @@ impl TileDbArray {
     /// (dimensions and attributes, global order, equal coordinates oldest
     /// first; deletes applied) and each row's timestamp: what a
     /// consolidation keeping per-cell timestamps writes.
-    pub(crate) fn read_all_versions(&self) -> Result<(RecordBatch, Vec<u64>)> {
+    pub(crate) fn read_all_versions(&self) -> Result<(RecordBatch, Vec<u64>, Option<super::sparse::DeleteMeta>)> {
         let schema = &self.schema;
         if !schema.sparse {
             return Err(Error::Internal { what: "per-cell versions of a dense array".into() });
@@ -441,7 +441,7 @@ impl TileDbArray {
         let (dims, attrs) = output_columns(schema, &opts)?;
         let sp = self.sparse_sources(&sub, Order::Unordered, None, false, true)?;
         let batch = self.sparse_batch(&sp, &dims, &attrs, out_schema)?;
-        Ok((batch, sp.timestamps))
+        Ok((batch, sp.timestamps, sp.delete_meta))
     }
 
     /// Read without a filter; `pruner` marks tiles no filtered cell can come

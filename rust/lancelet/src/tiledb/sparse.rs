@@ -17,6 +17,10 @@
 //!    (see `conditions.rs`; commits a fragment lists as processed are
 //!    skipped for it).
 //!
+//! For a consolidation (`all_versions`), step 3 keeps every version and
+//! step 4 keeps deleted cells too, reporting per cell its timestamp and
+//! TileDB's delete metadata (when and by which condition it was deleted).
+//!
 //! Pruned tiles still have their coordinates decoded when another fragment
 //! could hold the same coordinates (duplicates not allowed, several
 //! fragments): a newer pruned cell hides an older one.
@@ -50,6 +54,19 @@ pub struct SparseSources {
     /// Per output row its timestamp (per-cell, else the fragment's `t1`);
     /// filled only when every version was asked for.
     pub(crate) timestamps: Vec<u64>,
+    /// With every version: TileDB's delete metadata for the rows, when a
+    /// delete commit is visible or a fragment had some.
+    pub(crate) delete_meta: Option<DeleteMeta>,
+}
+
+/// Per row the time it was deleted (`u64::MAX`: never) and the index of the
+/// condition that deleted it in `processed` (`u64::MAX`: none), and the
+/// delete commits (`__commits/<name>`) the rows have been resolved against.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteMeta {
+    pub dt: Vec<u64>,
+    pub dci: Vec<u64>,
+    pub processed: Vec<String>,
 }
 
 fn special_column(schema: &super::schema::ArraySchema, slot: usize, stem: &str) -> ColumnSpec {
@@ -253,6 +270,54 @@ impl TileDbArray {
         drop(candidates);
 
         sources.retain(|&s| !pruned[unpack(s).0]);
+        if all_versions {
+            // Keep deleted versions, with when and by which condition they
+            // were deleted (TileDB's delete metadata): from the fragments'
+            // own `dt.tdb`/`dci.tdb`, else from the delete commits.
+            let by_commit = if self.deletes.is_empty() || sources.is_empty() {
+                vec![None; sources.len()]
+            } else {
+                self.deleted_by(&ids, &sources, &dim_tiles, &cell_ts)?
+            };
+            let markers: Vec<String> = self.deletes.iter().map(|d| format!("__commits/{}", d.marker.rsplit('/').next().unwrap_or(&d.marker))).collect();
+            let mut dci_tiles: Vec<Option<TileData>> = vec![None; total];
+            let mut old_markers: Vec<Vec<String>> = Vec::new();
+            for (f, frag) in self.fragments.iter().enumerate() {
+                old_markers.push(if frag.has_delete_meta { frag.processed_conditions()? } else { Vec::new() });
+                if frag.has_delete_meta {
+                    let slot = FragmentMeta::timestamp_slot(schema) + frag.has_timestamps as usize + 1;
+                    let which: Vec<usize> = selected[f].clone();
+                    let cells: Vec<usize> = which.iter().map(|&t| frag.sparse_tile_cells(schema, t) as usize).collect();
+                    let col = special_column(schema, slot, "dci");
+                    for (t, data) in which.iter().zip(load_tiles(self, frag, &col, &which, &cells)?) {
+                        dci_tiles[ids.bases[f] + t] = Some(data);
+                    }
+                }
+            }
+            let frag_of = |g: usize| ids.bases.partition_point(|&b| b <= g) - 1;
+            let mut dt = Vec::with_capacity(sources.len());
+            let mut dci = Vec::with_capacity(sources.len());
+            for (i, &s) in sources.iter().enumerate() {
+                let (g, c) = unpack(s);
+                let old = dt_tiles[g].as_ref().map(|td| u64_of(td, c)).filter(|&t| t != u64::MAX).map(|t| {
+                    let k = dci_tiles[g].as_ref().map(|td| u64_of(td, c)).unwrap_or(u64::MAX);
+                    let marker = old_markers[frag_of(g)].get(k as usize);
+                    (t, marker.and_then(|m| markers.iter().position(|n| n == m)).map_or(u64::MAX, |p| p as u64))
+                });
+                let new = by_commit[i].map(|k| (self.deletes[k].timestamp, k as u64));
+                let (t, k) = match (old, new) {
+                    (Some(a), Some(b)) => if a.0 <= b.0 { a } else { b },
+                    (Some(a), None) => a,
+                    (None, Some(b)) => b,
+                    (None, None) => (u64::MAX, u64::MAX),
+                };
+                dt.push(t);
+                dci.push(k);
+            }
+            let timestamps = sources.iter().map(|&s| cell_ts(s)).collect();
+            let delete_meta = (!markers.is_empty() || self.fragments.iter().any(|f| f.has_delete_meta)).then_some(DeleteMeta { dt, dci, processed: markers });
+            return Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read, timestamps, delete_meta });
+        }
         let open_end = self.range.1;
         sources.retain(|&s| {
             let (g, c) = unpack(s);
@@ -262,13 +327,15 @@ impl TileDbArray {
             })
         });
         if !self.deletes.is_empty() && !sources.is_empty() {
-            sources = self.apply_delete_commits(&ids, sources, &dim_tiles, &cell_ts)?;
+            let by = self.deleted_by(&ids, &sources, &dim_tiles, &cell_ts)?;
+            sources = sources.into_iter().zip(by).filter(|(_, b)| b.is_none()).map(|(s, _)| s).collect();
         }
-        let timestamps = if all_versions { sources.iter().map(|&s| cell_ts(s)).collect() } else { Vec::new() };
-        Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read, timestamps })
+        Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read, timestamps: Vec::new(), delete_meta: None })
     }
 
-    fn apply_delete_commits(&self, ids: &TileIds, sources: Vec<u64>, dim_tiles: &[Vec<Option<TileData>>], cell_ts: &dyn Fn(u64) -> u64) -> Result<Vec<u64>> {
+    /// Per source, the first visible delete commit (index into
+    /// `self.deletes`, oldest first) that removes it, if any.
+    fn deleted_by(&self, ids: &TileIds, sources: &[u64], dim_tiles: &[Vec<Option<TileData>>], cell_ts: &dyn Fn(u64) -> u64) -> Result<Vec<Option<usize>>> {
         let schema = &self.schema;
         let mut processed: Vec<Vec<String>> = Vec::new();
         for frag in &self.fragments {
@@ -291,14 +358,14 @@ impl TileDbArray {
         for name in &fields {
             if let Some(a) = schema.attr_index(name) {
                 let col = ColumnSpec::attr(schema, a);
-                attr_tiles.push((name.clone(), a, load_used(self, ids, &col, &sources, &cells_of)?));
+                attr_tiles.push((name.clone(), a, load_used(self, ids, &col, sources, &cells_of)?));
             } else if schema.dim_index(name).is_none() {
                 return Err(Error::corrupt(format!("a delete condition names {name:?}, which is no attribute or dimension")));
             }
         }
         let frag_of = |g: usize| ids.bases.partition_point(|&b| b <= g) - 1;
-        let mut kept = Vec::with_capacity(sources.len());
-        for s in sources {
+        let mut out = Vec::with_capacity(sources.len());
+        for &s in sources {
             let (g, c) = unpack(s);
             let f = frag_of(g);
             let frag = &self.fragments[f];
@@ -313,8 +380,8 @@ impl TileDbArray {
                 let dim = &schema.dims[d];
                 Ok(CellValue { datatype: dim.datatype, bytes: Some(coord(dim_tiles, schema, s, d)), as_bytes: dim.cell_val_num == VAR_NUM })
             };
-            let mut alive = true;
-            for del in &self.deletes {
+            let mut by = None;
+            for (k, del) in self.deletes.iter().enumerate() {
                 if del.timestamp < frag.t1 || processed[f].iter().any(|m| m == strip_marker(&del.marker)) {
                     continue;
                 }
@@ -322,15 +389,13 @@ impl TileDbArray {
                     continue;
                 }
                 if !del.keep.holds(&get).map_err(|e| e.context(format!("delete condition {}", del.marker)))? {
-                    alive = false;
+                    by = Some(k);
                     break;
                 }
             }
-            if alive {
-                kept.push(s);
-            }
+            out.push(by);
         }
-        Ok(kept)
+        Ok(out)
     }
 }
 

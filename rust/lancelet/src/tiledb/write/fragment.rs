@@ -324,10 +324,14 @@ pub struct FragmentHeader<'a> {
     pub last_tile_cell_num: u64,
     /// Whether a per-cell timestamps slot (`t.tdb`) follows the dimensions.
     pub has_timestamps: bool,
+    /// With delete metadata (`dt.tdb`, `dci.tdb` slots last): the delete
+    /// commits the cells were resolved against.
+    pub processed_conditions: Option<&'a [String]>,
 }
 
 /// Serialize `__fragment_metadata.tdb` from the slots (attributes,
-/// `__coords`, dimensions, then the timestamps if flagged).
+/// `__coords`, dimensions, then the timestamps and delete metadata if
+/// flagged).
 pub fn metadata_file(h: &FragmentHeader, slots: &[SlotOut]) -> Vec<u8> {
     let mut file = Vec::new();
     let push = |file: &mut Vec<u8>, bytes: &[u8]| -> u64 {
@@ -361,7 +365,14 @@ pub fn metadata_file(h: &FragmentHeader, slots: &[SlotOut]) -> Vec<u8> {
         fw.extend_from_slice(&s.fw_nulls.to_le_bytes());
     }
     let fw_off = push(&mut file, &fw);
-    let proc_off = push(&mut file, &0u64.to_le_bytes());
+    let mut processed = Vec::new();
+    let conds = h.processed_conditions.unwrap_or(&[]);
+    processed.extend_from_slice(&(conds.len() as u64).to_le_bytes());
+    for c in conds {
+        processed.extend_from_slice(&(c.len() as u64).to_le_bytes());
+        processed.extend_from_slice(c.as_bytes());
+    }
+    let proc_off = push(&mut file, &processed);
 
     let mut f = Vec::new();
     f.extend_from_slice(&WRITE_VERSION.to_le_bytes());
@@ -375,7 +386,7 @@ pub fn metadata_file(h: &FragmentHeader, slots: &[SlotOut]) -> Vec<u8> {
     f.extend_from_slice(&h.sparse_tile_num.to_le_bytes());
     f.extend_from_slice(&h.last_tile_cell_num.to_le_bytes());
     f.push(h.has_timestamps as u8);
-    f.push(0); // no delete metadata
+    f.push(h.processed_conditions.is_some() as u8);
     for k in 0..3 {
         for s in slots {
             f.extend_from_slice(&s.size(k).to_le_bytes());

@@ -233,7 +233,7 @@ pub fn write_fragment(
     timestamp: Option<u64>,
 ) -> Result<WrittenFragment> {
     let t = timestamp.unwrap_or_else(now_ms);
-    write_fragment_over(uri, options, std::slice::from_ref(batch), subarray, (t, t), None)
+    write_fragment_over(uri, options, std::slice::from_ref(batch), subarray, (t, t), None, None)
 }
 
 /// [`write_fragment`] named for the timestamp range `range` (`__t1_t2_`):
@@ -252,6 +252,7 @@ pub fn write_fragment_over(
     subarray: Option<Vec<(i128, i128)>>,
     range: (u64, u64),
     cell_timestamps: Option<&[u64]>,
+    delete_meta: Option<&super::sparse::DeleteMeta>,
 ) -> Result<WrittenFragment> {
     let root = Storage::open_with(uri, options)?;
     let schema = latest_schema(&root)?;
@@ -277,6 +278,11 @@ pub fn write_fragment_over(
     if let Some(ts) = cell_timestamps {
         if !schema.sparse || ts.len() != n {
             return Err(Error::Internal { what: format!("{} per-cell timestamps for {n} cells of a {} array", ts.len(), if schema.sparse { "sparse" } else { "dense" }) });
+        }
+    }
+    if let Some(dm) = delete_meta {
+        if cell_timestamps.is_none() || dm.dt.len() != n || dm.dci.len() != n {
+            return Err(Error::Internal { what: "delete metadata needs per-cell timestamps and one entry per cell".into() });
         }
     }
     let nd = schema.dims.len();
@@ -389,6 +395,23 @@ pub fn write_fragment_over(
             put_files(&dir, "t", &mut slot, false, false)?;
             slots.push(slot);
         }
+        if let Some(dm) = delete_meta {
+            for (stem, values) in [("dt", &dm.dt), ("dci", &dm.dci)] {
+                let cells = Cells { len: n, cell_size: 8, fixed: values.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
+                let col = ColumnIn {
+                    name: stem,
+                    datatype: super::datatype::Datatype::UInt64,
+                    cell_val_num: 1,
+                    nullable: false,
+                    is_dim: false,
+                    filters: &schema.coords_filters,
+                    cells: &cells,
+                };
+                let mut slot = write_column(&schema, &col, &plan)?;
+                put_files(&dir, stem, &mut slot, false, false)?;
+                slots.push(slot);
+            }
+        }
         let header = FragmentHeader {
             schema: &schema,
             dense: !schema.sparse,
@@ -397,6 +420,7 @@ pub fn write_fragment_over(
             sparse_tile_num: sparse_tiles,
             last_tile_cell_num: last_cells,
             has_timestamps: cell_timestamps.is_some(),
+            processed_conditions: delete_meta.map(|d| d.processed.as_slice()),
         };
         dir.child("__fragment_metadata.tdb")?.write_all(Bytes::from(metadata_file(&header, &slots)))?;
         fail_point("before_commit")?;
@@ -487,7 +511,7 @@ pub fn write_batches(
         return write_fragment(uri, options, &empty, subarray, timestamp);
     }
     let t = timestamp.unwrap_or_else(now_ms);
-    write_fragment_over(uri, options, batches, subarray, (t, t), None)
+    write_fragment_over(uri, options, batches, subarray, (t, t), None, None)
 }
 
 thread_local! {
