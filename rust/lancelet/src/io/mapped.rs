@@ -15,16 +15,18 @@
 //! cost more than a small `pread`), and only ranges lying inside the file
 //! as it is now; anything else (or a failing `mmap`) is read as before.
 //!
-//! Smaller ranges (a take's chunks and vector rows, thousands of them, or
-//! a point lookup's few) are cut from one map of the whole file kept for
-//! the life of the handle reading it ([`FileMap`]), not populated: the
-//! kernel maps in only the pages the reader touches, once, with no syscall
-//! per range and no copy (the copies out of the page cache were ~40 % of a
-//! 1,000-row take's CPU, and a map made per read spent as much again on
-//! faulting and unmapping). The map is advised `MADV_RANDOM`, so a page not
-//! yet cached is read alone, as `pread` would (pages already cached around
-//! it are mapped in batches by the kernel's fault-around); its resident
-//! pages are bounded by [`FILE_MAP_BUDGET`]. Data
+//! Small ranges (a point lookup's few, up to [`FILE_MAP_MAX_RANGE`]) and
+//! the many ranges of a take (its chunks and vector rows, thousands of
+//! them) are cut from one map
+//! of the whole file kept for the life of the handle reading it
+//! ([`FileMap`]), not populated: the kernel maps in only the pages the
+//! reader touches, once, with no syscall per range and no copy (the copies
+//! out of the page cache were ~40 % of a 1,000-row take's CPU, and a map
+//! made per read spent as much again on faulting and unmapping). The map is
+//! advised `MADV_RANDOM`, so a page not yet cached is read alone, as
+//! `pread` would (pages already cached around it are mapped in batches by
+//! the kernel's fault-around); its resident pages are bounded by
+//! [`FILE_MAP_BUDGET`]. A scan unit's few medium ranges are read. Data
 //! files are immutable once written (a new version writes new files), so
 //! a mapped file does not change under a reader; a file truncated by
 //! someone else while mapped would fault the reader, as with any mapped
@@ -107,6 +109,17 @@ pub fn map_ranges(path: &std::path::Path, ranges: &[Range<u64>]) -> Vec<Option<B
         })
         .collect()
 }
+
+/// Ranges at most this long are cut from the file's [`FileMap`] (a point
+/// lookup's), and so are all ranges of a read of at least
+/// [`FILE_MAP_MIN_RANGES`] (a take's chunks and vector rows); other ranges
+/// below [`MAP_MIN_BYTES`] (a scan unit's smaller pages, each read once)
+/// are read, so that the map does not keep their pages resident (through
+/// the map, a streaming scan's peak RSS rose ~90 MB).
+pub const FILE_MAP_MAX_RANGE: u64 = 64 << 10;
+
+/// See [`FILE_MAP_MAX_RANGE`].
+pub const FILE_MAP_MIN_RANGES: usize = 16;
 
 /// Bytes served through [`FileMap`]s, all files together, after which
 /// every live one drops its pages from the process's page tables (see

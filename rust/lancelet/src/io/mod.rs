@@ -427,28 +427,37 @@ impl Storage {
     }
 
     /// The bytes of `ranges`: from a local file through memory maps (see
-    /// [`mapped`]: large ranges mapped on their own, the others cut from
-    /// the file's map), else from the store.
+    /// [`mapped`]: large ranges mapped on their own, small ones and those
+    /// of a read of many ranges cut from the file's map) or `pread` (the
+    /// others), else from the store.
     fn get_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         #[cfg(unix)]
         if let Some(local) = &self.local_dir {
             let mut got = mapped::map_ranges(local, ranges);
-            let rest: Vec<Range<u64>> = ranges.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(r, _)| r.clone()).collect();
-            let map = self.file_map.get_or_init(|| mapped::FileMap::open(local));
-            let cut = map.as_ref().and_then(|m| m.slices(&rest));
-            let served = (ranges.len() - rest.len()) + cut.as_ref().map_or(0, |_| rest.len());
-            IO_MAPPED.fetch_add(served as u64, Ordering::Relaxed);
-            let mut read = match cut {
-                Some(b) => b,
-                None => local::read_ranges(local, &self.display, &rest)?,
+            // A take's many ranges and any small one (a point lookup's)
+            // from the file's map; a scan unit's few medium ranges are
+            // read: it reads them once, and the map would keep their pages
+            // resident.
+            let many = ranges.len() >= mapped::FILE_MAP_MIN_RANGES;
+            let small: Vec<usize> = (0..ranges.len())
+                .filter(|&i| got[i].is_none() && (many || ranges[i].end.saturating_sub(ranges[i].start) <= mapped::FILE_MAP_MAX_RANGE))
+                .collect();
+            if !small.is_empty() {
+                let map = self.file_map.get_or_init(|| mapped::FileMap::open(local));
+                let wanted: Vec<Range<u64>> = small.iter().map(|&i| ranges[i].clone()).collect();
+                if let Some(cut) = map.as_ref().and_then(|m| m.slices(&wanted)) {
+                    small.iter().zip(cut).for_each(|(&i, b)| got[i] = Some(b));
+                }
             }
-            .into_iter();
+            let rest: Vec<usize> = (0..ranges.len()).filter(|&i| got[i].is_none()).collect();
+            IO_MAPPED.fetch_add((ranges.len() - rest.len()) as u64, Ordering::Relaxed);
+            let wanted: Vec<Range<u64>> = rest.iter().map(|&i| ranges[i].clone()).collect();
+            for (&i, b) in rest.iter().zip(local::read_ranges(local, &self.display, &wanted)?) {
+                got[i] = Some(b);
+            }
             return got
-                .iter_mut()
-                .map(|g| match g.take() {
-                    Some(b) => Ok(b),
-                    None => read.next().ok_or_else(|| Error::Internal { what: "object store returned fewer ranges than asked".into() }),
-                })
+                .into_iter()
+                .map(|g| g.ok_or_else(|| Error::Internal { what: "fewer ranges read than asked".into() }))
                 .collect();
         }
         match &self.local_dir {
