@@ -266,6 +266,7 @@ def run_table(label: str, table: pa.Table, systems: List[System], a, d: str, bw:
             shutil.rmtree(path, ignore_errors=True)
             if os.path.isfile(path):
                 os.remove(path)
+            os.sync()  # the previous run's writeback is not charged to the next
             return path
         wt = timed(lambda p: sys_.write(table, p), a.write_repeat, warmup=0, setup=fresh)
         record(sys_.name, "write", wt, table.nbytes, bytes=dir_size(path))

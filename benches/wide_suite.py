@@ -56,12 +56,16 @@ import lancelet  # noqa: E402
 TAKE_ROWS = 1000
 
 
-def timed_alternating(fns: Dict[str, Callable[[], object]], repeat: int, warmup: int = 1) -> Dict[str, List[float]]:
+def timed_alternating(fns: Dict[str, Callable[[], object]], repeat: int, warmup: int = 1,
+                      setup: Optional[Callable[[str], object]] = None) -> Dict[str, List[float]]:
     """Times each of fns (name -> function) repeat times, round robin: one
-    run of each per round, after warmup untimed rounds."""
+    run of each per round, after warmup untimed rounds; ``setup(name)``, if
+    given, runs untimed before each run."""
     out: Dict[str, List[float]] = {k: [] for k in fns}
     for i in range(warmup + repeat):
         for k, fn in fns.items():
+            if setup is not None:
+                setup(k)
             gc.collect()
             t0 = time.perf_counter()
             r = fn()
@@ -139,12 +143,19 @@ def run(a) -> dict:
         paths = {s.name: os.path.join(d, s.name) for s in systems}
 
         def write(s):
-            shutil.rmtree(paths[s.name], ignore_errors=True)
             s.mod.write_dataset(table, paths[s.name], max_rows_per_file=a.rows_per_file)
+
+        def fresh(name):
+            # Untimed: the previous run's files removed and everything
+            # flushed, so a write does not pay the kernel's writeback of
+            # the run before it (without this, one library's write times
+            # ranged 0.38-1.17 s in one quiet run).
+            shutil.rmtree(paths[name], ignore_errors=True)
+            os.sync()
 
         # Every figure alternates the libraries run by run, so a burst of
         # load on this shared machine hits both sides alike.
-        ts = timed_alternating({s.name: (lambda s=s: write(s)) for s in systems}, a.write_repeat, warmup=0)
+        ts = timed_alternating({s.name: (lambda s=s: write(s)) for s in systems}, a.write_repeat, warmup=0, setup=fresh)
         for s in systems:
             record(s.name, "write", ts[s.name], bytes=dir_size(paths[s.name]))
         handles = {}
