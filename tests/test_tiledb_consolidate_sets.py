@@ -358,12 +358,16 @@ def test_sparse_merges_keep_delete_metadata_as_tiledb(tmp_path):
     _deletes_array(ours)
     shutil.copytree(ours, theirs)
     opens = [None, 1, 2, 3, 4, 5, (2, 4), (4, 5), 7, (6, 7), 6]
+
+    def same():
+        _same_merged_fragment(ours, theirs, nslots=2 + 1 + 1 + 3)
+        for ts in opens:
+            assert _rows_at(ours, ts) == _rows_at(theirs, ts), ts
+            assert _state(ours, ["x", "a", "s"], ts) == _state(theirs, ["x", "a", "s"], ts)
+
     lt.consolidate(ours)
     tiledb.consolidate(theirs)
-    _same_merged_fragment(ours, theirs, nslots=2 + 1 + 1 + 3)
-    for ts in opens:
-        assert _rows_at(ours, ts) == _rows_at(theirs, ts), ts
-        assert _state(ours, ["x", "a", "s"], ts) == _state(theirs, ["x", "a", "s"], ts)
+    same()
     # another write and delete on lancelet's merge, copied: each library
     # merges lancelet's merge (carrying its delete metadata) with them
     with tiledb.open(ours, "w", timestamp=6) as A:
@@ -378,7 +382,4 @@ def test_sparse_merges_keep_delete_metadata_as_tiledb(tmp_path):
     tiledb.consolidate(theirs)
     lt.vacuum(ours)
     tiledb.vacuum(theirs)
-    _same_merged_fragment(ours, theirs, nslots=2 + 1 + 1 + 3)
-    for ts in opens:
-        assert _rows_at(ours, ts) == _rows_at(theirs, ts), ts
-        assert _state(ours, ["x", "a", "s"], ts) == _state(theirs, ["x", "a", "s"], ts)
+    same()

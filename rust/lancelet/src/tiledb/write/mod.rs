@@ -380,10 +380,20 @@ pub fn write_fragment_over(
                 slots.push(empty_slot(ntiles));
             }
         }
+        // The per-cell timestamps, then the delete metadata: u64 columns
+        // under the coordinates' filters, in TileDB's slot order.
+        let mut extra: Vec<(&str, &[u64])> = Vec::new();
         if let Some(ts) = cell_timestamps {
-            let cells = Cells { len: n, cell_size: 8, fixed: ts.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
+            extra.push(("t", ts));
+        }
+        if let Some(dm) = delete_meta {
+            extra.push(("dt", &dm.dt));
+            extra.push(("dci", &dm.dci));
+        }
+        for (stem, values) in extra {
+            let cells = Cells { len: n, cell_size: 8, fixed: values.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
             let col = ColumnIn {
-                name: "t",
+                name: stem,
                 datatype: super::datatype::Datatype::UInt64,
                 cell_val_num: 1,
                 nullable: false,
@@ -392,25 +402,8 @@ pub fn write_fragment_over(
                 cells: &cells,
             };
             let mut slot = write_column(&schema, &col, &plan)?;
-            put_files(&dir, "t", &mut slot, false, false)?;
+            put_files(&dir, stem, &mut slot, false, false)?;
             slots.push(slot);
-        }
-        if let Some(dm) = delete_meta {
-            for (stem, values) in [("dt", &dm.dt), ("dci", &dm.dci)] {
-                let cells = Cells { len: n, cell_size: 8, fixed: values.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
-                let col = ColumnIn {
-                    name: stem,
-                    datatype: super::datatype::Datatype::UInt64,
-                    cell_val_num: 1,
-                    nullable: false,
-                    is_dim: false,
-                    filters: &schema.coords_filters,
-                    cells: &cells,
-                };
-                let mut slot = write_column(&schema, &col, &plan)?;
-                put_files(&dir, stem, &mut slot, false, false)?;
-                slots.push(slot);
-            }
         }
         let header = FragmentHeader {
             schema: &schema,
