@@ -42,6 +42,7 @@ use crate::file::version::{FileVersion, PageFamily, VersionTraits};
 use crate::file::write::shred::{leaf_paths, shred};
 use crate::file::write::v2_0::{columns_of, split, ColumnEncoder20};
 use crate::file::write::plain::{self, PlainKind};
+use crate::file::write::vectors::{self, VectorKind};
 use crate::file::write::shred::Piece;
 use crate::file::write::{EncodedPage, LeafEncoder};
 use crate::io::{ObjectWriter, Storage, StorageOptions};
@@ -55,6 +56,9 @@ enum Shredded {
     Plain(arrow_array::ArrayRef, usize),
     /// One piece per leaf column.
     Pieces(Vec<Piece>),
+    /// A vector column's rows without nulls, sharing the Arrow memory
+    /// (see [`crate::file::write::vectors`]).
+    Vectors(Bytes, usize),
 }
 
 enum Columns {
@@ -322,6 +326,15 @@ impl FileWriter {
         }
     }
 
+    /// Shred vector columns as any other column (tests compare the files
+    /// written both ways).
+    #[cfg(test)]
+    pub(crate) fn copy_vectors(&mut self) {
+        if let Columns::Structural(cols) = &mut self.columns {
+            cols.iter_mut().flatten().for_each(|c| c.copy_vectors());
+        }
+    }
+
     /// Append a batch; its schema must match the file's (names, types,
     /// nullability; metadata is ignored).
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -355,6 +368,9 @@ impl FileWriter {
                 // measured (and their buffers checked) here.
                 let plain: Vec<Option<PlainKind>> =
                     cols.iter().map(|enc| if enc.len() == 1 { enc[0].plain() } else { None }).collect();
+                // Vector columns keep rows without nulls in Arrow memory.
+                let vector: Vec<Option<VectorKind>> =
+                    cols.iter().map(|enc| if enc.len() == 1 { enc[0].vector() } else { None }).collect();
                 // Slices and columns shred independently: spread them all
                 // over the pool (one column per slice would leave a core
                 // idle while the widest column shreds).
@@ -363,13 +379,15 @@ impl FileWriter {
                     .map(|slice| {
                         want.iter()
                             .zip(slice.columns())
-                            .zip(&plain)
+                            .zip(plain.iter().zip(&vector))
                             .collect::<Vec<_>>()
                             .into_par_iter()
-                            .map(|((f, a), kind)| {
-                                let got = match kind {
-                                    Some(k) => plain::measure(*k, a).map(|bytes| Shredded::Plain(a.clone(), bytes)),
-                                    None => shred(f, a).map(Shredded::Pieces),
+                            .map(|((f, a), (kind, vector))| {
+                                let rows = vector.and_then(|v| vectors::rows_bytes(v, a));
+                                let got = match (kind, rows) {
+                                    (Some(k), _) => plain::measure(*k, a).map(|bytes| Shredded::Plain(a.clone(), bytes)),
+                                    (None, Some(rows)) => Ok(Shredded::Vectors(rows, a.len())),
+                                    (None, None) => shred(f, a).map(Shredded::Pieces),
                                 };
                                 got.map_err(|e| e.context(format!("field {:?}", f.name())))
                             })
@@ -389,6 +407,7 @@ impl FileWriter {
                     for got in gots {
                         match got {
                             Shredded::Plain(a, bytes) => enc[0].push_array(a, bytes)?,
+                            Shredded::Vectors(rows, n) => enc[0].push_vectors(rows, n)?,
                             Shredded::Pieces(pieces) => {
                                 for (e, p) in enc.iter_mut().zip(pieces) {
                                     e.push(p)?;
@@ -448,7 +467,8 @@ impl FileWriter {
                         positions.push(self.out.position());
                         self.out.write(v)?;
                     }
-                    (p.buffers, p.encoding) = b.finish(&positions)?;
+                    let (buffers, encoding) = b.finish(&positions)?;
+                    (p.buffers, p.encoding) = (buffers.into_iter().map(Bytes::from).collect(), encoding);
                 }
                 let mut offsets = Vec::with_capacity(p.buffers.len());
                 let mut sizes = Vec::with_capacity(p.buffers.len());
@@ -456,7 +476,7 @@ impl FileWriter {
                     self.pad()?;
                     offsets.push(self.out.position());
                     sizes.push(b.len() as u64);
-                    self.out.put(Bytes::from(b))?;
+                    self.out.put(b)?;
                 }
                 self.pages[col].push(Page {
                     buffer_offsets: offsets,

@@ -211,6 +211,19 @@ fn page(
     visible: usize,
     encoding: pb::CompressiveEncoding,
 ) -> (Vec<Vec<u8>>, pb::PageLayout) {
+    (buffers, layout(levels, (bits_rep, bits_def), details, entries, visible, encoding))
+}
+
+/// The `FullZipLayout` of a page of `entries` level entries, `visible` of
+/// them values.
+pub fn layout(
+    levels: &PageLevels,
+    (bits_rep, bits_def): (u32, u32),
+    details: Details,
+    entries: usize,
+    visible: usize,
+    encoding: pb::CompressiveEncoding,
+) -> pb::PageLayout {
     let layout = pb::FullZipLayout {
         bits_rep,
         bits_def,
@@ -220,5 +233,5 @@ fn page(
         value_compression: Some(encoding),
         layers: levels.layers.iter().map(|l| *l as i32).collect(),
     };
-    (buffers, pb::PageLayout { layout: Some(pb::page_layout::Layout::FullZipLayout(layout)) })
+    pb::PageLayout { layout: Some(pb::page_layout::Layout::FullZipLayout(layout)) }
 }

@@ -22,12 +22,14 @@ pub mod miniblock;
 pub mod plain;
 pub mod shred;
 pub mod v2_0;
+pub mod vectors;
 
 #[cfg(test)]
 mod tests;
 
 use arrow_array::ArrayRef;
 use arrow_schema::Field;
+use bytes::Bytes;
 use prost::Message;
 
 use crate::error::Result;
@@ -68,8 +70,9 @@ pub fn is_wide_fixed(field: &Field) -> bool {
 /// One encoded page, ready to be placed in the file.
 #[derive(Debug, Clone)]
 pub struct EncodedPage {
-    /// The page's buffers, in order.
-    pub buffers: Vec<Vec<u8>>,
+    /// The page's buffers, in order (a vector page's may share Arrow
+    /// memory: see [`vectors`]).
+    pub buffers: Vec<Bytes>,
     /// The page encoding as a `google.protobuf.Any`.
     pub encoding: prost_types::Any,
     /// Rows (2.0 list children: items) in the page.
@@ -88,6 +91,8 @@ enum Queued {
     /// A plain column's Arrow arrays, copied when the page is encoded
     /// (see [`plain`]).
     Arrays(Vec<ArrayRef>),
+    /// A vector column's rows, sharing the Arrow memory (see [`vectors`]).
+    Vectors(Bytes, usize),
 }
 
 /// Buffers one leaf column of a 2.1+ file and encodes it into pages.
@@ -106,6 +111,9 @@ pub struct LeafEncoder {
     /// A top-level leaf of a plain type: takes Arrow arrays
     /// ([`Self::push_array`]) instead of shredded pieces.
     plain: Option<PlainKind>,
+    /// A top-level vector column: takes its rows uncopied when an array
+    /// fills a page alone ([`Self::push_vectors`]).
+    vector: Option<vectors::VectorKind>,
     pieces: Vec<Piece>,
     /// A plain column's page being filled (see [`plain`]).
     filling: Option<Piece>,
@@ -140,6 +148,7 @@ impl LeafEncoder {
         let top_level = path.kinds.len() == 1 && path.max_rep == 0;
         LeafEncoder {
             plain: if top_level { plain::plain_kind(field) } else { None },
+            vector: if top_level && !blob::is_blob(field) { vectors::vector_kind(field) } else { None },
             filling: None,
             path,
             opts: FieldOptions::from_metadata(field.metadata()),
@@ -204,12 +213,17 @@ impl LeafEncoder {
         }
         let page_bytes = self.page_bytes;
         let filling = self.filling.get_or_insert_with(|| {
-            // Room for a page of rows like these.
+            // Room for a page of rows like these, plus one more array: the
+            // page is cut only once an array takes it past `page_bytes`, and
+            // a buffer sized for the page alone grew (a doubling realloc
+            // copying the page, and fresh pages faulted in) at nearly every
+            // cut.
             let per_row = (bytes as f64 / array.len() as f64).max(1.0);
-            let rows = (page_bytes as f64 / per_row) as usize + 1;
+            let room = page_bytes + bytes;
+            let rows = (room as f64 / per_row) as usize + 1;
             let value_bytes = match kind {
                 PlainKind::Fixed(w) => rows * w,
-                PlainKind::Var32 | PlainKind::Var64 => page_bytes,
+                PlainKind::Var32 | PlainKind::Var64 => room,
             };
             plain::empty(kind, rows, value_bytes)
         });
@@ -219,6 +233,38 @@ impl LeafEncoder {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// The shape of this column when it takes vector rows uncopied
+    /// ([`Self::push_vectors`]).
+    pub fn vector(&self) -> Option<vectors::VectorKind> {
+        self.vector
+    }
+
+    /// Take vector rows as shredded pieces (tests compare both paths).
+    #[cfg(test)]
+    pub(crate) fn copy_vectors(&mut self) {
+        self.vector = None;
+    }
+
+    /// Buffer `rows` rows of a vector column ([`vectors::rows_bytes`]).
+    /// When nothing is buffered and they fill a page, they become a page of
+    /// their own without a copy; otherwise they are buffered as the piece
+    /// shredding them would give.
+    pub fn push_vectors(&mut self, bytes: Bytes, rows: usize) -> Result<()> {
+        let Some(kind) = self.vector else {
+            return Err(crate::error::Error::Internal { what: "vector rows pushed to a column that is not a vector column".into() });
+        };
+        if rows == 0 {
+            return Ok(());
+        }
+        if self.pieces.is_empty() && vectors::measured_bytes(kind, rows) >= self.page_bytes {
+            let first_row = self.next_row;
+            self.next_row += rows as u64;
+            self.queued.push((first_row, Queued::Vectors(bytes, rows)));
+            return Ok(());
+        }
+        self.push(vectors::piece(kind, &bytes, rows))
     }
 
     /// Cut whatever is buffered into a page (queued; see
@@ -279,9 +325,15 @@ impl LeafEncoder {
         let this = &*self;
         let pages = queued
             .into_par_iter()
-            .map(|(first_row, q)| {
-                let piece = this.materialize(q)?;
-                this.encode_one(first_row, piece)
+            .map(|(first_row, q)| match (q, this.vector) {
+                (Queued::Vectors(bytes, rows), Some(kind)) => {
+                    let (buffers, layout) = vectors::page(kind, &this.path, bytes, rows);
+                    Ok(EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None })
+                }
+                (q, _) => {
+                    let piece = this.materialize(q)?;
+                    this.encode_one(first_row, piece)
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         self.pages.extend(pages);
@@ -321,6 +373,10 @@ impl LeafEncoder {
             (Queued::Piece(p), _) => Ok(p),
             (Queued::Arrays(arrays), Some(kind)) => plain::shred_many(kind, &self.path, &arrays),
             (Queued::Arrays(_), None) => Err(crate::error::Error::Internal { what: "arrays queued for a column that is not plain".into() }),
+            (Queued::Vectors(bytes, rows), _) => match self.vector {
+                Some(kind) => Ok(vectors::piece(kind, &bytes, rows)),
+                None => Err(crate::error::Error::Internal { what: "vector rows queued for a column that is not a vector column".into() }),
+            },
         }
     }
 
@@ -332,13 +388,7 @@ impl LeafEncoder {
             return Ok(EncodedPage { buffers: vec![], encoding: prost_types::Any::default(), num_rows, first_row, blob: Some(deferred) });
         }
         let (buffers, layout) = self.encode_page(piece)?;
-        Ok(EncodedPage {
-            buffers,
-            encoding: prost_types::Any { type_url: crate::proto::type_url::PAGE_LAYOUT.to_string(), value: layout.encode_to_vec() },
-            num_rows,
-            first_row,
-            blob: None,
-        })
+        Ok(EncodedPage { buffers: buffers.into_iter().map(Bytes::from).collect(), encoding: page_layout_any(&layout), num_rows, first_row, blob: None })
     }
 
     fn encode_page(&self, piece: Piece) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
@@ -388,6 +438,11 @@ impl LeafEncoder {
         let allowed = Allowed { fixed_dict: self.traits.fixed_width_dictionaries, compress_dict: self.traits.compressed_dictionaries };
         miniblock::encode(&levels, &values, self.wide, self.packed.as_deref(), &self.opts, allowed, self.traits.large_chunk_words, self.dict)
     }
+}
+
+/// A 2.1+ page's encoding, as `PageLayout` in a `google.protobuf.Any`.
+fn page_layout_any(layout: &pb::PageLayout) -> prost_types::Any {
+    prost_types::Any { type_url: crate::proto::type_url::PAGE_LAYOUT.to_string(), value: layout.encode_to_vec() }
 }
 
 /// The visible values of a piece as byte strings (null slots included as

@@ -574,7 +574,7 @@ impl ColumnEncoder20 {
             let a = arrow_array::new_empty_array(self.field.data_type());
             let (buffers, enc) = encode_page(&self.field, self.kind, &a).map_err(|e| e.context(format!("field {:?}", self.field.name())))?;
             self.pages.push(EncodedPage {
-                buffers,
+                buffers: buffers.into_iter().map(bytes::Bytes::from).collect(),
                 encoding: prost_types::Any { type_url: crate::proto::type_url::ARRAY_ENCODING.to_string(), value: enc.encode_to_vec() },
                 num_rows: 0,
                 first_row: 0,
@@ -596,7 +596,7 @@ impl ColumnEncoder20 {
         let (buffers, enc) = encode_page(&self.field, self.kind, &a).map_err(|e| e.context(format!("field {:?}", self.field.name())))?;
         let n = a.len() as u64;
         self.pages.push(EncodedPage {
-            buffers,
+            buffers: buffers.into_iter().map(bytes::Bytes::from).collect(),
             encoding: prost_types::Any { type_url: crate::proto::type_url::ARRAY_ENCODING.to_string(), value: enc.encode_to_vec() },
             num_rows: n,
             first_row: self.next_row,
