@@ -39,7 +39,7 @@ const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
 
 /// How long freed memory stays mapped before mimalloc returns it to the
 /// kernel (its default is 10 ms).
-const PURGE_DELAY_MS: std::os::raw::c_long = 2000;
+const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
 
 /// Keep freed memory mapped for a while instead of handing it back to the
 /// kernel 10 ms after it is freed: a write frees and allocates page-sized
@@ -47,8 +47,13 @@ const PURGE_DELAY_MS: std::os::raw::c_long = 2000;
 /// fault in and zero (a sixth of a write's CPU time; system time of a 5M-row
 /// write fell from ~0.4 to ~0.25 s). Never purging (-1) saved a little more
 /// but raised the peak RSS of a streaming 4M-row write from 309 to 392 MB
-/// (fragments kept mapped); 2 s kept it at 314 MB. `MIMALLOC_PURGE_DELAY`
-/// still overrides.
+/// (fragments kept mapped); 2 s kept it at 314 MB. Session 7: with 2 s, a
+/// write that came more than 2 s after the previous one (a benchmark
+/// alternating libraries, a task writing one fragment after another)
+/// faulted its whole working set in again, 30-50k page faults per write of
+/// the benchmark tables; 10 s cut that to a few thousand when writes follow
+/// each other, at a streaming-write peak of 359 MB (pylance 433, never
+/// purging 390). `MIMALLOC_PURGE_DELAY` still overrides.
 fn keep_freed_memory() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a plain integer option; mimalloc reads options
