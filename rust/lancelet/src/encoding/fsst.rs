@@ -365,86 +365,47 @@ fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out
 /// Decodes `src` (the strings ending at `ends`, positions counted from
 /// `ends_base`) onto `out`, pushing each string's end position in `out`.
 ///
-/// The codes are decoded as one stream, four at a time while none is the
-/// escape, and string ends do not interrupt it: the loop records the
-/// output position before every code byte, and each string's end is then
-/// looked up. (Decoding string by string left most strings, of about ten
-/// codes, to a one-code tail loop; tracking the next end inside the loop
-/// made every step wait on the previous one.) Each symbol is stored as a
+/// The codes are decoded as one stream and string ends do not interrupt
+/// it: the loop records the output position before every code byte, and
+/// each string's end is then looked up. (Decoding string by string left
+/// most strings, of about ten codes, to a one-code tail loop; tracking the
+/// next end inside the loop made every step wait on the previous one.)
+/// Eight codes are loaded as one word; when none is the escape they are
+/// decoded in a straight line, otherwise the codes before the first
+/// escape are, then the escape and its literal. Each symbol is stored as a
 /// whole 8-byte word into reserved capacity and the position advances by
-/// its real length, so nothing is zero-filled.
+/// its real length, so nothing is zero-filled and no store is checked.
+/// Unused codes (length 0) are not looked for in the loop: a code byte at
+/// or above the table's size is rare enough that one scan of `src`
+/// afterwards finds whether any may be present.
 fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
     // Each code byte yields at most 8 bytes; 8 more for the last word store.
     out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
     let start = out.len();
-    // SAFETY: `start` is within the allocation.
-    let base = unsafe { out.as_mut_ptr().add(start) };
     // at[i]: output position (from `start`) before code byte i; at[len]: the end.
     let mut at: Vec<u32> = Vec::with_capacity(src.len() + 1);
-    let ap = at.as_mut_ptr();
-    let sp = src.as_ptr();
-    // SAFETY (all stores to `base` below): every code advances pos by at
-    // most 8 while consuming at least one source byte, so a store of 8
-    // bytes at pos stays within the reserved 8 * (src.len() + 1) bytes.
-    let put = |code: u8, pos: usize| unsafe {
-        std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8);
+    let n = src.len();
+    // SAFETY: `start` is within the allocation; every code below advances
+    // `pos` by at most 8 while consuming at least one source byte, so an
+    // 8-byte store at `pos` stays within the reserved 8 * (n + 1) bytes;
+    // `at` has room for n + 1 entries and slot i is written only for i <= n;
+    // source reads are at i..i + 8 <= n (words) or i < n (bytes).
+    let pos = unsafe { decode_codes(table, src.as_ptr(), n, out.as_mut_ptr().add(start), at.as_mut_ptr()) };
+    let Some(pos) = pos else {
+        return Err(corrupt!("fsst: escape code at the end of the input"));
     };
-    // An unused code has length 0: it writes nothing that stays, so the
-    // loop only notes it and the error is raised afterwards.
-    let mut unused = false;
-    let mut pos = 0usize;
-    let mut i = 0;
-    while i < src.len() {
-        if i + 4 <= src.len() {
-            // SAFETY: i + 4 <= src.len().
-            let w = u32::from_le(unsafe { std::ptr::read_unaligned(sp.add(i) as *const u32) });
-            let x = !w; // a byte of x is zero where a code is ESCAPE (255)
-            if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 == 0 {
-                let c = w.to_le_bytes();
-                let l = c.map(|c| table.lens[c as usize] as usize);
-                unused |= (l[0] == 0) | (l[1] == 0) | (l[2] == 0) | (l[3] == 0);
-                let p = [pos, pos + l[0], pos + l[0] + l[1], pos + l[0] + l[1] + l[2]];
-                for q in 0..4 {
-                    put(c[q], p[q]);
-                }
-                // SAFETY: i + 4 <= src.len() < capacity.
-                unsafe { (ap.add(i) as *mut [u32; 4]).write_unaligned(p.map(|x| x as u32)) };
-                pos = p[3] + l[3];
-                i += 4;
-                continue;
+    // SAFETY: decode_codes wrote slots 0..=n.
+    unsafe { at.set_len(n + 1) };
+    if table.n_symbols < MAX_SYMBOLS && src.iter().any(|&c| c != ESCAPE && c as usize >= table.n_symbols) {
+        // A code byte past the table, unless it is an escaped literal.
+        let mut i = 0;
+        while i < n {
+            match src[i] {
+                ESCAPE => i += 2,
+                c if table.lens[c as usize] == 0 => return Err(corrupt!("fsst: code {c} but only {} symbols", table.n_symbols)),
+                _ => i += 1,
             }
         }
-        // An escape among the next four codes, or the last few: one code.
-        // SAFETY: i < src.len() < capacity.
-        unsafe { ap.add(i).write(pos as u32) };
-        let code = src[i];
-        if code == ESCAPE {
-            let Some(&literal) = src.get(i + 1) else {
-                return Err(corrupt!("fsst: escape code at the end of the input"));
-            };
-            // SAFETY: as for `put`; i + 1 < src.len() < capacity.
-            unsafe {
-                *base.add(pos) = literal;
-                ap.add(i + 1).write(LITERAL);
-            }
-            pos += 1;
-            i += 2;
-        } else {
-            let len = table.lens[code as usize] as usize;
-            unused |= len == 0;
-            put(code, pos);
-            pos += len;
-            i += 1;
-        }
-    }
-    // SAFETY: i == src.len() < capacity; slots 0..i were written above.
-    unsafe {
-        ap.add(i).write(pos as u32);
-        at.set_len(i + 1);
-    }
-    if unused {
-        let code = src.iter().zip(&at).find(|&(&c, &a)| a != LITERAL && c != ESCAPE && table.lens[c as usize] == 0).map_or(0, |(&c, _)| c);
-        return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
     }
     // (On error the caller takes back what was pushed.)
     for &e in ends {
@@ -454,10 +415,90 @@ fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_
         }
         offsets.push(O::wrapping(start + p as usize));
     }
-    // SAFETY: bytes up to pos were written above (symbol tails beyond a
-    // symbol's length are overwritten by the next store or cut off).
+    // SAFETY: bytes up to pos were written by decode_codes (symbol tails
+    // beyond a symbol's length are overwritten by the next store or cut off).
     unsafe { out.set_len(start + pos) };
     Ok(())
+}
+
+/// The loop of [`decode_pass`]: decodes the `n` code bytes at `src` to
+/// `dst`, writing the output position before code byte i to `at[i]`
+/// ([`LITERAL`] for a byte after an escape) and the end to `at[n]`.
+/// Returns the end position, or `None` if the input ends in an escape.
+///
+/// # Safety
+/// `src` is readable for `n` bytes, `dst` writable for `8 * (n + 1)`
+/// bytes and `at` for `n + 1` entries.
+#[inline(always)]
+unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut u8, at: *mut u32) -> Option<usize> {
+    // SAFETY: see the function's contract; every access below is
+    // within the bounds it grants (see `decode_pass`).
+    unsafe {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let words = &table.symbols;
+        let lens = &table.lens;
+        let mut pos = 0usize;
+        let mut i = 0usize;
+        // One code that is not the escape.
+        let one = |c: u8, i: usize, pos: &mut usize| {
+            at.add(i).write(*pos as u32);
+            std::ptr::write_unaligned(dst.add(*pos) as *mut [u8; 8], words[c as usize]);
+            *pos += lens[c as usize] as usize;
+        };
+        while i + 8 <= n {
+            let w = u64::from_le(std::ptr::read_unaligned(src.add(i) as *const u64));
+            let x = !w; // a byte of x is zero where a code is ESCAPE (255)
+            let esc = x.wrapping_sub(ONES) & !x & HIGHS;
+            if esc == 0 {
+                let c = w.to_le_bytes();
+                one(c[0], i, &mut pos);
+                one(c[1], i + 1, &mut pos);
+                one(c[2], i + 2, &mut pos);
+                one(c[3], i + 3, &mut pos);
+                one(c[4], i + 4, &mut pos);
+                one(c[5], i + 5, &mut pos);
+                one(c[6], i + 6, &mut pos);
+                one(c[7], i + 7, &mut pos);
+                i += 8;
+                continue;
+            }
+            // The lowest flagged byte is the first escape (a borrow only
+            // flags bytes above a real zero byte).
+            let k = (esc.trailing_zeros() / 8) as usize;
+            for q in 0..k {
+                one((w >> (8 * q)) as u8, i + q, &mut pos);
+            }
+            i += k;
+            // Escape at i: its literal is at i + 1 (which may be past the word).
+            if i + 1 >= n {
+                return None;
+            }
+            at.add(i).write(pos as u32);
+            at.add(i + 1).write(LITERAL);
+            *dst.add(pos) = *src.add(i + 1);
+            pos += 1;
+            i += 2;
+        }
+        while i < n {
+            let c = *src.add(i);
+            if c == ESCAPE {
+                if i + 1 >= n {
+                    return None;
+                }
+                at.add(i).write(pos as u32);
+                at.add(i + 1).write(LITERAL);
+                *dst.add(pos) = *src.add(i + 1);
+                pos += 1;
+                i += 2;
+            } else {
+                one(c, i, &mut pos);
+                i += 1;
+            }
+        }
+        at.add(n).write(pos as u32);
+        Some(pos)
+    }
 }
 
 /// Greedy longest-match lookup tables built from a symbol table.
@@ -1066,6 +1107,89 @@ mod tests {
             prop_assert_eq!(&out[1..], &want[..]);
             let got: Vec<u32> = got_off[1..].iter().map(|o| (o - 1) as u32).collect();
             prop_assert_eq!(&got[..], &want_off[1..]);
+        }
+    }
+
+    /// Random code streams (not compressor output, so escapes land at every
+    /// place of an 8-code word, with any literal, and every code is used)
+    /// decoded by the stream decoder, in runs of strings cut anywhere,
+    /// equal the per-string reference decoder. Tables of 1, 37 and 255
+    /// symbols; strings empty (as null slots are), short, and thousands of
+    /// codes long; streams all escapes, no escapes, and mixed.
+    #[test]
+    fn stream_decoder_matches_reference_on_random_codes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for case in 0..300 {
+            let n_symbols = [1usize, 37, 255][case % 3];
+            let symbols: Vec<Vec<u8>> = (0..n_symbols).map(|i| (0..1 + (i * 7 + case) % 8).map(|k| (i * 31 + k * 7 + case) as u8).collect()).collect();
+            let table = SymbolTable::from_symbols(&symbols).unwrap();
+            let escape_per_mille = [0u64, 20, 300, 1000][case % 4];
+            let n_strings = 1 + next(60) as usize;
+            let mut codes = Vec::new();
+            let mut offsets = vec![0u32];
+            for _ in 0..n_strings {
+                let len = match next(10) {
+                    0..=2 => 0,
+                    3..=7 => next(20),
+                    8 => next(300),
+                    _ => 1000 + next(3000),
+                };
+                for _ in 0..len {
+                    if next(1000) < escape_per_mille {
+                        codes.extend([ESCAPE, next(256) as u8]);
+                    } else {
+                        codes.push(next(n_symbols as u64) as u8);
+                    }
+                }
+                offsets.push(codes.len() as u32);
+            }
+            let (want_off, want) = decompress(&table, &offsets, &codes).unwrap();
+            // Runs of strings cut at random places, appended after some bytes.
+            let mut cuts: Vec<usize> = (0..next(5)).map(|_| next(n_strings as u64 + 1) as usize).collect();
+            cuts.extend([0, n_strings]);
+            cuts.sort();
+            let (mut out, mut got_off) = (vec![1u8, 2, 3], Vec::<i64>::new());
+            for w in cuts.windows(2) {
+                let (a, b) = (offsets[w[0]] as usize, offsets[w[1]] as usize);
+                let ends: Vec<usize> = offsets[w[0] + 1..=w[1]].iter().map(|&e| e as usize - a).collect();
+                decompress_strings_into(&table, &codes[a..b], &ends, &mut out, &mut got_off).unwrap();
+            }
+            assert_eq!(&out[3..], &want[..], "case {case}");
+            let got: Vec<u32> = got_off.iter().map(|&o| o as u32 - 3).collect();
+            assert_eq!(&got[..], &want_off[1..], "case {case}");
+        }
+    }
+
+    /// Corrupt streams are refused wherever the bad code sits in an 8-code
+    /// word: an unused code, an escape as the last byte.
+    #[test]
+    fn stream_decoder_rejects_bad_codes_at_every_place() {
+        let table = SymbolTable::from_symbols(&[b"ab".as_slice(), b"c"]).unwrap();
+        for n in 1..20 {
+            for at in 0..n {
+                let mut src = vec![0u8; n];
+                src[at] = 7;
+                let err = decompress_strings_into::<i32>(&table, &src, &[n], &mut Vec::new(), &mut Vec::new());
+                assert!(matches!(err, Err(Error::Corrupt { .. })), "unused code at {at} of {n}: {err:?}");
+            }
+            let mut src = vec![1u8; n];
+            src[n - 1] = ESCAPE;
+            let err = decompress_strings_into::<i32>(&table, &src, &[n], &mut Vec::new(), &mut Vec::new());
+            assert!(matches!(err, Err(Error::Corrupt { .. })), "escape at the end of {n}: {err:?}");
+            // An escaped byte that would be an unused code is a literal.
+            let mut src = vec![1u8; n + 1];
+            src[n - 1] = ESCAPE;
+            src[n] = 7;
+            let (mut out, mut offs) = (Vec::new(), Vec::<i32>::new());
+            decompress_strings_into(&table, &src, &[n + 1], &mut out, &mut offs).unwrap();
+            assert_eq!(out.len(), n, "{n}");
+            assert_eq!((out[n - 1], offs), (7, vec![n as i32]));
         }
     }
 
