@@ -48,3 +48,33 @@ def test_vector_pages_read_back_in_pylance(tmp_path, version, item, dim):
     assert lancelet.dataset(path).to_table().equals(t)
     idx = [0, big - 1, big, big + 300, 2 * big + 299, 3 * big + 400, start - 1]
     assert lance.dataset(path).take(idx).equals(t.take(idx))
+
+
+def test_abandoned_file_writer_with_numpy_vectors_returns(tmp_path):
+    # Vector pages are uploaded from the Arrow memory itself; numpy-backed
+    # buffers are released under the GIL. A writer abandoned with parts in
+    # flight must release the GIL while its upload is aborted, not hang; a
+    # subprocess with a time limit keeps a regression from hanging the run.
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "f.lance"
+    code = textwrap.dedent(f"""
+        import numpy as np, pyarrow as pa
+        from lancelet.file import LanceFileWriter
+        vals = np.random.default_rng(1).standard_normal(60_000 * 64).astype(np.float32)
+        batch = pa.record_batch([pa.FixedSizeListArray.from_arrays(pa.array(vals), 64)], names=["v"])
+        try:
+            with LanceFileWriter({str(path)!r}) as w:
+                for _ in range(6):
+                    w.write(batch)
+                raise RuntimeError("abandon")
+        except RuntimeError:
+            pass
+        print("done")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done"
+    assert not path.exists()

@@ -132,6 +132,19 @@ pub struct NativeFileWriter {
     path: String,
 }
 
+impl Drop for NativeFileWriter {
+    /// An unfinished writer aborts its upload, which waits for the parts
+    /// in flight; their buffers may be pyarrow memory (vector pages are
+    /// written from the Arrow buffers, see `file/write/vectors.rs`), whose
+    /// release may take the GIL on the thread that drops them. Waiting
+    /// with the GIL held could then never end, so it is released here.
+    fn drop(&mut self) {
+        if let Some(w) = self.inner.take() {
+            Python::attach(|py| py.detach(move || drop(w)));
+        }
+    }
+}
+
 #[pymethods]
 impl NativeFileWriter {
     #[new]
