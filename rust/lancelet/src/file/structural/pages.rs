@@ -238,13 +238,15 @@ fn decode_chunk_levels_and_values(
         sizes.push(s);
     }
     at = pad8(at);
-    let mut slice = |len: usize, what: &str| -> Result<&[u8]> {
-        let s = chunk.get(at..at + len).ok_or_else(|| Error::corrupt(format!("{what} ({len} bytes) runs past the chunk")))?;
+    // (`what` is a closure: naming a buffer costs a `format!`, paid only
+    // on error, not per chunk.)
+    let mut slice = |len: usize, what: &dyn Fn() -> String| -> Result<&[u8]> {
+        let s = chunk.get(at..at + len).ok_or_else(|| Error::corrupt(format!("{} ({len} bytes) runs past the chunk", what())))?;
         at = pad8(at + len);
         Ok(s)
     };
     let rep = match &m.rep_compression {
-        Some(enc) => Some(decode_levels(enc, slice(rep_bytes, "repetition levels")?, num_levels)?),
+        Some(enc) => Some(decode_levels(enc, slice(rep_bytes, &|| "repetition levels".into())?, num_levels)?),
         None => None,
     };
     // With rows selected (no repetition: one level per value, so rows cut
@@ -254,14 +256,14 @@ fn decode_chunk_levels_and_values(
             if num_levels != n {
                 return Err(Error::corrupt(format!("{num_levels} definition levels for {n} values")));
             }
-            Some(compressive::decode_levels_rows(enc, slice(def_bytes, "definition levels")?, num_levels, rs)?)
+            Some(compressive::decode_levels_rows(enc, slice(def_bytes, &|| "definition levels".into())?, num_levels, rs)?)
         }
-        (Some(enc), _) => Some(decode_levels(enc, slice(def_bytes, "definition levels")?, num_levels)?),
+        (Some(enc), _) => Some(decode_levels(enc, slice(def_bytes, &|| "definition levels".into())?, num_levels)?),
         (None, _) => None,
     };
     let mut bufs = Vec::with_capacity(num_buffers);
     for (i, s) in sizes.iter().enumerate() {
-        bufs.push(slice(*s, &format!("value buffer {i}"))?);
+        bufs.push(slice(*s, &|| format!("value buffer {i}"))?);
     }
     sink.push_rows(value_enc, &bufs, n, wide, rows)?;
     Ok((rep, def))
