@@ -180,7 +180,7 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
 fn empty_block(input: &PageInput<'_>) -> DataBlock {
     match (input.fixed_bits, input.fsl_dim) {
         (_, Some(_)) | (Some(_), _) => DataBlock::Nulls { len: 0 },
-        _ => DataBlock::Variable { offsets: Offsets::new(input.wide_offsets), data: vec![] },
+        _ => DataBlock::variable(Offsets::new(input.wide_offsets), vec![]),
     }
 }
 
@@ -492,7 +492,7 @@ fn fullzip_values(
                 }
                 offsets.push_end(data.len())?;
             }
-            Ok(DataBlock::Variable { offsets, data })
+            Ok(DataBlock::variable(offsets, data))
         }
         (other, _) => Err(Error::unsupported(format!("full-zip value encoding {}", compressive::name_of(other)))),
     }
@@ -553,7 +553,7 @@ fn variable_packed_rows(v: &crate::proto::encodings21::VariablePackedStruct, raw
         }
         offsets.push_end(data.len())?;
     }
-    Ok(DataBlock::Variable { offsets, data })
+    Ok(DataBlock::variable(offsets, data))
 }
 
 /// How one full-zip variable-width value is stored.
@@ -685,7 +685,7 @@ fn scalar_from_buffer(buf: &[u8], input: &PageInput<'_>) -> Result<DataBlock> {
             let bytes = data.get(s..e).ok_or_else(|| Error::corrupt("constant string offsets out of range"))?;
             let mut offsets = Offsets::new(input.wide_offsets);
             offsets.push_end(bytes.len())?;
-            Ok(DataBlock::Variable { offsets, data: bytes.to_vec() })
+            Ok(DataBlock::variable(offsets, bytes.to_vec()))
         }
         ([data], Some(bits), _) => {
             let need = (bits as usize).div_ceil(8);
