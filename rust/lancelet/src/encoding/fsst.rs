@@ -127,6 +127,12 @@ impl SymbolTable {
         self.n_symbols == 0
     }
 
+    /// Whether every symbol is ASCII (decoded strings then are, but for
+    /// their escaped bytes).
+    pub fn symbols_ascii(&self) -> bool {
+        self.symbols[..self.n_symbols].iter().zip(&self.lens).all(|(s, &l)| s[..l as usize].is_ascii())
+    }
+
     /// Symbol `code` as bytes, if defined.
     pub fn symbol(&self, code: u8) -> Option<&[u8]> {
         let i = code as usize;
@@ -299,25 +305,36 @@ pub fn decompress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) ->
 /// non-decreasing end positions in `src`, the last being `src.len()`.
 ///
 /// See [`decode_pass`] for how. On error nothing is pushed to `offsets`.
+/// Returns whether every escaped byte was ASCII (found for free while
+/// decoding), so that with a table whose symbols are ASCII
+/// ([`SymbolTable::symbols_ascii`], asked once per table) the appended
+/// bytes are; `false` for a table with the switch off (bytes copied, not
+/// looked at).
 pub fn decompress_strings_into<O: Offset>(
     table: &SymbolTable,
     src: &[u8],
     ends: &[usize],
     out: &mut Vec<u8>,
     offsets: &mut Vec<O>,
-) -> Result<()> {
+) -> Result<bool> {
     if ends.last().is_some_and(|&e| e != src.len()) || ends.windows(2).any(|w| w[0] > w[1]) {
         return Err(corrupt!("fsst: string ends out of order or not covering the input"));
     }
     let pushed_before = offsets.len();
     offsets.reserve(ends.len());
+    let mut ascii = false;
     if !table.enabled {
         let base = out.len();
         out.extend_from_slice(src);
         offsets.extend(ends.iter().map(|&e| O::wrapping(base + e)));
-    } else if let Err(e) = decode_stream(table, src, ends, out, offsets, PASS_CODE_BYTES) {
-        offsets.truncate(pushed_before);
-        return Err(e);
+    } else {
+        match decode_stream(table, src, ends, out, offsets, PASS_CODE_BYTES) {
+            Ok(literals_ascii) => ascii = literals_ascii,
+            Err(e) => {
+                offsets.truncate(pushed_before);
+                return Err(e);
+            }
+        }
     }
     // Ends are non-decreasing, so the last one bounds them all.
     if O::from_usize(out.len()).is_none() {
@@ -328,7 +345,7 @@ pub fn decompress_strings_into<O: Offset>(
             8 * std::mem::size_of::<O>()
         )));
     }
-    Ok(())
+    Ok(ascii)
 }
 
 /// Code bytes decoded per pass of [`decode_pass`]: output positions within
@@ -340,13 +357,15 @@ const PASS_CODE_BYTES: usize = 256 << 20;
 const LITERAL: u32 = u32::MAX;
 
 /// [`decompress_strings_into`] for an enabled table: the strings in passes
-/// of at most `pass` code bytes (at most [`PASS_CODE_BYTES`]).
-fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>, pass: usize) -> Result<()> {
+/// of at most `pass` code bytes (at most [`PASS_CODE_BYTES`]). Returns
+/// whether every escaped byte was ASCII.
+fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>, pass: usize) -> Result<bool> {
     let pass = pass.min(PASS_CODE_BYTES);
     if ends.is_empty() {
-        return if src.is_empty() { Ok(()) } else { Err(corrupt!("fsst: {} code bytes but no strings", src.len())) };
+        return if src.is_empty() { Ok(true) } else { Err(corrupt!("fsst: {} code bytes but no strings", src.len())) };
     }
     let (mut from, mut j) = (0, 0);
+    let mut ascii = true;
     while j < ends.len() {
         let mut k = j + 1;
         while k < ends.len() && ends[k] - from <= pass {
@@ -356,10 +375,10 @@ fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out
         if to - from > pass {
             return Err(Error::invalid_input(format!("fsst: one string of {} compressed bytes is too large to decode", to - from)));
         }
-        decode_pass(table, &src[from..to], &ends[j..k], from, out, offsets)?;
+        ascii &= decode_pass(table, &src[from..to], &ends[j..k], from, out, offsets)?;
         (from, j) = (to, k);
     }
-    Ok(())
+    Ok(ascii)
 }
 
 /// Decodes `src` (the strings ending at `ends`, positions counted from
@@ -377,8 +396,9 @@ fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out
 /// its real length, so nothing is zero-filled and no store is checked.
 /// Unused codes (length 0) are not looked for in the loop: a code byte at
 /// or above the table's size is rare enough that one scan of `src`
-/// afterwards finds whether any may be present.
-fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
+/// afterwards finds whether any may be present. Returns whether every
+/// escaped byte was ASCII.
+fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<bool> {
     // Each code byte yields at most 8 bytes; 8 more for the last word store.
     out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
     let start = out.len();
@@ -391,7 +411,7 @@ fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_
     // `at` has room for n + 1 entries and slot i is written only for i <= n;
     // source reads are at i..i + 8 <= n (words) or i < n (bytes).
     let pos = unsafe { decode_codes(table, src.as_ptr(), n, out.as_mut_ptr().add(start), at.as_mut_ptr()) };
-    let Some(pos) = pos else {
+    let Some((pos, literals)) = pos else {
         return Err(corrupt!("fsst: escape code at the end of the input"));
     };
     // SAFETY: decode_codes wrote slots 0..=n.
@@ -418,19 +438,20 @@ fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_
     // SAFETY: bytes up to pos were written by decode_codes (symbol tails
     // beyond a symbol's length are overwritten by the next store or cut off).
     unsafe { out.set_len(start + pos) };
-    Ok(())
+    Ok(literals.is_ascii())
 }
 
 /// The loop of [`decode_pass`]: decodes the `n` code bytes at `src` to
 /// `dst`, writing the output position before code byte i to `at[i]`
 /// ([`LITERAL`] for a byte after an escape) and the end to `at[n]`.
-/// Returns the end position, or `None` if the input ends in an escape.
+/// Returns the end position and the OR of the escaped bytes, or `None` if
+/// the input ends in an escape.
 ///
 /// # Safety
 /// `src` is readable for `n` bytes, `dst` writable for `8 * (n + 1)`
 /// bytes and `at` for `n + 1` entries.
 #[inline(always)]
-unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut u8, at: *mut u32) -> Option<usize> {
+unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut u8, at: *mut u32) -> Option<(usize, u8)> {
     // SAFETY: see the function's contract; every access below is
     // within the bounds it grants (see `decode_pass`).
     unsafe {
@@ -440,6 +461,7 @@ unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut 
         let lens = &table.lens;
         let mut pos = 0usize;
         let mut i = 0usize;
+        let mut literals = 0u8;
         // One code that is not the escape.
         let one = |c: u8, i: usize, pos: &mut usize| {
             at.add(i).write(*pos as u32);
@@ -476,6 +498,7 @@ unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut 
             }
             at.add(i).write(pos as u32);
             at.add(i + 1).write(LITERAL);
+            literals |= *src.add(i + 1);
             *dst.add(pos) = *src.add(i + 1);
             pos += 1;
             i += 2;
@@ -488,6 +511,7 @@ unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut 
                 }
                 at.add(i).write(pos as u32);
                 at.add(i + 1).write(LITERAL);
+                literals |= *src.add(i + 1);
                 *dst.add(pos) = *src.add(i + 1);
                 pos += 1;
                 i += 2;
@@ -497,7 +521,7 @@ unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut 
             }
         }
         at.add(n).write(pos as u32);
-        Some(pos)
+        Some((pos, literals))
     }
 }
 
@@ -1108,6 +1132,173 @@ mod tests {
             let got: Vec<u32> = got_off[1..].iter().map(|o| (o - 1) as u32).collect();
             prop_assert_eq!(&got[..], &want_off[1..]);
         }
+    }
+
+    /// The session-6 pass (four codes a step), kept as a second reference
+    /// for the current one and for the speed comparison below.
+    fn decode_pass_v1<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
+        // Each code byte yields at most 8 bytes; 8 more for the last word store.
+        out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
+        let start = out.len();
+        // SAFETY: `start` is within the allocation.
+        let base = unsafe { out.as_mut_ptr().add(start) };
+        // at[i]: output position (from `start`) before code byte i; at[len]: the end.
+        let mut at: Vec<u32> = Vec::with_capacity(src.len() + 1);
+        let ap = at.as_mut_ptr();
+        let sp = src.as_ptr();
+        // SAFETY (all stores to `base` below): every code advances pos by at
+        // most 8 while consuming at least one source byte, so a store of 8
+        // bytes at pos stays within the reserved 8 * (src.len() + 1) bytes.
+        let put = |code: u8, pos: usize| unsafe {
+            std::ptr::copy_nonoverlapping(table.symbols[code as usize].as_ptr(), base.add(pos), 8);
+        };
+        // An unused code has length 0: it writes nothing that stays, so the
+        // loop only notes it and the error is raised afterwards.
+        let mut unused = false;
+        let mut pos = 0usize;
+        let mut i = 0;
+        while i < src.len() {
+            if i + 4 <= src.len() {
+                // SAFETY: i + 4 <= src.len().
+                let w = u32::from_le(unsafe { std::ptr::read_unaligned(sp.add(i) as *const u32) });
+                let x = !w; // a byte of x is zero where a code is ESCAPE (255)
+                if x.wrapping_sub(0x0101_0101) & !x & 0x8080_8080 == 0 {
+                    let c = w.to_le_bytes();
+                    let l = c.map(|c| table.lens[c as usize] as usize);
+                    unused |= (l[0] == 0) | (l[1] == 0) | (l[2] == 0) | (l[3] == 0);
+                    let p = [pos, pos + l[0], pos + l[0] + l[1], pos + l[0] + l[1] + l[2]];
+                    for q in 0..4 {
+                        put(c[q], p[q]);
+                    }
+                    // SAFETY: i + 4 <= src.len() < capacity.
+                    unsafe { (ap.add(i) as *mut [u32; 4]).write_unaligned(p.map(|x| x as u32)) };
+                    pos = p[3] + l[3];
+                    i += 4;
+                    continue;
+                }
+            }
+            // An escape among the next four codes, or the last few: one code.
+            // SAFETY: i < src.len() < capacity.
+            unsafe { ap.add(i).write(pos as u32) };
+            let code = src[i];
+            if code == ESCAPE {
+                let Some(&literal) = src.get(i + 1) else {
+                    return Err(corrupt!("fsst: escape code at the end of the input"));
+                };
+                // SAFETY: as for `put`; i + 1 < src.len() < capacity.
+                unsafe {
+                    *base.add(pos) = literal;
+                    ap.add(i + 1).write(LITERAL);
+                }
+                pos += 1;
+                i += 2;
+            } else {
+                let len = table.lens[code as usize] as usize;
+                unused |= len == 0;
+                put(code, pos);
+                pos += len;
+                i += 1;
+            }
+        }
+        // SAFETY: i == src.len() < capacity; slots 0..i were written above.
+        unsafe {
+            ap.add(i).write(pos as u32);
+            at.set_len(i + 1);
+        }
+        if unused {
+            let code = src.iter().zip(&at).find(|&(&c, &a)| a != LITERAL && c != ESCAPE && table.lens[c as usize] == 0).map_or(0, |(&c, _)| c);
+            return Err(corrupt!("fsst: code {code} but only {} symbols", table.n_symbols));
+        }
+        // (On error the caller takes back what was pushed.)
+        for &e in ends {
+            let p = at[e - ends_base];
+            if p == LITERAL {
+                return Err(corrupt!("fsst: escape code at the end of a string"));
+            }
+            offsets.push(O::wrapping(start + p as usize));
+        }
+        // SAFETY: bytes up to pos were written above (symbol tails beyond a
+        // symbol's length are overwritten by the next store or cut off).
+        unsafe { out.set_len(start + pos) };
+        Ok(())
+    }
+
+    /// A-like strings (word phrases and URL-like paths, 10-60 bytes).
+    fn a_like_strings(n: usize) -> (Vec<u32>, Vec<u8>) {
+        let mut x = 7u64;
+        let mut next = move |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let words: Vec<String> = (0..3000).map(|_| (0..3 + next(8)).map(|_| (b'a' + next(26) as u8) as char).collect()).collect();
+        let strings: Vec<String> = (0..n)
+            .map(|_| {
+                let mut s = if next(2) == 0 {
+                    (0..2 + next(5)).map(|_| words[next(3000) as usize].as_str()).collect::<Vec<_>>().join(" ")
+                } else {
+                    format!("https://{}.com/{}/{}?id={}", words[next(3000) as usize], words[next(3000) as usize], words[next(3000) as usize], next(100000))
+                };
+                s.truncate(10 + next(51) as usize);
+                s
+            })
+            .collect();
+        joined(&strings)
+    }
+
+    /// The current pass and the session-6 one agree on A-like data with
+    /// every chunk cut, and (run with `--ignored --nocapture` in a release
+    /// build) their speed side by side.
+    #[test]
+    fn pass_matches_previous_pass() {
+        let (offsets, data) = a_like_strings(if cfg!(debug_assertions) { 20_000 } else { 400_000 });
+        let table = train(&offsets, &data).unwrap();
+        let (co, cd) = compress(&table, &offsets, &data).unwrap();
+        let chunks: Vec<(usize, usize)> = (0..co.len() - 1).step_by(1024).map(|i| (i, (i + 1024).min(co.len() - 1))).collect();
+        let run = |v1: bool| {
+            let (mut out, mut offs) = (Vec::with_capacity(data.len() + 64), vec![0i32]);
+            for &(a, b) in &chunks {
+                let (s, e) = (co[a] as usize, co[b] as usize);
+                let ends: Vec<usize> = co[a + 1..=b].iter().map(|&x| x as usize - s).collect();
+                if v1 {
+                    decode_pass_v1(&table, &cd[s..e], &ends, 0, &mut out, &mut offs).unwrap();
+                } else {
+                    decode_pass(&table, &cd[s..e], &ends, 0, &mut out, &mut offs).unwrap();
+                }
+            }
+            (out, offs)
+        };
+        let (new, old) = (run(false), run(true));
+        assert_eq!(new.0, data);
+        assert_eq!(new, old);
+        if std::env::var_os("FSST_SPEED").is_some() {
+            for round in 0..3 {
+                for v1 in [true, false] {
+                    let t = std::time::Instant::now();
+                    for _ in 0..5 {
+                        std::hint::black_box(run(v1));
+                    }
+                    let ns = t.elapsed().as_nanos() as f64 / 5.0 / data.len() as f64;
+                    eprintln!("round {round} {}: {ns:.3} ns per output byte", if v1 { "v1 (four codes)" } else { "v2 (eight codes)" });
+                }
+            }
+        }
+    }
+
+    /// The ASCII answer: true only when every escaped byte is ASCII; a
+    /// table with a non-ASCII symbol says so; a switched-off table never
+    /// claims ASCII.
+    #[test]
+    fn ascii_is_reported_only_when_true() {
+        let table = SymbolTable::from_symbols(&[b"ab".as_slice(), b"c"]).unwrap();
+        assert!(table.symbols_ascii());
+        assert!(!SymbolTable::from_symbols(&[b"a".as_slice(), "\u{e9}".as_bytes()]).unwrap().symbols_ascii());
+        for (src, want) in [(&[0u8, 1, ESCAPE, b'z', 0, 0, 0, 0, 0, 1][..], true), (&[0, ESCAPE, 0xC3, 1][..], false), (&[0, 0, 0, 0, 0, 0, 0, 0, ESCAPE, 0x80][..], false)] {
+            let (mut out, mut offs) = (Vec::new(), Vec::<i32>::new());
+            assert_eq!(decompress_strings_into(&table, src, &[src.len()], &mut out, &mut offs).unwrap(), want, "{src:?}");
+            assert_eq!(out.is_ascii(), want);
+        }
+        let off = SymbolTable::uncompressed();
+        assert!(!decompress_strings_into::<i32>(&off, b"abc", &[3], &mut Vec::new(), &mut Vec::new()).unwrap());
     }
 
     /// Random code streams (not compressor output, so escapes land at every

@@ -451,7 +451,7 @@ fn blob_array(r: &FileReader, desc: &[u8], len: usize, nulls: Option<NullBuffer>
         offsets.push_end(data.len())?;
     }
     let nulls = any_null.then(|| NullBuffer::new(valid.finish()));
-    leaf_array(DataBlock::Variable { offsets, data }, nulls, &DataType::LargeBinary)
+    leaf_array(DataBlock::variable(offsets, data), nulls, &DataType::LargeBinary)
 }
 
 /// Values of one page plus their validity.
@@ -656,22 +656,18 @@ fn decode_array(
                 DataBlock::Variable {
                     offsets: Offsets::I32(o),
                     data,
+                    ..
                 } => {
                     let (o, d) = fsst::decompress(&table, &o, &data)?;
-                    DataBlock::Variable {
-                        offsets: Offsets::I32(o),
-                        data: d,
-                    }
+                    DataBlock::variable(Offsets::I32(o), d)
                 }
                 DataBlock::Variable {
                     offsets: Offsets::I64(o),
                     data,
+                    ..
                 } => {
                     let (o, d) = fsst::decompress(&table, &o, &data)?;
-                    DataBlock::Variable {
-                        offsets: Offsets::I64(o),
-                        data: d,
-                    }
+                    DataBlock::variable(Offsets::I64(o), d)
                 }
                 DataBlock::Nulls { len } => DataBlock::Nulls { len },
                 _ => return Err(Error::corrupt("fsst over non-binary values")),
@@ -705,7 +701,7 @@ fn decode_array(
                 offsets.push_end(i * w)?;
             }
             Ok(Decoded {
-                values: DataBlock::Variable { offsets, data },
+                values: DataBlock::variable(offsets, data),
                 validity: bytes.validity,
             })
         }
@@ -939,7 +935,7 @@ fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> R
         Validity::AllValid
     };
     Ok(Decoded {
-        values: DataBlock::Variable { offsets, data },
+        values: DataBlock::variable(offsets, data),
         validity,
     })
 }

@@ -58,5 +58,5 @@ pub fn decode_blob_page(b: &BlobLayout, input: &PageInput<'_>, storage: &Storage
     }
     let rep = (layers.max_rep > 0).then_some(rep);
     let def = layers.layers.iter().any(|l| l.null_def.is_some() || l.empty_def.is_some()).then_some(def);
-    Ok((layers, LevelStream { rep, def, values: DataBlock::Variable { offsets, data: bytes }, num_rows: input.num_rows }))
+    Ok((layers, LevelStream { rep, def, values: DataBlock::variable(offsets, bytes), num_rows: input.num_rows }))
 }

@@ -77,7 +77,7 @@ fn variable_from_offsets(buf: &[u8], start: usize, width: usize, n: usize, wide:
         }
         Offsets::I32(raw.iter().map(|&o| (o - first) as i32).collect())
     };
-    Ok(DataBlock::Variable { offsets, data })
+    Ok(DataBlock::variable(offsets, data))
 }
 
 /// Decode the value buffers of one mini-block chunk holding `n` values.
@@ -169,7 +169,7 @@ pub fn decode_chunk(enc: &CompressiveEncoding, bufs: &[&[u8]], n: usize, wide: b
 
 /// Decompress FSST-compressed variable-width values.
 pub fn fsst_decode(table: &[u8], block: DataBlock) -> Result<DataBlock> {
-    let DataBlock::Variable { offsets, data } = block else {
+    let DataBlock::Variable { offsets, data, .. } = block else {
         return Err(Error::corrupt("FSST over fixed-width values"));
     };
     let table = fsst::SymbolTable::parse(table)?;
@@ -183,7 +183,7 @@ pub fn fsst_decode(table: &[u8], block: DataBlock) -> Result<DataBlock> {
             (Offsets::I64(o), d)
         }
     };
-    Ok(DataBlock::Variable { offsets, data })
+    Ok(DataBlock::variable(offsets, data))
 }
 
 /// Decode a whole block (dictionary, levels) holding `n` values.
@@ -230,7 +230,7 @@ pub fn decode_block(enc: &CompressiveEncoding, buf: &[u8], n: usize, wide: bool)
                 ),
                 (o, _) => o,
             };
-            Ok(DataBlock::Variable { offsets, data: bytes })
+            Ok(DataBlock::variable(offsets, bytes))
         }
         Enc::OutOfLineBitpacking(b) => {
             let bits = b.uncompressed_bits_per_value;

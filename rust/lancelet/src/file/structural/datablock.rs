@@ -60,14 +60,28 @@ impl Offsets {
     }
 }
 
+/// Whether variable-width bytes are known to be ASCII. Decoders that learn
+/// it for free set it (FSST with an ASCII symbol table and ASCII escaped
+/// bytes), so that the Arrow conversion need not walk the bytes again to
+/// skip UTF-8 validation; `false` means "not known" (the bytes are checked).
+/// A hint about the bytes, not part of the value: any two compare equal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AsciiHint(pub bool);
+
+impl PartialEq for AsciiHint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// Decoded values.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DataBlock {
     /// Fixed-width values; `bits` is 1 for booleans (a bitmap, LSB first),
     /// else a multiple of 8 (little-endian values).
     Fixed { bits: u64, data: Vec<u8>, len: usize },
-    /// Variable-width values.
-    Variable { offsets: Offsets, data: Vec<u8> },
+    /// Variable-width values (`ascii`: see [`AsciiHint`]).
+    Variable { offsets: Offsets, data: Vec<u8>, ascii: AsciiHint },
     /// Fixed-size lists: `dim` items per value, optional item validity.
     FixedSizeList { dim: usize, items: Box<DataBlock>, item_validity: Option<Vec<u8>> },
     /// Values that are all null (no bytes): only a count.
@@ -75,6 +89,11 @@ pub enum DataBlock {
 }
 
 impl DataBlock {
+    /// Variable-width values not known to be ASCII.
+    pub fn variable(offsets: Offsets, data: Vec<u8>) -> DataBlock {
+        DataBlock::Variable { offsets, data, ascii: AsciiHint(false) }
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
         match self {
@@ -101,7 +120,7 @@ impl DataBlock {
         match self {
             DataBlock::Fixed { bits, .. } => DataBlock::Fixed { bits: *bits, data: Vec::new(), len: 0 },
             DataBlock::Variable { offsets, .. } => {
-                DataBlock::Variable { offsets: Offsets::new(matches!(offsets, Offsets::I64(_))), data: Vec::new() }
+                DataBlock::variable(Offsets::new(matches!(offsets, Offsets::I64(_))), Vec::new())
             }
             DataBlock::FixedSizeList { dim, items, item_validity } => DataBlock::FixedSizeList {
                 dim: *dim,
@@ -158,10 +177,10 @@ impl DataBlock {
         // allocation, no per-value dispatch (offsets checked once first).
         let sane = |first: i64, last: i64, increasing: bool, len: usize| first >= 0 && increasing && last as u64 <= len as u64;
         match self {
-            DataBlock::Variable { offsets: Offsets::I32(o), data } if !sane(o.first().copied().unwrap_or(0) as i64, *o.last().unwrap_or(&0) as i64, o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
+            DataBlock::Variable { offsets: Offsets::I32(o), data, .. } if !sane(o.first().copied().unwrap_or(0) as i64, *o.last().unwrap_or(&0) as i64, o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
                 return Err(Error::corrupt("dictionary offsets are not increasing or point past its data"));
             }
-            DataBlock::Variable { offsets: Offsets::I64(o), data } if !sane(o.first().copied().unwrap_or(0), *o.last().unwrap_or(&0), o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
+            DataBlock::Variable { offsets: Offsets::I64(o), data, .. } if !sane(o.first().copied().unwrap_or(0), *o.last().unwrap_or(&0), o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
                 return Err(Error::corrupt("dictionary offsets are not increasing or point past its data"));
             }
             _ => {}
@@ -175,13 +194,13 @@ impl DataBlock {
                 }
                 return Ok(DataBlock::Fixed { bits: *bits, data: out, len: indices.len() });
             }
-            DataBlock::Variable { offsets: Offsets::I32(o), data } => {
+            DataBlock::Variable { offsets: Offsets::I32(o), data, .. } => {
                 let (offs, out) = take_variable(o, data, indices)?;
-                return Ok(DataBlock::Variable { offsets: Offsets::I32(offs), data: out });
+                return Ok(DataBlock::variable(Offsets::I32(offs), out));
             }
-            DataBlock::Variable { offsets: Offsets::I64(o), data } => {
+            DataBlock::Variable { offsets: Offsets::I64(o), data, .. } => {
                 let (offs, out) = take_variable(o, data, indices)?;
-                return Ok(DataBlock::Variable { offsets: Offsets::I64(offs), data: out });
+                return Ok(DataBlock::variable(Offsets::I64(offs), out));
             }
             _ => {}
         }
@@ -319,7 +338,7 @@ impl Appender {
                 }
                 *len += end - start;
             }
-            (AppenderKind::Variable { offsets, data }, DataBlock::Variable { offsets: so, data: sd }) => {
+            (AppenderKind::Variable { offsets, data }, DataBlock::Variable { offsets: so, data: sd, .. }) => {
                 if end > start {
                     let (s, _) = so.range(start);
                     let (_, e) = so.range(end - 1);
@@ -408,7 +427,7 @@ impl Appender {
                 Some(mut bb) => DataBlock::Fixed { bits, data: bb.finish().into_inner().to_vec(), len },
                 None => DataBlock::Fixed { bits, data, len },
             },
-            AppenderKind::Variable { offsets, data } => DataBlock::Variable { offsets, data },
+            AppenderKind::Variable { offsets, data } => DataBlock::variable(offsets, data),
             AppenderKind::Fsl { dim, items, validity } => DataBlock::FixedSizeList {
                 dim,
                 items: Box::new(items.finish()),

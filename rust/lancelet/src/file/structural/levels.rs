@@ -170,8 +170,11 @@ impl LevelStream {
                 return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", r.len(), d.len())));
             }
         }
+        // Maxima by folds, not `any`: a loop that may stop early is not
+        // vectorised, and these run over every level of a scan.
+        let max = |l: &[u16]| l.iter().fold(0u16, |m, &x| m.max(x));
         if let Some(r) = &self.rep {
-            if r.iter().any(|&x| x > layers.max_rep) {
+            if max(r) > layers.max_rep {
                 return Err(Error::corrupt(format!("repetition level above maximum {}", layers.max_rep)));
             }
             if r.first().is_some_and(|&x| x != layers.max_rep) {
@@ -182,7 +185,7 @@ impl LevelStream {
         }
         let visible = match &self.def {
             Some(d) => {
-                if d.iter().any(|&x| x > layers.max_def) {
+                if max(d) > layers.max_def {
                     return Err(Error::corrupt(format!("definition level above maximum {}", layers.max_def)));
                 }
                 d.iter().filter(|&&x| layers.is_visible(x)).count()

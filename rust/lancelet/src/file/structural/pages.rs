@@ -180,7 +180,7 @@ fn decode_miniblock(m: &MiniBlockLayout, input: &PageInput<'_>) -> Result<(Layer
 fn empty_block(input: &PageInput<'_>) -> DataBlock {
     match (input.fixed_bits, input.fsl_dim) {
         (_, Some(_)) | (Some(_), _) => DataBlock::Nulls { len: 0 },
-        _ => DataBlock::Variable { offsets: Offsets::new(input.wide_offsets), data: vec![] },
+        _ => DataBlock::variable(Offsets::new(input.wide_offsets), vec![]),
     }
 }
 
@@ -238,13 +238,15 @@ fn decode_chunk_levels_and_values(
         sizes.push(s);
     }
     at = pad8(at);
-    let mut slice = |len: usize, what: &str| -> Result<&[u8]> {
-        let s = chunk.get(at..at + len).ok_or_else(|| Error::corrupt(format!("{what} ({len} bytes) runs past the chunk")))?;
+    // (`what` is a closure: naming a buffer costs a `format!`, paid only
+    // on error, not per chunk.)
+    let mut slice = |len: usize, what: &dyn Fn() -> String| -> Result<&[u8]> {
+        let s = chunk.get(at..at + len).ok_or_else(|| Error::corrupt(format!("{} ({len} bytes) runs past the chunk", what())))?;
         at = pad8(at + len);
         Ok(s)
     };
     let rep = match &m.rep_compression {
-        Some(enc) => Some(decode_levels(enc, slice(rep_bytes, "repetition levels")?, num_levels)?),
+        Some(enc) => Some(decode_levels(enc, slice(rep_bytes, &|| "repetition levels".into())?, num_levels)?),
         None => None,
     };
     // With rows selected (no repetition: one level per value, so rows cut
@@ -254,14 +256,14 @@ fn decode_chunk_levels_and_values(
             if num_levels != n {
                 return Err(Error::corrupt(format!("{num_levels} definition levels for {n} values")));
             }
-            Some(compressive::decode_levels_rows(enc, slice(def_bytes, "definition levels")?, num_levels, rs)?)
+            Some(compressive::decode_levels_rows(enc, slice(def_bytes, &|| "definition levels".into())?, num_levels, rs)?)
         }
-        (Some(enc), _) => Some(decode_levels(enc, slice(def_bytes, "definition levels")?, num_levels)?),
+        (Some(enc), _) => Some(decode_levels(enc, slice(def_bytes, &|| "definition levels".into())?, num_levels)?),
         (None, _) => None,
     };
     let mut bufs = Vec::with_capacity(num_buffers);
     for (i, s) in sizes.iter().enumerate() {
-        bufs.push(slice(*s, &format!("value buffer {i}"))?);
+        bufs.push(slice(*s, &|| format!("value buffer {i}"))?);
     }
     sink.push_rows(value_enc, &bufs, n, wide, rows)?;
     Ok((rep, def))
@@ -490,7 +492,7 @@ fn fullzip_values(
                 }
                 offsets.push_end(data.len())?;
             }
-            Ok(DataBlock::Variable { offsets, data })
+            Ok(DataBlock::variable(offsets, data))
         }
         (other, _) => Err(Error::unsupported(format!("full-zip value encoding {}", compressive::name_of(other)))),
     }
@@ -551,7 +553,7 @@ fn variable_packed_rows(v: &crate::proto::encodings21::VariablePackedStruct, raw
         }
         offsets.push_end(data.len())?;
     }
-    Ok(DataBlock::Variable { offsets, data })
+    Ok(DataBlock::variable(offsets, data))
 }
 
 /// How one full-zip variable-width value is stored.
@@ -683,7 +685,7 @@ fn scalar_from_buffer(buf: &[u8], input: &PageInput<'_>) -> Result<DataBlock> {
             let bytes = data.get(s..e).ok_or_else(|| Error::corrupt("constant string offsets out of range"))?;
             let mut offsets = Offsets::new(input.wide_offsets);
             offsets.push_end(bytes.len())?;
-            Ok(DataBlock::Variable { offsets, data: bytes.to_vec() })
+            Ok(DataBlock::variable(offsets, bytes.to_vec()))
         }
         ([data], Some(bits), _) => {
             let need = (bits as usize).div_ceil(8);

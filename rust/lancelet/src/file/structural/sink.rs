@@ -12,7 +12,7 @@
 use crate::encoding::{bitpack, fsst};
 use crate::error::{Error, Result};
 use crate::file::structural::compressive::{decode_chunk, variant};
-use crate::file::structural::datablock::{DataBlock, Offsets};
+use crate::file::structural::datablock::{AsciiHint, DataBlock, Offsets};
 use crate::proto::encodings21::compressive_encoding::Compression as Enc;
 use crate::proto::encodings21::CompressiveEncoding;
 
@@ -21,8 +21,9 @@ pub enum ValueSink {
     /// Byte-aligned fixed-width values, stored flat or inline bit-packed.
     Fixed { bits: u64, packed: bool, data: Vec<u8>, len: usize },
     /// Variable-width values with `width`-byte chunk offsets, optionally
-    /// FSST-compressed value by value.
-    Variable { width: usize, fsst: Option<Box<fsst::SymbolTable>>, offsets: Offsets, data: Vec<u8> },
+    /// FSST-compressed value by value; `ascii`: every chunk so far was
+    /// known to decode to ASCII (see `datablock::AsciiHint`).
+    Variable { width: usize, fsst: Option<Box<fsst::SymbolTable>>, offsets: Offsets, data: Vec<u8>, ascii: bool },
     /// Any other encoding: one block per chunk.
     Blocks(Vec<DataBlock>),
 }
@@ -58,6 +59,8 @@ impl ValueSink {
             let data_bytes = if fsst.is_some() { chunk_bytes.saturating_mul(5) } else { chunk_bytes };
             ValueSink::Variable {
                 width,
+                // Known ASCII while every chunk's escaped bytes are.
+                ascii: fsst.as_ref().is_some_and(|t| t.is_enabled() && t.symbols_ascii()),
                 fsst,
                 offsets: if wide { Offsets::I64(Vec::with_capacity(var_items + 1)) } else { Offsets::I32(Vec::with_capacity(var_items + 1)) },
                 data: Vec::with_capacity(data_bytes),
@@ -134,9 +137,9 @@ impl ValueSink {
                 }
                 *len += rows.iter().map(|(s, e)| e - s).sum::<usize>();
             }
-            ValueSink::Variable { width, fsst, offsets, data } => {
+            ValueSink::Variable { width, fsst, offsets, data, ascii } => {
                 let buf = bufs.first().copied().ok_or_else(|| Error::corrupt("mini-block chunk has no value buffer"))?;
-                push_variable(buf, *width, n, fsst.as_deref(), offsets, data, rows)?;
+                *ascii &= push_variable(buf, *width, n, fsst.as_deref(), offsets, data, rows)?;
             }
         }
         Ok(())
@@ -148,14 +151,14 @@ impl ValueSink {
             ValueSink::Blocks(blocks) if blocks.is_empty() => empty,
             ValueSink::Blocks(blocks) => DataBlock::concat(blocks)?,
             ValueSink::Fixed { bits, data, len, .. } => DataBlock::Fixed { bits, data, len },
-            ValueSink::Variable { offsets, mut data, .. } => {
+            ValueSink::Variable { offsets, mut data, ascii, .. } => {
                 // Give back a generous FSST reservation that went mostly
                 // unused: a top-level column's page buffer becomes its
                 // output array (see `file/pieces.rs`) and stays allocated.
                 if data.capacity() > 4 * data.len() + (1 << 20) {
                     data.shrink_to_fit();
                 }
-                DataBlock::Variable { offsets, data }
+                DataBlock::Variable { offsets, data, ascii: AsciiHint(ascii) }
             }
         })
     }
@@ -180,7 +183,7 @@ fn read_offset(buf: &[u8], i: usize, width: usize) -> Option<usize> {
 
 /// One variable-width chunk: `n + 1` offsets (absolute in the chunk), then
 /// the bytes; the values in `rows` are copied or FSST-decompressed onto
-/// `data`.
+/// `data`. Returns whether what was appended is known to be ASCII.
 fn push_variable(
     buf: &[u8],
     width: usize,
@@ -189,7 +192,7 @@ fn push_variable(
     offsets: &mut Offsets,
     data: &mut Vec<u8>,
     rows: &[(usize, usize)],
-) -> Result<()> {
+) -> Result<bool> {
     let truncated = || Error::corrupt("variable-width offsets truncated");
     let bad = || Error::corrupt("variable-width offsets are not increasing or point past the buffer");
     let first = read_offset(buf, 0, width).ok_or_else(truncated)?;
@@ -197,6 +200,7 @@ fn push_variable(
     if first > last || last > buf.len() {
         return Err(bad());
     }
+    let mut ascii = true;
     for &(rs, re) in rows {
         if rs == re {
             continue;
@@ -206,23 +210,38 @@ fn push_variable(
         if start < first {
             return Err(bad());
         }
+        // One pass over the offsets, checked all together at the end (a
+        // loop that may return early per value was a tenth of a string
+        // scan's time outside FSST).
+        let raw = buf.get((rs + 1) * width..(re + 1) * width).ok_or_else(truncated)?;
         let mut ends = Vec::with_capacity(re - rs);
-        let mut s = start;
-        for i in rs + 1..=re {
-            let e = read_offset(buf, i, width).ok_or_else(truncated)?;
-            if e < s || e > last {
-                return Err(bad());
-            }
-            ends.push(e - start);
+        let (mut s, mut ok) = (start, true);
+        let mut step = |e: usize| {
+            ok &= e >= s && e <= last;
+            ends.push(e.wrapping_sub(start));
             s = e;
+        };
+        if width == 4 {
+            raw.chunks_exact(4).for_each(|c| step(u32::from_le_bytes(c.try_into().expect("4 bytes")) as usize));
+        } else {
+            raw.chunks_exact(8).for_each(|c| step(usize::try_from(u64::from_le_bytes(c.try_into().expect("8 bytes"))).unwrap_or(usize::MAX)));
+        }
+        if !ok {
+            return Err(bad());
         }
         let src = &buf[start..s];
         match (table, &mut *offsets) {
-            (Some(t), Offsets::I32(o)) => fsst::decompress_strings_into(t, src, &ends, data, o)?,
-            (Some(t), Offsets::I64(o)) => fsst::decompress_strings_into(t, src, &ends, data, o)?,
-            (None, Offsets::I32(o)) => copy_strings(src, &ends, data, o)?,
-            (None, Offsets::I64(o)) => copy_strings(src, &ends, data, o)?,
+            (Some(t), Offsets::I32(o)) => ascii &= fsst::decompress_strings_into(t, src, &ends, data, o)?,
+            (Some(t), Offsets::I64(o)) => ascii &= fsst::decompress_strings_into(t, src, &ends, data, o)?,
+            (None, Offsets::I32(o)) => {
+                copy_strings(src, &ends, data, o)?;
+                ascii = false;
+            }
+            (None, Offsets::I64(o)) => {
+                copy_strings(src, &ends, data, o)?;
+                ascii = false;
+            }
         }
     }
-    Ok(())
+    Ok(ascii)
 }

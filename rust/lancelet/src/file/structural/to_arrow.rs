@@ -41,7 +41,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
     if let (DataType::Struct(children), DataBlock::Fixed { bits, data, len }) = (dt, &values) {
         return packed_struct(children, *bits, data, *len, validity);
     }
-    if let (DataType::Struct(children), DataBlock::Variable { offsets, data }) = (dt, &values) {
+    if let (DataType::Struct(children), DataBlock::Variable { offsets, data, .. }) = (dt, &values) {
         return variable_packed_struct(children, offsets, data, validity);
     }
     match values {
@@ -63,7 +63,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 .build()?;
             Ok(make_array(data))
         }
-        DataBlock::Variable { offsets, data } => {
+        DataBlock::Variable { offsets, data, ascii } => {
             let wide = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
             if !matches!(dt, DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary) {
                 return Err(Error::corrupt(format!("variable-width values for type {dt}")));
@@ -79,7 +79,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 ),
             };
             let ascii = matches!(dt, DataType::Utf8 | DataType::LargeUtf8)
-                && data.is_ascii()
+                && (ascii.0 || data.is_ascii())
                 && offsets_in_order(&offsets_buf, wide, len, data.len());
             let builder = ArrayDataBuilder::new(dt.clone()).align_buffers(true)
                 .len(len)
@@ -171,7 +171,7 @@ fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, da
         .iter()
         .map(|c| match fixed_width_bits(c.data_type()) {
             Some(bits) => Appender::new(&DataBlock::Fixed { bits, data: vec![], len: 0 }),
-            None => Appender::new(&DataBlock::Variable { offsets: Offsets::new(matches!(c.data_type(), DataType::LargeUtf8 | DataType::LargeBinary)), data: vec![] }),
+            None => Appender::new(&DataBlock::variable(Offsets::new(matches!(c.data_type(), DataType::LargeUtf8 | DataType::LargeBinary)), vec![])),
         })
         .collect();
     for i in 0..len {
@@ -199,7 +199,7 @@ fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, da
                     at += l;
                     let mut o = Offsets::new(false);
                     o.push_end(l)?;
-                    DataBlock::Variable { offsets: o, data: b.to_vec() }
+                    DataBlock::variable(o, b.to_vec())
                 }
             };
             p.append_all(&one)?;
@@ -425,7 +425,7 @@ mod tests {
     use arrow_array::{LargeStringArray, StringArray};
 
     fn strings(offsets: Offsets, data: &[u8], dt: &DataType) -> Result<ArrayRef> {
-        leaf_array(DataBlock::Variable { offsets, data: data.to_vec() }, None, dt)
+        leaf_array(DataBlock::variable(offsets, data.to_vec()), None, dt)
     }
 
     /// ASCII string pages skip Arrow's per-value UTF-8 checks; everything
