@@ -938,35 +938,12 @@ fn make_sample<'a, O: Offset>(offsets: &[O], data: &'a [u8]) -> Vec<&'a [u8]> {
 }
 
 /// A candidate symbol during training, as (word, length).
-type Candidate = (u64, u8);
+pub(crate) type Candidate = (u64, u8);
 
 /// Codes used while counting: real symbols 0..n, then 256 + byte for an
 /// escaped byte (a "pseudo" single-byte symbol).
 const PSEUDO: usize = 256;
 const CODES: usize = 512;
-
-/// Candidates by gain, highest first, ties broken by the symbol (a total
-/// order, so the result does not depend on the map's order). Only the
-/// head is consumed (a table holds 255 symbols; a few candidates are
-/// skipped for a full bucket), so only the best ones are sorted first;
-/// the rest, in order, follow lazily if the head runs out.
-fn rank(mut all: Vec<(Candidate, u64)>) -> impl Iterator<Item = Candidate> {
-    let order = |a: &(Candidate, u64), b: &(Candidate, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-    let head = (4 * MAX_SYMBOLS).min(all.len());
-    let mut tail = Vec::new();
-    if head < all.len() {
-        all.select_nth_unstable_by(head, order);
-        tail = all.split_off(head);
-    }
-    all.sort_unstable_by(order);
-    let mut tail = Some(tail);
-    let head_items = all.into_iter().map(|(c, _)| c);
-    let tail_items = std::iter::from_fn(move || tail.take()).flat_map(move |mut t| {
-        t.sort_unstable_by(order);
-        t.into_iter().map(|(c, _)| c)
-    });
-    head_items.chain(tail_items)
-}
 
 /// FSST-style training: a few rounds of compressing the sample with the
 /// current table, counting how often each symbol and each adjacent pair of
@@ -1066,7 +1043,7 @@ fn build_table(sample: &[&[u8]]) -> SymbolTable {
                 *gains.entry((word, len as u8)).or_default() += c as u64 * len as u64;
             }
         }
-        let ranked = rank(gains.into_iter().collect());
+        let ranked = super::fsst_rank::rank(gains.into_iter().collect(), MAX_SYMBOLS);
         let mut next = SymbolTable { enabled: true, terminator, ..SymbolTable::uncompressed() };
         let mut fill = BucketFill::new();
         for (word, len) in ranked {
@@ -1484,28 +1461,6 @@ mod tests {
         }
         assert_eq!(&appended[1..], &whole[..]);
         assert_eq!(whole, data);
-    }
-
-    /// The partly sorted ranking yields every candidate in the order a
-    /// full sort gives, with ties on gain, long and short lists.
-    #[test]
-    fn ranking_matches_a_full_sort() {
-        let mut state = 5u64;
-        for n in [0usize, 1, 10, 4 * MAX_SYMBOLS - 1, 4 * MAX_SYMBOLS, 4 * MAX_SYMBOLS + 1, 5000] {
-            let mut all: Vec<(Candidate, u64)> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            while all.len() < n {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                let c = ((state >> 20) % 50_000, 1 + (state % 8) as u8);
-                if seen.insert(c) {
-                    all.push((c, (state >> 40) % 40));
-                }
-            }
-            let mut want = all.clone();
-            want.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            let want: Vec<Candidate> = want.into_iter().map(|(c, _)| c).collect();
-            assert_eq!(rank(all).collect::<Vec<_>>(), want, "n {n}");
-        }
     }
 
     #[test]
