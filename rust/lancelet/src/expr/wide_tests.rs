@@ -176,3 +176,27 @@ proptest! {
         agree("f", &floats, &b);
     }
 }
+
+#[test]
+fn filters_planned_from_many_threads_at_once() {
+    // One planning thread serves every caller: answers reach the thread
+    // that asked, errors included, with callers on small stacks.
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    let b = ids(300);
+                    for k in 0..40 {
+                        let n = (t * 40 + k) % 300;
+                        let want = (0..n).filter(|i| i % 97 != 13).count(); // ids() has nulls
+                        assert_eq!(count(&format!("id < {n}"), &b), want, "thread {t}");
+                        let bad = SqlFilter::new(&format!("nope_{t}_{k} = 1"), &b.schema()).err().expect("unknown column");
+                        assert!(bad.to_string().contains(&format!("nope_{t}_{k}")), "{bad}");
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+}
