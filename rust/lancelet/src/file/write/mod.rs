@@ -277,13 +277,15 @@ impl LeafEncoder {
         let mut queued = std::mem::take(&mut self.queued);
         self.train_fsst_once(&mut queued)?;
         let this = &*self;
-        let pages = queued
-            .into_par_iter()
-            .map(|(first_row, q)| {
-                let piece = this.materialize(q)?;
-                this.encode_one(first_row, piece)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let pages = crate::process::install(|| {
+            queued
+                .into_par_iter()
+                .map(|(first_row, q)| {
+                    let piece = this.materialize(q)?;
+                    this.encode_one(first_row, piece)
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
         self.pages.extend(pages);
         Ok(())
     }
