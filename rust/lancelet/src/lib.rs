@@ -13,6 +13,7 @@ pub mod fuzzing;
 pub mod index;
 pub mod io;
 pub mod namespace;
+pub mod process;
 pub mod proto;
 pub mod table;
 #[cfg(test)]

@@ -191,14 +191,15 @@ thread_local! {
 }
 
 /// The planning thread, started on first use with a [`PLAN_STACK`] stack
-/// and kept for the life of the process (`None` if it cannot start). A
+/// and kept for the life of the process (`None` if it cannot start); a
+/// forked child starts its own (see [`crate::process`]). A
 /// thread started per filter cost a clone, a 64 MiB stack map and
 /// thread-local set-up on every query: about a tenth of the CPU of an
 /// indexed one-row lookup.
 fn planner() -> Option<&'static std::sync::mpsc::Sender<PlanJob>> {
-    static PLANNER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<PlanJob>>> = std::sync::OnceLock::new();
+    static PLANNER: crate::process::PerProcess<Option<std::sync::mpsc::Sender<PlanJob>>> = crate::process::PerProcess::new();
     PLANNER
-        .get_or_init(|| {
+        .get(|| {
             let (tx, rx) = std::sync::mpsc::channel::<PlanJob>();
             std::thread::Builder::new()
                 .name("lancelet-filter".into())

@@ -509,7 +509,7 @@ impl FileReader {
             .map_err(|e| e.context(format!("column {} ({:?})", leaf.column, leaf.field.name())))
         };
         let decoded: Vec<Result<LeafOut>> = if parallel {
-            leaves.par_iter().zip(plans.par_iter()).zip(per_leaf.par_iter()).map(decode).collect()
+            crate::process::install(|| leaves.par_iter().zip(plans.par_iter()).zip(per_leaf.par_iter()).map(decode).collect())
         } else {
             leaves.iter().zip(plans.iter()).zip(per_leaf.iter()).map(decode).collect()
         };
@@ -650,7 +650,7 @@ fn decode_leaf(
         Ok((l, s))
     };
     let decoded: Vec<(Layers, LevelStream)> = if parallel {
-        plan.par_iter().map(|(r, p)| (r, p)).zip(reqs.par_iter()).zip(fetched.par_iter()).map(decode).collect::<Result<Vec<_>>>()?
+        crate::process::install(|| plan.par_iter().map(|(r, p)| (r, p)).zip(reqs.par_iter()).zip(fetched.par_iter()).map(decode).collect::<Result<Vec<_>>>())?
     } else {
         plan.iter().map(|(r, p)| (r, p)).zip(reqs.iter()).zip(fetched.iter()).map(decode).collect::<Result<Vec<_>>>()?
     };

@@ -374,7 +374,8 @@ impl FileWriter {
                 // Slices and columns shred independently: spread them all
                 // over the pool (one column per slice would leave a core
                 // idle while the widest column shreds).
-                let all = page_slices(batch, page_bytes, &sliced)
+                let all = crate::process::install(|| {
+                    page_slices(batch, page_bytes, &sliced)
                     .into_par_iter()
                     .map(|slice| {
                         want.iter()
@@ -393,7 +394,8 @@ impl FileWriter {
                             })
                             .collect::<Result<Vec<_>>>()
                     })
-                    .collect::<Result<Vec<_>>>()?;
+                    .collect::<Result<Vec<_>>>()
+                })?;
                 // Each column takes its slices in order; columns in
                 // parallel (buffering copies small arrays into the page
                 // being filled, and concatenates shredded pieces).
@@ -403,7 +405,7 @@ impl FileWriter {
                         col.push(got);
                     }
                 }
-                cols.par_iter_mut().zip(per_column).try_for_each(|(enc, gots)| -> Result<()> {
+                crate::process::install(|| cols.par_iter_mut().zip(per_column).try_for_each(|(enc, gots)| -> Result<()> {
                     for got in gots {
                         match got {
                             Shredded::Plain(a, bytes) => enc[0].push_array(a, bytes)?,
@@ -416,11 +418,11 @@ impl FileWriter {
                         }
                     }
                     Ok(())
-                })?;
+                }))?;
                 // Every page cut from this batch, of every column, encodes
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
-                leaves.into_par_iter().try_for_each(|e| e.encode_queued())?;
+                crate::process::install(|| leaves.into_par_iter().try_for_each(|e| e.encode_queued()))?;
                 let done: Vec<Vec<EncodedPage>> = cols.iter_mut().flatten().map(|c| std::mem::take(&mut c.pages)).collect();
                 self.num_rows += batch.num_rows() as u64;
                 return self.emit(done);
@@ -506,14 +508,14 @@ impl FileWriter {
         let columns: Vec<Vec<EncodedPage>> = match &mut self.columns {
             Columns::Structural(cols) => {
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
-                leaves
+                crate::process::install(|| leaves
                     .into_par_iter()
                     .map(|c| {
                         c.flush()?;
                         c.encode_queued()?;
                         Ok(std::mem::take(&mut c.pages))
                     })
-                    .collect::<Result<Vec<_>>>()?
+                    .collect::<Result<Vec<_>>>())?
             }
             Columns::V20(cols) => {
                 let mut out = Vec::new();

@@ -43,10 +43,11 @@ pub use upload::ObjectWriter;
 /// and in-memory stores ignore them.
 pub type StorageOptions = HashMap<String, String>;
 
-/// The process-wide runtime used for object_store I/O.
+/// The process-wide runtime used for object_store I/O (rebuilt in a forked
+/// child: see [`crate::process`]).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
+    static RT: crate::process::PerProcess<tokio::runtime::Runtime> = crate::process::PerProcess::new();
+    RT.get(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("lancelet-io")

@@ -175,14 +175,16 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Opt
     let locations = list_versions(ds.root())?;
     let total = locations.len() as u64;
     let read = std::sync::atomic::AtomicU64::new(0);
-    let manifests = locations
-        .par_iter()
-        .map(|l| {
-            let r = read_refs(ds, &l.name, l.version)?;
-            report(progress, "read", read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total)?;
-            Ok(r)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let manifests = crate::process::install(|| {
+        locations
+            .par_iter()
+            .map(|l| {
+                let r = read_refs(ds, &l.name, l.version)?;
+                report(progress, "read", read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total)?;
+                Ok(r)
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
 
     let mut keep = Refs::default();
     let mut verified = Refs::default();

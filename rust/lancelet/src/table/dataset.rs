@@ -273,13 +273,15 @@ impl Dataset {
     pub fn versions(&self) -> Result<Vec<VersionInfo>> {
         let locs = list_versions(&self.root)?;
         use rayon::prelude::*;
-        locs.par_iter()
-            .map(|l| {
-                let f = read_manifest(&self.root, &l.name)?;
-                let ts = f.manifest.timestamp.as_ref().map(|t| (t.seconds, t.nanos)).unwrap_or((0, 0));
-                Ok(VersionInfo { version: l.version, timestamp: ts, metadata: manifest_summary(&f.manifest) })
-            })
-            .collect()
+        crate::process::install(|| {
+            locs.par_iter()
+                .map(|l| {
+                    let f = read_manifest(&self.root, &l.name)?;
+                    let ts = f.manifest.timestamp.as_ref().map(|t| (t.seconds, t.nanos)).unwrap_or((0, 0));
+                    Ok(VersionInfo { version: l.version, timestamp: ts, metadata: manifest_summary(&f.manifest) })
+                })
+                .collect()
+        })
     }
 
     /// Summary of the checked-out version.
@@ -399,10 +401,12 @@ impl Dataset {
             return Ok(i.clone());
         }
         use rayon::prelude::*;
-        let parts = (0..self.fragments().len())
-            .into_par_iter()
-            .map(|i| Ok((self.fragment(i).id, self.row_id_sequence(i)?.unwrap_or_default(), self.live_ranges(i)?)))
-            .collect::<Result<Vec<_>>>()?;
+        let parts = crate::process::install(|| {
+            (0..self.fragments().len())
+                .into_par_iter()
+                .map(|i| Ok((self.fragment(i).id, self.row_id_sequence(i)?.unwrap_or_default(), self.live_ranges(i)?)))
+                .collect::<Result<Vec<_>>>()
+        })?;
         let index = Arc::new(RowIdIndex::build(parts.iter().map(|(id, s, l)| (*id, s, l.as_slice())))?);
         Ok(self.row_id_index.get_or_init(|| index).clone())
     }

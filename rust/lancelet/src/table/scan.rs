@@ -292,7 +292,7 @@ impl Scanner {
             return Ok(n);
         }
         let idx = self.fragment_indices()?;
-        let total: u64 = idx.par_iter().map(|&i| self.live_rows(i)).collect::<Result<Vec<_>>>()?.into_iter().sum();
+        let total: u64 = crate::process::install(|| idx.par_iter().map(|&i| self.live_rows(i)).collect::<Result<Vec<_>>>())?.into_iter().sum();
         let after = total.saturating_sub(self.opts.offset);
         Ok(self.opts.limit.map_or(after, |l| l.min(after)))
     }
@@ -333,7 +333,7 @@ impl Scanner {
         let mut plans = if self.index.is_some() {
             indices.iter().map(plan).collect::<Result<Vec<_>>>()?
         } else {
-            indices.par_iter().map(plan).collect::<Result<Vec<_>>>()?
+            crate::process::install(|| indices.par_iter().map(plan).collect::<Result<Vec<_>>>())?
         };
         let filtered = self.opts.filter.is_some();
         if !filtered {
@@ -378,7 +378,7 @@ impl Scanner {
             tasks,
             in_flight: VecDeque::new(),
             ready: VecDeque::new(),
-            readahead: rayon::current_num_threads().clamp(2, 4),
+            readahead: crate::process::pool().current_num_threads().clamp(2, 4),
             post: filtered.then_some((self.opts.offset, self.opts.limit.unwrap_or(u64::MAX))),
             failed: false,
         })
@@ -570,7 +570,7 @@ impl ScanStream {
             }
             let (tx, rx) = mpsc::sync_channel(1);
             let ctx = self.ctx.clone();
-            rayon::spawn(move || {
+            crate::process::pool().spawn(move || {
                 let _ = tx.send(run_caught(&ctx, &plan, &ranges));
             });
             self.in_flight.push_back(Pending::Spawned(rx));
@@ -632,7 +632,7 @@ impl Dataset {
     /// fragment order; any order, repeats allowed).
     pub fn take(self: &Arc<Self>, indices: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
         let n = self.fragments().len();
-        let counts = (0..n).into_par_iter().map(|i| self.live_rows(i)).collect::<Result<Vec<_>>>()?;
+        let counts = crate::process::install(|| (0..n).into_par_iter().map(|i| self.live_rows(i)).collect::<Result<Vec<_>>>())?;
         let mut starts = Vec::with_capacity(n + 1);
         let mut acc = 0u64;
         for c in &counts {
@@ -731,10 +731,9 @@ impl Dataset {
             place.push((g, groups[g].1.len()));
             groups[g].1.push(a & 0xffff_ffff);
         }
-        let batches = groups
-            .par_iter()
-            .map(|(fi, offs)| self.fragment_reader(*fi, &fields)?.take(offs))
-            .collect::<Result<Vec<_>>>()?;
+        let batches = crate::process::install(|| {
+            groups.par_iter().map(|(fi, offs)| self.fragment_reader(*fi, &fields)?.take(offs)).collect::<Result<Vec<_>>>()
+        })?;
         if batches.len() == 1 {
             return Ok(batches.into_iter().next().expect("one"));
         }

@@ -311,7 +311,7 @@ impl TileDbArray {
         let mut validity = if col.nullable { Some(filled(n, &[fill_valid as u8], plan.covered)) } else { None };
         let out = OutPtr { ptr: values.as_mut_ptr(), len: values.len() };
         let vout = validity.as_mut().map(|v| OutPtr { ptr: v.as_mut_ptr(), len: v.len() });
-        let threads = rayon::current_num_threads().max(1);
+        let threads = crate::process::pool().current_num_threads().max(1);
         for (f, frag) in self.fragments.iter().enumerate() {
             let jobs = &plan.jobs[f];
             if jobs.is_empty() {
@@ -341,7 +341,7 @@ impl TileDbArray {
             let vfile = format!("{}_validity.tdb", col.stem);
             let kind = TileKind { datatype: col.datatype, cell_size: cs, version: frag.version, var_strings: false };
             let vkind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version: frag.version, var_strings: false };
-            groups.par_iter().try_for_each(|group| -> Result<()> {
+            crate::process::install(|| groups.par_iter().try_for_each(|group| -> Result<()> {
                 let want: Vec<_> = group.iter().map(|j| loc(&locs, j.tile, "tile offsets")).collect::<Result<_>>()?;
                 let raw = read_tiles(self, frag, &file, &want)?;
                 let vraw = match &vlocs {
@@ -387,7 +387,7 @@ impl TileDbArray {
                     }
                     Ok(())
                 })
-            })?;
+            }))?;
         }
         Ok((values, validity))
     }

@@ -480,7 +480,7 @@ impl KeyWords<'_> {
 
     fn run<const W: usize>(&self, candidates: &[u64], duplicates: bool) -> Vec<u64> {
         use rayon::prelude::*;
-        let mut keys: Vec<[u64; W]> = candidates.par_iter().map(|&s| self.key::<W>(s)).collect();
+        let mut keys: Vec<[u64; W]> = crate::process::install(|| candidates.par_iter().map(|&s| self.key::<W>(s)).collect());
         // Candidates come fragment by fragment, each mostly in global order
         // already: a stable sort finds those runs and merges them.
         keys.sort();

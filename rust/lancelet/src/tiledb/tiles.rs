@@ -185,7 +185,7 @@ pub fn load_tiles(
             }
             Ok(TileData { fixed: Vec::new(), offsets, var, validity: None, cells: n })
         };
-        out = (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>()?;
+        out = crate::process::install(|| (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>())?;
     } else {
         let fixed_raw = read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?;
         let kind = TileKind { datatype: col.datatype, cell_size: col.cell_size(), version, var_strings: false };
@@ -200,14 +200,14 @@ pub fn load_tiles(
             }
             Ok(TileData { fixed, offsets: Vec::new(), var: Vec::new(), validity: None, cells: cells[i] })
         };
-        out = (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>()?;
+        out = crate::process::install(|| (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>())?;
     }
     if col.nullable {
         let vlocs = frag.validity_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let vfile = format!("{}_validity.tdb", col.stem);
         let raw = read_tiles(array, frag, &vfile, &pick(&vlocs, "validity tile offsets")?)?;
         let kind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version, var_strings: false };
-        out.par_iter_mut().enumerate().try_for_each(|(i, tile)| -> Result<()> {
+        crate::process::install(|| out.par_iter_mut().enumerate().try_for_each(|(i, tile)| -> Result<()> {
             let t = which[i];
             let v = schema.validity_filters.unfilter(&raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
             if v.len() != cells[i] {
@@ -215,7 +215,7 @@ pub fn load_tiles(
             }
             tile.validity = Some(v);
             Ok(())
-        })?;
+        }))?;
     }
     Ok(out)
 }

@@ -323,19 +323,21 @@ impl LeafEncoder {
         let mut queued = std::mem::take(&mut self.queued);
         self.train_fsst_once(&mut queued)?;
         let this = &*self;
-        let pages = queued
-            .into_par_iter()
-            .map(|(first_row, q)| match (q, this.vector) {
-                (Queued::Vectors(bytes, rows), Some(kind)) => {
-                    let (buffers, layout) = vectors::page(kind, &this.path, bytes, rows);
-                    Ok(EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None })
-                }
-                (q, _) => {
-                    let piece = this.materialize(q)?;
-                    this.encode_one(first_row, piece)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let pages = crate::process::install(|| {
+            queued
+                .into_par_iter()
+                .map(|(first_row, q)| match (q, this.vector) {
+                    (Queued::Vectors(bytes, rows), Some(kind)) => {
+                        let (buffers, layout) = vectors::page(kind, &this.path, bytes, rows);
+                        Ok(EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None })
+                    }
+                    (q, _) => {
+                        let piece = this.materialize(q)?;
+                        this.encode_one(first_row, piece)
+                    }
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
         self.pages.extend(pages);
         Ok(())
     }

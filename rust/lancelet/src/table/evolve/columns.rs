@@ -328,7 +328,8 @@ pub fn write_columns(ds: &Dataset, plan: &ColumnsPlan, transform: Transform<'_>,
         report(progress, STAGE, d, n as u64)
     };
     let results: Vec<Result<pb::DataFile>> = match transform {
-        Transform::Parallel(f) => (0..n)
+        Transform::Parallel(f) => crate::process::install(|| {
+            (0..n)
             .into_par_iter()
             .map(|i| {
                 let d = write_one(ds, i, plan, opts, &mut |b| f(b))?;
@@ -338,7 +339,8 @@ pub fn write_columns(ds: &Dataset, plan: &ColumnsPlan, transform: Transform<'_>,
                 }
                 Ok(d)
             })
-            .collect(),
+            .collect()
+        }),
         Transform::Sequential(f) => {
             let mut out = Vec::with_capacity(n);
             for i in 0..n {

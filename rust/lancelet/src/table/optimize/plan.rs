@@ -208,13 +208,15 @@ fn index_coverage(ds: &Dataset) -> Result<Vec<RoaringBitmap>> {
 
 /// `(physical rows, deleted rows)` of every fragment.
 fn fragment_counts(ds: &Dataset) -> Result<Vec<(u64, u64)>> {
-    (0..ds.fragments().len())
-        .into_par_iter()
-        .map(|i| {
-            let physical = ds.physical_rows(i)?;
-            Ok((physical, physical.saturating_sub(ds.live_rows(i)?)))
-        })
-        .collect()
+    crate::process::install(|| {
+        (0..ds.fragments().len())
+            .into_par_iter()
+            .map(|i| {
+                let physical = ds.physical_rows(i)?;
+                Ok((physical, physical.saturating_sub(ds.live_rows(i)?)))
+            })
+            .collect()
+    })
 }
 
 /// Plan a compaction of `ds`'s version (see the module docs).
