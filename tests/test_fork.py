@@ -150,6 +150,7 @@ def test_child_on_s3_after_the_parent_used_the_store(s3_server, tmp_path):
     ds = lancelet.dataset(uri, storage_options=so)
     expected = _read_s3(uri, so, ds)
     assert run_forked(_read_s3, uri, so) == expected
-    assert run_forked(_read_s3, uri, so, ds) == expected
+    for _ in range(3):  # a pooled connection is there on some runs only
+        assert run_forked(_read_s3, uri, so, ds) == expected
     assert run_forked(_append_s3, uri, so) == 5100
     assert lancelet.dataset(uri, storage_options=so).count_rows(filter="id >= 5000") == 100

@@ -28,6 +28,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::error::{Error, Result};
 
 mod local;
+mod store_cell;
 #[cfg(unix)]
 pub mod mapped;
 #[cfg(feature = "s3")]
@@ -187,7 +188,7 @@ pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64, max: u64) -> Coalesced {
 /// requests a take costs; tests check what statistics pruning saves).
 #[derive(Clone)]
 pub struct Storage {
-    store: Arc<dyn ObjectStore>,
+    store: store_cell::StoreCell,
     path: Path,
     display: String,
     reads: Arc<AtomicU64>,
@@ -265,7 +266,7 @@ impl Storage {
         if let Some(rest) = uri.strip_prefix("memory://") {
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
-            return Ok(Self::new(memory_store(name), path, uri.to_string(), options, None));
+            return Ok(Self::new(store_cell::StoreCell::shared(memory_store(name)), path, uri.to_string(), options, None));
         }
         #[cfg(any(test, feature = "fuzzing"))]
         if MEMORY_ONLY.with(|m| m.get()) {
@@ -275,6 +276,7 @@ impl Storage {
             #[cfg(feature = "s3")]
             {
                 let (store, path) = s3::open(uri, &options)?;
+                let store = store_cell::StoreCell::per_process(store, store_cell::s3_rebuild(uri, &options));
                 return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options, None));
             }
             #[cfg(not(feature = "s3"))]
@@ -294,10 +296,10 @@ impl Storage {
         );
         let path = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
-        Ok(Self::new(Arc::new(LocalFileSystem::new()), path, abs.display().to_string(), options, Some(abs)))
+        Ok(Self::new(store_cell::StoreCell::shared(Arc::new(LocalFileSystem::new())), path, abs.display().to_string(), options, Some(abs)))
     }
 
-    fn new(store: Arc<dyn ObjectStore>, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
+    fn new(store: store_cell::StoreCell, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
         let remote = display.starts_with("s3://") || display.starts_with("s3a://");
         let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
         Self {
@@ -363,7 +365,7 @@ impl Storage {
         if let Some(p) = &self.local_dir {
             return local::size(p, &self.display);
         }
-        let meta = block_on(self.store.head(&self.path)).map_err(|e| io_err(&self.display, e))?;
+        let meta = block_on(self.store.get().head(&self.path)).map_err(|e| io_err(&self.display, e))?;
         Ok(meta.size)
     }
 
@@ -373,7 +375,7 @@ impl Storage {
         count_io(1, range.end.saturating_sub(range.start));
         let b = match &self.local_dir {
             Some(p) => local::read_ranges(p, &self.display, std::slice::from_ref(&range))?.pop().expect("one range"),
-            None => block_on(self.store.get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))?,
+            None => block_on(self.store.get().get_range(&self.path, range)).map_err(|e| io_err(&self.display, e))?,
         };
         self.count_bytes(b.len());
         Ok(b)
@@ -389,7 +391,7 @@ impl Storage {
         count_io(merged_count(ranges), ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum());
         let bs = match &self.local_dir {
             Some(p) => local::read_ranges(p, &self.display, ranges)?,
-            None => block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))?,
+            None => block_on(self.store.get().get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e))?,
         };
         self.count_bytes(bs.iter().map(|b| b.len()).sum());
         Ok(bs)
@@ -463,7 +465,7 @@ impl Storage {
         }
         match &self.local_dir {
             Some(p) => local::read_ranges(p, &self.display, ranges),
-            None => block_on(self.store.get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e)),
+            None => block_on(self.store.get().get_ranges(&self.path, ranges)).map_err(|e| io_err(&self.display, e)),
         }
     }
 
@@ -481,7 +483,7 @@ impl Storage {
 
     fn read_all_remote(&self) -> Result<Bytes> {
         block_on(async {
-            let r = self.store.get(&self.path).await?;
+            let r = self.store.get().get(&self.path).await?;
             r.bytes().await
         })
         .map_err(|e| io_err(&self.display, e))
@@ -521,7 +523,7 @@ impl Storage {
     pub fn list(&self) -> Result<Vec<(String, u64)>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let prefix = if self.path.as_ref().is_empty() { None } else { Some(&self.path) };
-        let listing = match block_on(self.store.list_with_delimiter(prefix)) {
+        let listing = match block_on(self.store.get().list_with_delimiter(prefix)) {
             Ok(l) => l,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&self.display, e)),
@@ -540,7 +542,7 @@ impl Storage {
         use futures::TryStreamExt;
         self.reads.fetch_add(1, Ordering::Relaxed);
         let prefix = if self.path.as_ref().is_empty() { None } else { Some(&self.path) };
-        let metas: Vec<object_store::ObjectMeta> = match block_on(self.store.list(prefix).try_collect()) {
+        let metas: Vec<object_store::ObjectMeta> = match block_on(self.store.get().list(prefix).try_collect()) {
             Ok(m) => m,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&self.display, e)),
@@ -563,7 +565,7 @@ impl Storage {
 
     /// Write the whole object (replacing any previous content).
     pub fn write_all(&self, data: Bytes) -> Result<()> {
-        block_on(self.store.put(&self.path, PutPayload::from_bytes(data)))
+        block_on(self.store.get().put(&self.path, PutPayload::from_bytes(data)))
             .map(|_| ())
             .map_err(|e| io_err(&self.display, e))
     }
@@ -573,14 +575,14 @@ impl Storage {
     /// An existing object gives `Error::AlreadyExists`.
     pub fn write_new(&self, data: Bytes) -> Result<()> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        block_on(self.store.put_opts(&self.path, PutPayload::from_bytes(data), opts))
+        block_on(self.store.get().put_opts(&self.path, PutPayload::from_bytes(data), opts))
             .map(|_| ())
             .map_err(|e| io_err(&self.display, e))
     }
 
     /// Delete the object (a missing one is `Error::NotFound`).
     pub fn delete(&self) -> Result<()> {
-        block_on(self.store.delete(&self.path)).map_err(|e| io_err(&self.display, e))
+        block_on(self.store.get().delete(&self.path)).map_err(|e| io_err(&self.display, e))
     }
 }
 

@@ -38,7 +38,7 @@ impl Storage {
     pub fn list_entries(&self) -> Result<Listing> {
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let prefix = if self.path.as_ref().is_empty() { None } else { Some(&self.path) };
-        let listing = match block_on(self.store.list_with_delimiter(prefix)) {
+        let listing = match block_on(self.store.get().list_with_delimiter(prefix)) {
             Ok(l) => l,
             Err(object_store::Error::NotFound { .. }) => return Ok(Listing::default()),
             Err(e) => return Err(io_err(&self.display, e)),
@@ -65,7 +65,7 @@ impl Storage {
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let prefix = if self.path.as_ref().is_empty() { None } else { Some(&self.path) };
         block_on(async {
-            let mut stream = self.store.list(prefix);
+            let mut stream = self.store.get().list(prefix);
             loop {
                 match stream.next().await {
                     None => return Ok(false),
@@ -81,7 +81,7 @@ impl Storage {
     /// Whether this object exists (one `HEAD` request).
     pub fn exists(&self) -> Result<bool> {
         self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        match block_on(self.store.head(&self.path)) {
+        match block_on(self.store.get().head(&self.path)) {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(io_err(&self.display, e)),
@@ -96,9 +96,9 @@ impl Storage {
             return Err(Error::invalid_input(format!("refusing to delete everything in the store of {}", self.display)));
         }
         let deleted = block_on(async {
-            let locations = self.store.list(Some(&self.path)).map_ok(|m| m.location).boxed();
+            let locations = self.store.get().list(Some(&self.path)).map_ok(|m| m.location).boxed();
             let results: Vec<object_store::Result<object_store::path::Path>> =
-                self.store.delete_stream(locations).collect().await;
+                self.store.get().delete_stream(locations).collect().await;
             let mut n = 0usize;
             for r in results {
                 match r {

@@ -72,7 +72,7 @@ impl ObjectWriter {
         self.pending.push(data);
         if self.pending_bytes >= PART_BYTES {
             let upload: Box<dyn MultipartUpload> =
-                block_on(self.storage.store.put_multipart(&self.storage.path)).map_err(|e| io_err(self.storage.display(), e))?;
+                block_on(self.storage.store.get().put_multipart(&self.storage.path)).map_err(|e| io_err(self.storage.display(), e))?;
             let mut up = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
             let _rt = runtime().enter();
             for b in self.pending.drain(..) {
@@ -98,7 +98,7 @@ impl ObjectWriter {
             }
             None => {
                 let payload: PutPayload = std::mem::take(&mut self.pending).into_iter().collect();
-                block_on(self.storage.store.put(&self.storage.path, payload)).map_err(|e| io_err(&display, e))?;
+                block_on(self.storage.store.get().put(&self.storage.path, payload)).map_err(|e| io_err(&display, e))?;
             }
         }
         Ok(self.written)
