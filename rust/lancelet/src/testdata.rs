@@ -23,3 +23,16 @@ pub fn pylance14_data_file(dataset: &str) -> PathBuf {
     files.sort();
     files.into_iter().next().unwrap_or_else(|| panic!("no .lance file under {}", dir.display()))
 }
+
+/// A seeded 64-bit linear congruential generator (Knuth's MMIX constants):
+/// repeatable pseudo-random test data without a crate. Its low bits are weak,
+/// so callers take high bits (`next() >> 33`).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next state.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0
+    }
+}

@@ -675,11 +675,8 @@ mod size_tests {
     /// pages, partial blocks and a trailing partial value.
     #[test]
     fn one_pass_scan_matches_both_scans() {
-        let mut state = 11u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            state >> 17
-        };
+        let mut rng = crate::testdata::Lcg(11);
+        let mut next = || rng.next() >> 17;
         for round in 0..60 {
             let bytes = [1usize, 2, 4, 8][round % 4];
             let n = [0usize, 1, 7, 1023, 1024, 1025, 3000, 9001][round % 8];

@@ -149,7 +149,7 @@ pub fn encode(
             Values::Fsl { items, .. } => items,
             _ => unreachable!("contiguous values are fixed-width"),
         };
-        return Ok(page(vec![zipped], levels, (bits_rep, bits_def), details, entries, n, encoding));
+        return Ok((vec![zipped], layout(levels, (bits_rep, bits_def), details, entries, n, encoding)));
     }
     let mut zipped = Vec::with_capacity(encoded.iter().map(|v| v.len() + 8).sum::<usize>() + entries * cw_bytes);
     let mut row_starts: Vec<u64> = Vec::with_capacity(num_rows + 1);
@@ -198,20 +198,7 @@ pub fn encode(
         }
         buffers.push(idx);
     }
-    Ok(page(buffers, levels, (bits_rep, bits_def), details, entries, n, encoding))
-}
-
-/// The page: its buffers and `FullZipLayout`.
-fn page(
-    buffers: Vec<Vec<u8>>,
-    levels: &PageLevels,
-    (bits_rep, bits_def): (u32, u32),
-    details: Details,
-    entries: usize,
-    visible: usize,
-    encoding: pb::CompressiveEncoding,
-) -> (Vec<Vec<u8>>, pb::PageLayout) {
-    (buffers, layout(levels, (bits_rep, bits_def), details, entries, visible, encoding))
+    Ok((buffers, layout(levels, (bits_rep, bits_def), details, entries, n, encoding)))
 }
 
 /// The `FullZipLayout` of a page of `entries` level entries, `visible` of

@@ -208,11 +208,8 @@ mod tests {
     /// without nulls, sliced arrays and empty strings.
     #[test]
     fn same_piece_as_shred_and_concat() {
-        let mut state = 99u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            state >> 33
-        };
+        let mut rng = crate::testdata::Lcg(99);
+        let mut next = || rng.next() >> 33;
         for round in 0..40 {
             let nulls = round % 2 == 1;
             let sizes: Vec<usize> = (0..1 + round % 4).map(|_| (next() % 300) as usize).collect();
