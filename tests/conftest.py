@@ -23,6 +23,22 @@ FIXTURES_DIR = TESTS_DIR / "fixtures" / "pylance-14"
 if str(TESTS_DIR) not in sys.path:  # make `import datagen` work under any import mode
     sys.path.insert(0, str(TESTS_DIR))
 
+# The TileDB oracle (tiledb-py 0.36.1, TileDB 2.30.0) has a race in its sparse
+# global-order reader: the "preprocess tile merge" step merges the fragments'
+# tiles in tasks on TileDB's thread pool, and the task that spawns them can
+# still be running when the query is gone. It then frees a
+# `tiledb::algorithm::MergeUnit` whose memory belonged to that query: SIGSEGV,
+# once in CI (test_tiledb_consolidate_sets.py) and once in about 150,000 reads
+# of that test's arrays in a loop. The core showed a worker finishing the merge
+# of the previous read (an array TileDB had consolidated itself) while the
+# main thread started the next query. With the step off, TileDB skips that
+# merge (the crashing code is only reached through it) and reads through its
+# per-fragment path, returning the same cells; 133,000 reads so did not crash.
+# Set in the environment before tiledb is imported, so that every Ctx/Config
+# and every subprocess inherits it; scripts/tiledb_oracle_race.py tells whether
+# a newer TileDB still needs it.
+os.environ.setdefault("TILEDB_SM_QUERY_SPARSE_GLOBAL_ORDER_PREPROCESS_TILE_MERGE", "0")
+
 
 def fixture_datasets() -> list[Path]:
     """Every pylance-14 fixture dataset directory (those with a data/ folder)."""

@@ -179,6 +179,21 @@ def sparse_uri(tmp_path_factory):
 # ------------------------------------------------------------------ to_lance
 
 
+def test_oracle_reads_without_the_racy_tile_merge():
+    """conftest.py turns off TileDB 2.30's preprocess tile merge, whose race
+    crashes the oracle now and then (scripts/tiledb_oracle_race.py): every
+    context the tests make, and every subprocess, must see it off."""
+    import os
+    import subprocess
+    import sys
+    key = "sm.query.sparse_global_order.preprocess_tile_merge"
+    assert tiledb.Ctx().config()[key] == "0"
+    assert tiledb.Config()[key] == "0"
+    code = f"import tiledb; print(tiledb.Ctx().config()[{key!r}])"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=os.environ).stdout.strip() == "0"
+
+
 @pytest.mark.parametrize("timestamp", [None, 10, 20, (15, 30)])
 @pytest.mark.parametrize("batch_size", [7, 40, 65536])
 def test_to_lance_dense_matches_tiledb(tmp_path, dense_uri, timestamp, batch_size):
