@@ -563,9 +563,11 @@ impl Storage {
         ObjectWriter::new(self.clone())
     }
 
-    /// Write the whole object (replacing any previous content).
+    /// Write the whole object (replacing any previous content); local files
+    /// in bounded `write()` calls ([`upload::write_pieces`]).
     pub fn write_all(&self, data: Bytes) -> Result<()> {
-        block_on(self.store.get().put(&self.path, PutPayload::from_bytes(data)))
+        let payload: PutPayload = upload::write_pieces(self, data).collect();
+        block_on(self.store.get().put(&self.path, payload))
             .map(|_| ())
             .map_err(|e| io_err(&self.display, e))
     }
@@ -575,7 +577,8 @@ impl Storage {
     /// An existing object gives `Error::AlreadyExists`.
     pub fn write_new(&self, data: Bytes) -> Result<()> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        block_on(self.store.get().put_opts(&self.path, PutPayload::from_bytes(data), opts))
+        let payload: PutPayload = upload::write_pieces(self, data).collect();
+        block_on(self.store.get().put_opts(&self.path, payload, opts))
             .map(|_| ())
             .map_err(|e| io_err(&self.display, e))
     }

@@ -11,7 +11,10 @@
 //! unfinished writer aborts the upload, so a failed write leaves no file.
 //!
 //! Local files are written in `write()` calls of at most
-//! [`LOCAL_WRITE_BYTES`] (zero-copy slices of the buffers handed in): the
+//! [`LOCAL_WRITE_BYTES`] (zero-copy slices of the buffers handed in; every
+//! local write goes through [`write_pieces`]: data files here, whole objects
+//! such as manifests and index files in [`Storage::write_all`] and
+//! [`Storage::write_new`]): the
 //! kernel sizes the page-cache folios of a buffered write by the length of
 //! the call, and on a VM that reports free memory to its host in 2 MiB
 //! blocks (virtio-balloon free page reporting at order 9) folios of 1 MiB
@@ -60,6 +63,15 @@ fn pieces(data: Bytes, max: usize) -> impl Iterator<Item = Bytes> {
     (0..data.len().div_ceil(max)).map(move |i| data.slice(i * max..((i + 1) * max).min(data.len())))
 }
 
+/// The buffers that store `data` in `storage`: for a local file, zero-copy
+/// slices of at most [`LOCAL_WRITE_BYTES`] (object_store writes each with
+/// one `write_all`; see the module docs); elsewhere `data` itself. An empty
+/// `data` gives no buffer.
+pub(crate) fn write_pieces(storage: &Storage, data: Bytes) -> impl Iterator<Item = Bytes> {
+    let max = if storage.local_dir.is_some() { LOCAL_WRITE_BYTES } else { usize::MAX };
+    pieces(data, max)
+}
+
 fn inner(m: &mut Mutex<WriteMultipart>) -> &mut WriteMultipart {
     m.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -83,15 +95,10 @@ impl ObjectWriter {
 
     /// Append `data` (not copied).
     pub fn put(&mut self, data: Bytes) -> Result<()> {
-        if self.storage.local_dir.is_some() && data.len() > LOCAL_WRITE_BYTES {
-            // object_store writes each buffer of a part with one
-            // `write_all`: hand it slices of the bounded size instead.
-            for piece in pieces(data, LOCAL_WRITE_BYTES) {
-                self.put_unsplit(piece)?;
-            }
-            return Ok(());
+        for piece in write_pieces(&self.storage, data) {
+            self.put_unsplit(piece)?;
         }
-        self.put_unsplit(data)
+        Ok(())
     }
 
     fn put_unsplit(&mut self, data: Bytes) -> Result<()> {
@@ -164,6 +171,39 @@ mod tests {
             assert_eq!(got.concat(), data.as_ref(), "max {max}");
         }
         assert_eq!(pieces(Bytes::new(), 8).count(), 0);
+    }
+
+    #[test]
+    fn only_local_writes_are_sliced() {
+        let data = Bytes::from(vec![7u8; 2 * LOCAL_WRITE_BYTES + 1]);
+        let dir = std::env::temp_dir().join(format!("lancelet-pieces-{}", crate::table::transaction::new_uuid()));
+        let local = Storage::open(dir.join("x").to_str().unwrap()).unwrap();
+        let sizes: Vec<usize> = write_pieces(&local, data.clone()).map(|p| p.len()).collect();
+        assert_eq!(sizes, vec![LOCAL_WRITE_BYTES, LOCAL_WRITE_BYTES, 1]);
+        let memory = Storage::open(&format!("memory://pieces{}/x", crate::table::transaction::new_uuid())).unwrap();
+        assert_eq!(write_pieces(&memory, data).map(|p| p.len()).collect::<Vec<_>>(), vec![2 * LOCAL_WRITE_BYTES + 1]);
+    }
+
+    /// Whole-object writes of local files (manifests, index files) go out
+    /// in bounded slices too and arrive intact; `write_new` still refuses
+    /// an existing object.
+    #[test]
+    fn large_whole_object_writes_arrive_intact() {
+        let dir = std::env::temp_dir().join(format!("lancelet-whole-{}", crate::table::transaction::new_uuid()));
+        let data: Vec<u8> = (0..3 * LOCAL_WRITE_BYTES + 123).map(|j| (j * 13 + j / 7) as u8).collect();
+        let a = Storage::open(dir.join("a.bin").to_str().unwrap()).unwrap();
+        a.write_all(Bytes::from(data.clone())).unwrap();
+        let b = Storage::open(dir.join("b.bin").to_str().unwrap()).unwrap();
+        b.write_new(Bytes::from(data.clone())).unwrap();
+        let again = b.write_new(Bytes::from_static(b"x"));
+        let empty = Storage::open(dir.join("c.bin").to_str().unwrap()).unwrap();
+        empty.write_all(Bytes::new()).unwrap();
+        let (got_a, got_b, got_c) = (std::fs::read(dir.join("a.bin")), std::fs::read(dir.join("b.bin")), std::fs::read(dir.join("c.bin")));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(got_a.unwrap() == data, "write_all changed the bytes");
+        assert!(got_b.unwrap() == data, "write_new changed the bytes");
+        assert_eq!(got_c.unwrap(), Vec::<u8>::new());
+        assert!(matches!(again, Err(crate::error::Error::AlreadyExists { .. })), "{again:?}");
     }
 
     /// Buffers larger than a write call, around and past the size that
