@@ -25,7 +25,9 @@
 //! with the inner allocator.
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::sync::Mutex;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
 
 /// Blocks of at least this many bytes get their own mapping.
 pub const BIG: usize = 1 << 20;
@@ -49,14 +51,92 @@ struct Cache {
     bytes: usize,
 }
 
-/// Never allocates (the allocator cannot call itself): a fixed array
-/// behind a futex mutex.
-static CACHE: Mutex<Cache> = Mutex::new(Cache { slots: [(0, 0); CACHE_SLOTS], len: 0, bytes: 0 });
+/// The cache: a fixed array (the allocator cannot call itself to grow
+/// one) behind [`CacheLock`].
+static CACHE: CacheLock = CacheLock {
+    locked: AtomicBool::new(false),
+    cache: UnsafeCell::new(Cache { slots: [(0, 0); CACHE_SLOTS], len: 0, bytes: 0 }),
+};
 
-fn cache() -> std::sync::MutexGuard<'static, Cache> {
-    // A panic while holding the lock cannot leave the array inconsistent
-    // (no code in the critical sections panics); keep going.
-    CACHE.lock().unwrap_or_else(|p| p.into_inner())
+/// A spin lock held across `fork()`.
+///
+/// A child process has only the thread that forked, so a lock that another
+/// thread held at that moment would stay held in the child forever, and the
+/// child's first big allocation would hang (Python's `multiprocessing`
+/// forks by default on Linux before 3.14). The `pthread_atfork` handlers
+/// take the lock before the fork and release it on both sides after, so the
+/// cache is never copied in the middle of a change, as glibc does for its
+/// own malloc. A spin lock rather than a mutex because the handlers must
+/// lock in one function and unlock in another; the sections it guards are a
+/// few dozen instructions and never make a system call.
+struct CacheLock {
+    locked: AtomicBool,
+    cache: UnsafeCell<Cache>,
+}
+
+// SAFETY: `cache` is only reached through `CacheGuard`, which holds `locked`.
+unsafe impl Sync for CacheLock {}
+
+impl CacheLock {
+    fn acquire(&self) {
+        let mut spins = 0u32;
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                // The holder may have been preempted: give it the core.
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn release(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// Exclusive access to the cache until dropped.
+struct CacheGuard(&'static CacheLock);
+
+impl std::ops::Deref for CacheGuard {
+    type Target = Cache;
+    fn deref(&self) -> &Cache {
+        // SAFETY: the guard holds the lock.
+        unsafe { &*self.0.cache.get() }
+    }
+}
+
+impl std::ops::DerefMut for CacheGuard {
+    fn deref_mut(&mut self) -> &mut Cache {
+        // SAFETY: the guard holds the lock.
+        unsafe { &mut *self.0.cache.get() }
+    }
+}
+
+impl Drop for CacheGuard {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+extern "C" fn lock_before_fork() {
+    CACHE.acquire();
+}
+
+extern "C" fn unlock_after_fork() {
+    CACHE.release();
+}
+
+fn cache() -> CacheGuard {
+    static FORK_HANDLERS: Once = Once::new();
+    FORK_HANDLERS.call_once(|| {
+        // SAFETY: the handlers only take and release the cache's lock,
+        // which no code holds while it forks.
+        unsafe { libc::pthread_atfork(Some(lock_before_fork), Some(unlock_after_fork), Some(unlock_after_fork)) };
+    });
+    CACHE.acquire();
+    CacheGuard(&CACHE)
 }
 
 impl Cache {
@@ -293,6 +373,70 @@ mod tests {
             assert!(std::slice::from_raw_parts(s, 100).iter().all(|&b| b == 9));
             a.dealloc(s, Layout::from_size_align(100, 64).unwrap());
         }
+    }
+
+    /// A child forked while other threads allocate and free big blocks can
+    /// still allocate: the cache's lock is never copied held.
+    #[test]
+    fn a_fork_never_strands_the_cache_lock() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        static ALLOC: BigMapped<std::alloc::System> = BigMapped(std::alloc::System);
+        let layout = Layout::from_size_align(2 * BIG, 8).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let churners: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        // SAFETY: a block allocated and freed with one layout.
+                        unsafe { ALLOC.dealloc(ALLOC.alloc(layout), layout) };
+                    }
+                })
+            })
+            .collect();
+        let mut stuck = 0;
+        for _ in 0..200 {
+            // SAFETY: the child only allocates, frees and exits.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // SAFETY: as above; `_exit` skips the parent's atexit work.
+                unsafe {
+                    let p = ALLOC.alloc(layout);
+                    ALLOC.dealloc(p, layout);
+                    libc::_exit(if p.is_null() { 1 } else { 0 });
+                }
+            }
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let mut status = 0;
+            loop {
+                // SAFETY: waiting for our own child.
+                let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                if done == pid {
+                    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status}");
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    // SAFETY: our own child, hung.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::waitpid(pid, &mut status, 0);
+                    }
+                    stuck += 1;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if stuck > 0 {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in churners {
+            t.join().unwrap();
+        }
+        assert_eq!(stuck, 0, "children hung on the cache lock");
     }
 
     #[test]
