@@ -1,28 +1,40 @@
 //! A global allocator wrapper: ordinary blocks go to the inner allocator
 //! (mimalloc in the Python extension), big ones get a mapping of their own,
-//! kept in a bounded cache once freed.
+//! kept in a cache once freed.
 //!
 //! Why (benches/RESULTS.md, session 9): a streaming write allocates a few
 //! hundred buffers of 1-18 MiB (column pages being filled, encoded pages,
 //! FSST output sized for the worst case). mimalloc places them in arena
 //! chunks of 32 MiB, searched from a different chunk by each thread, and
 //! keeps freed memory mapped for a while (10 s in the extension) so that
-//! the next write does not fault it in again. The freed holes rarely fit the next buffers
-//! exactly, so the touched part of the arena kept growing: ~190 MiB
-//! resident at the peak of a 4M-row write whose live data never exceeded
-//! ~97 MiB. Purging sooner cut the peak but doubled the write's system
-//! time (every buffer faulted in anew).
+//! the next write does not fault it in again. The freed holes rarely fit
+//! the next buffers exactly, so the touched part of the arena kept growing:
+//! ~190 MiB resident at the peak of a 4M-row write whose live data never
+//! exceeded ~97 MiB. Purging sooner cut the peak but doubled the write's
+//! system time (every buffer faulted in anew).
 //!
 //! A block of at least [`BIG`] bytes here is its own anonymous mapping
-//! (one header page in front holds its length). Freed mappings go to a
-//! cache of at most [`CACHE_BYTES`]; an allocation takes the smallest cached
-//! mapping that holds it (or grows the largest one), so its pages are
-//! already resident and nothing is faulted or zeroed. Growing a big block
-//! remaps it (no copy). New memory is mapped only when the cache is empty,
-//! so resident memory for big blocks is at most the most that was live at
-//! once, plus what the cache keeps once they are freed; there are no
-//! holes. Smaller blocks, and blocks aligned to more than a page, stay
-//! with the inner allocator.
+//! (one header page in front holds its length). A freed mapping waits in
+//! the cache for [`PURGE_AFTER_MS`] (mimalloc's purge delay in the
+//! extension) and up to [`CACHE_BYTES`] in all, so that the next write or
+//! scan finds its pages resident instead of faulting them in again (a
+//! cache of 128 MiB made every full scan of a 336 MB table fault ~65k
+//! pages: session 10). An allocation takes, in order:
+//!
+//! 1. the smallest cached mapping that holds it, if it is at most twice
+//!    the size asked for;
+//! 2. else the largest cached mapping that is too small, grown in place or
+//!    moved by the kernel (`mremap`: nothing is copied), and the oldest
+//!    other cached mappings are unmapped until as many bytes as it grew by
+//!    are given back;
+//! 3. else an oversized cached mapping, shrunk to size (its tail unmapped);
+//! 4. else, the cache being empty, a new mapping.
+//!
+//! So the bytes mapped for big blocks, live and cached together, never
+//! exceed the most that was live at once: a new mapping is made only when
+//! nothing is cached, and growing gives back at least what it takes. There
+//! are no holes. Smaller blocks, and blocks aligned to more than a page,
+//! stay with the inner allocator.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::UnsafeCell;
@@ -32,30 +44,118 @@ use std::sync::Once;
 /// Blocks of at least this many bytes get their own mapping.
 pub const BIG: usize = 1 << 20;
 
-/// Address space of freed mappings kept for reuse (their resident pages
-/// are at most this much): about the big buffers a write of the benchmark
-/// tables has live at once, so that the next write finds them resident
-/// (with 64 MiB, a write alternating with pylance's faulted ~33k pages).
-pub const CACHE_BYTES: usize = 128 << 20;
+/// Freed mappings kept for reuse, in bytes at most: room for what a scan
+/// of a few hundred MB hands to Python and frees at once.
+pub const CACHE_BYTES: usize = 1 << 30;
+
+/// A cached mapping unused for this long is given back to the kernel (at
+/// the next allocation or free of a big block).
+pub const PURGE_AFTER_MS: u64 = 10_000;
 
 /// Freed mappings the cache holds at most.
-const CACHE_SLOTS: usize = 32;
+const CACHE_SLOTS: usize = 1024;
 
 /// The page size assumed for mappings (the header takes one).
 const PAGE: usize = 4096;
 
-/// Freed mappings: `(base, length)`, oldest first.
+/// One freed mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot {
+    base: usize,
+    len: usize,
+    /// `now_ms()` when it was freed.
+    freed_ms: u64,
+}
+
+const EMPTY: Slot = Slot { base: 0, len: 0, freed_ms: 0 };
+
+/// What the cache gives an allocation of `need` bytes (see the module
+/// docs); the slot has left the cache.
+#[derive(Debug, PartialEq, Eq)]
+enum Pick {
+    /// Use as it is.
+    Fit(Slot),
+    /// Too small: grow it to `need` bytes.
+    Grow(Slot),
+    /// Far too large: shrink it to `need` bytes.
+    Shrink(Slot),
+    /// Nothing cached: map new memory.
+    Miss,
+}
+
+/// Freed mappings, oldest first. Its methods hand every mapping that
+/// leaves the cache for good to `release` (`munmap` in the allocator, a
+/// recorder in the tests).
 struct Cache {
-    slots: [(usize, usize); CACHE_SLOTS],
+    slots: [Slot; CACHE_SLOTS],
     len: usize,
     bytes: usize,
+}
+
+impl Cache {
+    fn pick(&mut self, need: usize) -> Pick {
+        let live = &self.slots[..self.len];
+        let fit = (0..live.len()).filter(|&i| live[i].len >= need).min_by_key(|&i| live[i].len);
+        if let Some(i) = fit.filter(|&i| live[i].len / 2 <= need) {
+            return Pick::Fit(self.remove(i));
+        }
+        if let Some(j) = (0..live.len()).filter(|&i| live[i].len < need).max_by_key(|&i| live[i].len) {
+            return Pick::Grow(self.remove(j));
+        }
+        match fit {
+            Some(i) => Pick::Shrink(self.remove(i)),
+            None => Pick::Miss,
+        }
+    }
+
+    fn remove(&mut self, i: usize) -> Slot {
+        let got = self.slots[i];
+        self.slots.copy_within(i + 1..self.len, i);
+        self.len -= 1;
+        self.bytes -= got.len;
+        got
+    }
+
+    /// Release the oldest mappings until at least `bytes` are released or
+    /// the cache is empty.
+    fn release_oldest(&mut self, bytes: usize, release: &mut impl FnMut(Slot)) {
+        let mut done = 0;
+        while done < bytes && self.len > 0 {
+            let s = self.remove(0);
+            done += s.len;
+            release(s);
+        }
+    }
+
+    /// Release the mappings freed more than [`PURGE_AFTER_MS`] before `now`.
+    fn purge(&mut self, now: u64, release: &mut impl FnMut(Slot)) {
+        while self.len > 0 && now.saturating_sub(self.slots[0].freed_ms) > PURGE_AFTER_MS {
+            let s = self.remove(0);
+            release(s);
+        }
+    }
+
+    /// Keep `slot`, releasing the oldest mappings that no longer fit (or
+    /// `slot` itself when it is larger than the whole cache).
+    fn put(&mut self, slot: Slot, release: &mut impl FnMut(Slot)) {
+        if slot.len > CACHE_BYTES {
+            return release(slot);
+        }
+        while self.len > 0 && (self.len == CACHE_SLOTS || self.bytes + slot.len > CACHE_BYTES) {
+            let s = self.remove(0);
+            release(s);
+        }
+        self.slots[self.len] = slot;
+        self.len += 1;
+        self.bytes += slot.len;
+    }
 }
 
 /// The cache: a fixed array (the allocator cannot call itself to grow
 /// one) behind [`CacheLock`].
 static CACHE: CacheLock = CacheLock {
     locked: AtomicBool::new(false),
-    cache: UnsafeCell::new(Cache { slots: [(0, 0); CACHE_SLOTS], len: 0, bytes: 0 }),
+    cache: UnsafeCell::new(Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 }),
 };
 
 /// A spin lock held across `fork()`.
@@ -139,42 +239,6 @@ fn cache() -> CacheGuard {
     CacheGuard(&CACHE)
 }
 
-impl Cache {
-    /// Remove and return the smallest mapping of at least `need` bytes, or
-    /// else the largest one (the caller grows it).
-    fn take(&mut self, need: usize) -> Option<(usize, usize)> {
-        let fits = (0..self.len).filter(|&i| self.slots[i].1 >= need).min_by_key(|&i| self.slots[i].1);
-        let i = fits.or_else(|| (0..self.len).max_by_key(|&i| self.slots[i].1))?;
-        Some(self.remove(i))
-    }
-
-    fn remove(&mut self, i: usize) -> (usize, usize) {
-        let got = self.slots[i];
-        self.slots.copy_within(i + 1..self.len, i);
-        self.len -= 1;
-        self.bytes -= got.1;
-        got
-    }
-
-    /// Keep `(base, len)`; returns the mappings to unmap (the oldest ones
-    /// that no longer fit, or this one when it is larger than the cache).
-    fn put(&mut self, base: usize, len: usize, evicted: &mut [(usize, usize); CACHE_SLOTS + 1]) -> usize {
-        let mut n = 0;
-        if len > CACHE_BYTES {
-            evicted[0] = (base, len);
-            return 1;
-        }
-        while self.len > 0 && (self.len == CACHE_SLOTS || self.bytes + len > CACHE_BYTES) {
-            evicted[n] = self.remove(0);
-            n += 1;
-        }
-        self.slots[self.len] = (base, len);
-        self.len += 1;
-        self.bytes += len;
-        n
-    }
-}
-
 /// Mapping length for a block of `size` bytes: header page plus the block,
 /// rounded up to 64 KiB (similar sizes then share cached mappings).
 fn mapping_len(size: usize) -> Option<usize> {
@@ -210,49 +274,74 @@ fn map(len: usize) -> Option<usize> {
     Some(p as usize)
 }
 
-/// `base..base + len` grown to `need` bytes (moved by the kernel if need
-/// be; the pages are not copied), or None (the mapping is then unchanged).
+/// `base..base + len` resized to `need` bytes (when growing, moved by the
+/// kernel if need be; the pages are not copied), or None (the mapping is
+/// then unchanged).
 ///
 /// # Safety
 /// `base..base + len` must be a mapping of this module that nothing uses.
-unsafe fn grow(base: usize, len: usize, need: usize) -> Option<usize> {
+unsafe fn remap(base: usize, len: usize, need: usize) -> Option<usize> {
     // SAFETY: by the caller's contract.
     let p = unsafe { libc::mremap(base as *mut libc::c_void, len, need, libc::MREMAP_MAYMOVE) };
     (p != libc::MAP_FAILED).then_some(p as usize)
 }
 
-/// A big block of `size` bytes (zeroed when `zeroed`), or null.
+/// Milliseconds of a monotonic clock (the coarse one: a vDSO read, no
+/// system call; its few-ms resolution is plenty for a 10 s delay).
+fn now_ms() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the current time into `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1000) + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// Give a mapping that left the cache back to the kernel.
+fn unmap(s: Slot) {
+    // SAFETY: the mapping left the cache, so nothing refers to it.
+    unsafe { libc::munmap(s.base as *mut libc::c_void, s.len) };
+}
+
+/// A mapping of at least `need` bytes, and whether it was used before (its
+/// bytes are then not zero), or None.
 ///
-/// A freed mapping is reused whenever the cache holds one, grown when none
-/// is large enough, so new memory is mapped only when the cache is empty:
-/// the big blocks' resident memory never exceeds the most that was live at
-/// once plus what the cache keeps.
-fn alloc_big(size: usize, zeroed: bool) -> *mut u8 {
-    let Some(need) = mapping_len(size) else { return std::ptr::null_mut() };
-    let cached = cache().take(need);
-    let (base, len) = match cached {
-        Some((b, l)) if l >= need => (b, l),
+/// Runs with the cache locked: the system calls it makes (`mremap`,
+/// `munmap`, `mmap`) change mappings only and take microseconds.
+fn mapping_for(need: usize) -> Option<(usize, usize, bool)> {
+    let mut c = cache();
+    c.purge(now_ms(), &mut unmap);
+    match c.pick(need) {
+        Pick::Fit(s) => Some((s.base, s.len, true)),
         // SAFETY: the mapping left the cache; nothing else refers to it.
-        Some((b, l)) => match unsafe { grow(b, l, need) } {
-            Some(nb) => (nb, need),
+        Pick::Grow(s) => match unsafe { remap(s.base, s.len, need) } {
+            Some(base) => {
+                // Give back as much as the mapping grew by.
+                c.release_oldest(need - s.len, &mut unmap);
+                Some((base, need, true))
+            }
             None => {
-                // SAFETY: as above; it is given back to the kernel.
-                unsafe { libc::munmap(b as *mut libc::c_void, l) };
-                match map(need) {
-                    Some(nb) => (nb, need),
-                    None => return std::ptr::null_mut(),
-                }
+                unmap(s);
+                c.release_oldest(need, &mut unmap);
+                map(need).map(|base| (base, need, false))
             }
         },
-        None => match map(need) {
-            Some(b) => (b, need),
-            None => return std::ptr::null_mut(),
+        // Shrinking keeps the mapping in place (no MREMAP_MAYMOVE needed).
+        // SAFETY: as above.
+        Pick::Shrink(s) => match unsafe { remap(s.base, s.len, need) } {
+            Some(base) => Some((base, need, true)),
+            None => Some((s.base, s.len, true)),
         },
-    };
+        Pick::Miss => map(need).map(|base| (base, need, false)),
+    }
+}
+
+/// A big block of `size` bytes (zeroed when `zeroed`), or null.
+fn alloc_big(size: usize, zeroed: bool) -> *mut u8 {
+    let Some(need) = mapping_len(size) else { return std::ptr::null_mut() };
+    let Some((base, len, used)) = mapping_for(need) else { return std::ptr::null_mut() };
     // SAFETY: the mapping is ours and at least one page long.
     unsafe { *(base as *mut usize) = len };
     let ptr = (base + PAGE) as *mut u8;
-    if zeroed && cached.is_some() {
+    if zeroed && used {
         // A fresh mapping is zero already; a reused one is not.
         // SAFETY: `size` bytes after the header lie inside the mapping.
         unsafe { std::ptr::write_bytes(ptr, 0, size) };
@@ -267,12 +356,10 @@ fn alloc_big(size: usize, zeroed: bool) -> *mut u8 {
 unsafe fn free_big(ptr: *mut u8) {
     // SAFETY: by the caller's contract.
     let (base, len) = unsafe { header(ptr) };
-    let mut evicted = [(0usize, 0usize); CACHE_SLOTS + 1];
-    let n = cache().put(base, len, &mut evicted);
-    for &(b, l) in &evicted[..n] {
-        // SAFETY: the mapping left the cache, so nothing refers to it.
-        unsafe { libc::munmap(b as *mut libc::c_void, l) };
-    }
+    let now = now_ms();
+    let mut c = cache();
+    c.purge(now, &mut unmap);
+    c.put(Slot { base, len, freed_ms: now }, &mut unmap);
 }
 
 /// A global allocator: big blocks in mappings of their own (see the module
@@ -325,7 +412,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for BigMapped<A> {
                 // Grow the mapping; the kernel moves the pages if needed,
                 // nothing is copied. On failure the block is unchanged.
                 // SAFETY: `base..base + len` is the block's mapping.
-                let Some(p) = (unsafe { grow(base, len, need) }) else { return std::ptr::null_mut() };
+                let Some(p) = (unsafe { remap(base, len, need) }) else { return std::ptr::null_mut() };
                 // SAFETY: the (moved) mapping starts with its header page.
                 unsafe { *(p as *mut usize) = need };
                 (p + PAGE) as *mut u8
@@ -439,25 +526,108 @@ mod tests {
         assert_eq!(stuck, 0, "children hung on the cache lock");
     }
 
+    fn slot(base: usize, len: usize, freed_ms: u64) -> Slot {
+        Slot { base, len, freed_ms }
+    }
+
     #[test]
     fn cache_keeps_at_most_its_bytes_oldest_out_first() {
-        let mut c = Cache { slots: [(0, 0); CACHE_SLOTS], len: 0, bytes: 0 };
-        let mut ev = [(0usize, 0usize); CACHE_SLOTS + 1];
+        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+        let mut gone = Vec::new();
+        let mut rel = |s: Slot| gone.push(s.base);
         let m = CACHE_BYTES / 4;
         for i in 0..4 {
-            assert_eq!(c.put(i + 1, m - i, &mut ev), 0);
+            c.put(slot(i + 1, m - i, 0), &mut rel);
         }
         // full: the oldest goes
-        assert_eq!(c.put(5, m, &mut ev), 1);
-        assert_eq!(ev[0], (1, m));
+        c.put(slot(5, m, 0), &mut rel);
         // larger than the whole cache: not kept
-        assert_eq!(c.put(6, CACHE_BYTES + 1, &mut ev), 1);
-        assert_eq!(ev[0], (6, CACHE_BYTES + 1));
+        c.put(slot(6, CACHE_BYTES + 1, 0), &mut rel);
+        assert_eq!(gone, vec![1, 6]);
         assert_eq!(c.bytes, 4 * m - 6);
-        // the smallest that fits; else the largest
-        assert_eq!(c.take(m - 2), Some((3, m - 2)));
-        assert_eq!(c.take(m + 1), Some((5, m)));
-        assert_eq!(c.bytes, 2 * m - 4);
-        assert_eq!((c.take(1), c.take(1), c.take(1)), (Some((4, m - 3)), Some((2, m - 1)), None));
+    }
+
+    #[test]
+    fn cache_picks_fit_then_grow_then_shrink() {
+        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+        let mut gone = Vec::new();
+        let mib = 1 << 20;
+        for (base, len) in [(1, 4 * mib), (2, 2 * mib), (3, 16 * mib), (4, 3 * mib)] {
+            c.put(slot(base, len, base as u64), &mut |s: Slot| gone.push(s.base));
+        }
+        // the smallest that holds it, when at most twice the size
+        assert_eq!(c.pick(3 * mib), Pick::Fit(slot(4, 3 * mib, 4)));
+        assert_eq!(c.pick(mib + 1), Pick::Fit(slot(2, 2 * mib, 2)));
+        // 16 MiB is more than twice 5 MiB: grow the largest smaller one
+        assert_eq!(c.pick(5 * mib), Pick::Grow(slot(1, 4 * mib, 1)));
+        // only an oversized one left: shrink it
+        assert_eq!(c.pick(mib), Pick::Shrink(slot(3, 16 * mib, 3)));
+        assert_eq!(c.pick(mib), Pick::Miss);
+        assert_eq!((c.len, c.bytes), (0, 0));
+        assert!(gone.is_empty());
+    }
+
+    #[test]
+    fn cache_purges_by_age_and_gives_back_what_a_grow_took() {
+        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+        let mut gone = Vec::new();
+        let mib = 1 << 20;
+        for i in 0..6 {
+            c.put(slot(i + 1, mib, 1000 * i as u64), &mut |s: Slot| gone.push(s.base));
+        }
+        // freed at 0 and 1000 ms: more than PURGE_AFTER_MS before now
+        c.purge(1000 + PURGE_AFTER_MS + 1, &mut |s: Slot| gone.push(s.base));
+        assert_eq!(gone, vec![1, 2]);
+        // a grow of 2.5 MiB gives back the three oldest 1 MiB mappings
+        c.release_oldest(5 * mib / 2, &mut |s: Slot| gone.push(s.base));
+        assert_eq!(gone, vec![1, 2, 3, 4, 5]);
+        assert_eq!((c.len, c.bytes), (1, mib));
+    }
+
+    /// The mapped bytes of big blocks never exceed the most that was live at
+    /// once, whatever the order of sizes (the module's promise), and every
+    /// block keeps its contents.
+    #[test]
+    fn mapped_bytes_stay_within_the_live_peak() {
+        // A local cache driven like the allocator's, with fake mappings
+        // (their sizes only), so the global cache and other tests do not
+        // interfere.
+        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+        let mut next = 1usize;
+        let mut mapped = 0usize;
+        let (mut live, mut peak) = (Vec::<Slot>::new(), 0usize);
+        let mut x = 12345u64;
+        for step in 0..20_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if live.len() < 8 || (x >> 40) % 3 != 0 && live.len() < 40 {
+                let need = ((1 + (x >> 33) % 64) as usize) << 16;
+                let got = match c.pick(need) {
+                    Pick::Fit(s) => s,
+                    Pick::Grow(s) => {
+                        mapped += need - s.len;
+                        c.release_oldest(need - s.len, &mut |r: Slot| mapped -= r.len);
+                        slot(s.base, need, 0)
+                    }
+                    Pick::Shrink(s) => {
+                        mapped -= s.len - need;
+                        slot(s.base, need, 0)
+                    }
+                    Pick::Miss => {
+                        mapped += need;
+                        next += 1;
+                        slot(next, need, 0)
+                    }
+                };
+                assert!(got.len >= need);
+                live.push(got);
+            } else {
+                let s = live.swap_remove((x >> 20) as usize % live.len());
+                c.put(slot(s.base, s.len, step), &mut |r: Slot| mapped -= r.len);
+            }
+            let now_live: usize = live.iter().map(|s| s.len).sum();
+            peak = peak.max(now_live);
+            assert_eq!(mapped, now_live + c.bytes);
+            assert!(mapped <= peak, "step {step}: {mapped} mapped, live peak {peak}");
+        }
     }
 }
