@@ -167,8 +167,10 @@ static CACHE: CacheLock = CacheLock {
 /// take the lock before the fork and release it on both sides after, so the
 /// cache is never copied in the middle of a change, as glibc does for its
 /// own malloc. A spin lock rather than a mutex because the handlers must
-/// lock in one function and unlock in another; the sections it guards are a
-/// few dozen instructions and never make a system call.
+/// lock in one function and unlock in another; the sections it guards are
+/// short (a scan of the slots, and at most a few `mmap`/`mremap`/`munmap`
+/// calls, microseconds each), and a waiter yields its core after a few
+/// spins.
 struct CacheLock {
     locked: AtomicBool,
     cache: UnsafeCell<Cache>,
@@ -324,7 +326,8 @@ fn mapping_for(need: usize) -> Option<(usize, usize, bool)> {
                 map(need).map(|base| (base, need, false))
             }
         },
-        // Shrinking keeps the mapping in place (no MREMAP_MAYMOVE needed).
+        // Shrinking never moves the mapping; if it fails, the oversized
+        // mapping is used whole.
         // SAFETY: as above.
         Pick::Shrink(s) => match unsafe { remap(s.base, s.len, need) } {
             Some(base) => Some((base, need, true)),
