@@ -26,10 +26,62 @@ fn committed(target: &str) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// Run `target` on `data`; the panic message if it panicked.
+/// Run `target` on `data`; the panic message if it panicked, or an
+/// allocation bomb: a single request beyond [`BOMB_BYTES`] (what the
+/// long runs' `-malloc_limit_mb=512` reports as a crash).
 fn run_caught(run: fn(&[u8]), data: &[u8]) -> Option<String> {
+    let bombs = big_requests::count();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(data)));
-    r.err().map(|e| e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default())
+    let panic = r.err().map(|e| e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default());
+    panic.or_else(|| (big_requests::count() > bombs).then(|| format!("allocation bomb: a request of over {BOMB_BYTES} bytes")))
+}
+
+/// libFuzzer's `-malloc_limit_mb` of the long runs (fuzz/long_run.sh).
+const BOMB_BYTES: usize = 512 << 20;
+
+/// The test binary's allocator: the system's, counting single requests
+/// over [`BOMB_BYTES`] so that a replayed input that asks for one fails
+/// even on a machine with the memory to grant it. (Other tests running at
+/// the same time ask for far less.)
+mod big_requests {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+    pub fn count() -> usize {
+        COUNT.load(Relaxed)
+    }
+
+    fn note(size: usize) {
+        if size > super::BOMB_BYTES {
+            COUNT.fetch_add(1, Relaxed);
+        }
+    }
+
+    struct Counting;
+
+    // SAFETY: every call is passed to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            note(new_size);
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: Counting = Counting;
 }
 
 /// Every committed corpus and regression input, through its target: the
@@ -46,7 +98,7 @@ fn replay_committed_corpora() {
             total += 1;
         }
     }
-    assert!(failures.is_empty(), "fuzz targets panic:\n{}", failures.join("\n"));
+    assert!(failures.is_empty(), "fuzz targets panic or allocate bombs:\n{}", failures.join("\n"));
     assert!(total >= 100, "only {total} committed inputs under {}", fuzz_dir().display());
 }
 
@@ -165,7 +217,7 @@ fn short_deterministic_runs() {
             }
         }
     }
-    assert!(failures.is_empty(), "fuzz targets panic:\n{}", failures.join("\n"));
+    assert!(failures.is_empty(), "fuzz targets panic or allocate bombs:\n{}", failures.join("\n"));
 }
 
 #[test]

@@ -35,7 +35,9 @@ pub fn rle_decode(data: &[u8], value_size: usize, expected: usize) -> Result<Vec
     if value_size == 0 || data.len() % run != 0 {
         return Err(Error::corrupt(format!("RLE data of {} bytes is not whole runs of {run} bytes", data.len())));
     }
-    let mut out = Vec::with_capacity(expected);
+    // Each run repeats its value at most u16::MAX times.
+    let most = (data.len() / run).saturating_mul(usize::from(u16::MAX)).saturating_mul(value_size);
+    let mut out = Vec::with_capacity(expected.min(most));
     for r in data.chunks_exact(run) {
         let len = u16::from_be_bytes([r[value_size], r[value_size + 1]]) as usize;
         if out.len() + len * value_size > expected {
@@ -107,7 +109,9 @@ pub fn double_delta_decode(data: &[u8], width: usize, signed: bool) -> Result<Ve
     if n.saturating_mul(width) > (1usize << 40) {
         return Err(Error::corrupt(format!("double delta count {n} is implausible")));
     }
-    let mut vals: Vec<i64> = Vec::with_capacity(n);
+    // Each value after the first two takes at least its sign bit.
+    let most = 2usize.saturating_add(c.remaining().saturating_mul(8) / (bitsize + 1));
+    let mut vals: Vec<i64> = Vec::with_capacity(n.min(most));
     for _ in 0..n.min(2) {
         vals.push(read_int(c.take(width, "double delta leading value")?, width, signed));
     }
@@ -135,7 +139,7 @@ pub fn double_delta_decode(data: &[u8], width: usize, signed: bool) -> Result<Ve
             vals.push(truncate(v, width, signed));
         }
     }
-    let mut out = Vec::with_capacity(n * width);
+    let mut out = Vec::with_capacity(vals.len() * width);
     for v in vals {
         write_int(&mut out, v, width);
     }
@@ -227,6 +231,18 @@ mod tests {
         assert_eq!(rle_decode(&enc, 2, 8).unwrap(), vec![7, 0, 7, 0, 7, 0, 9, 0]);
         assert!(rle_decode(&enc[..5], 2, 8).is_err());
         assert!(rle_decode(&enc, 2, 4).is_err());
+        // A claimed length is room to fill, not an allocation to make.
+        assert_eq!(rle_decode(&enc, 2, 1 << 62).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn double_delta_count_beyond_the_bit_stream_allocates_nothing() {
+        let mut enc = vec![0u8];
+        enc.extend_from_slice(&(1u64 << 36).to_le_bytes());
+        enc.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
+        enc.extend_from_slice(&0u64.to_le_bytes());
+        let e = double_delta_decode(&enc, 4, true).unwrap_err();
+        assert!(e.to_string().contains("ends early"), "{e}");
     }
 
     #[test]

@@ -33,6 +33,11 @@ use super::schema::{int_value, Layout};
 use super::tiles::{read_tiles, ColumnSpec};
 use crate::error::{Error, Result};
 
+/// Most cells in one dense tile (the product of the tile extents): a tile
+/// is decoded whole into memory, and larger extents come only from a
+/// corrupt schema in practice (TileDB's own tiles are far smaller).
+const MAX_TILE_CELLS: u128 = 1 << 34;
+
 /// Output cells of one dimension that a tile supplies: `len` coordinates
 /// from output position `out` (along that dimension) and tile cell `cell`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,8 +232,10 @@ impl TileDbArray {
             return Err(Error::invalid_input(format!("the read would return {total} cells; read a smaller subarray")));
         }
         let ostride = strides(lens.iter().copied(), order == Order::ColMajor);
+        let cells_per_tile = ext.iter().try_fold(1u128, |acc, &e| acc.checked_mul(e as u128)).filter(|&n| n <= MAX_TILE_CELLS).ok_or_else(|| {
+            Error::unsupported(format!("tile extents {ext:?} make tiles of more than {MAX_TILE_CELLS} cells"))
+        })? as usize;
         let cstride = strides(ext.iter().map(|&e| e as usize), schema.cell_order == Layout::ColMajor);
-        let cells_per_tile: usize = ext.iter().map(|&e| e as usize).product();
         let boxes: Vec<Option<Vec<(i128, i128)>>> = (0..self.fragments.len()).map(|f| ned_box(self, f)).collect::<Result<_>>()?;
         let covered = boxes.iter().flatten().any(|b| (0..nd).all(|d| ranges[d].iter().all(|&(lo, hi)| b[d].0 <= lo && hi <= b[d].1)));
         let mut jobs = Vec::new();
@@ -339,8 +346,9 @@ impl TileDbArray {
             }
             let file = format!("{}.tdb", col.stem);
             let vfile = format!("{}_validity.tdb", col.stem);
-            let kind = TileKind { datatype: col.datatype, cell_size: cs, version: frag.version, var_strings: false };
-            let vkind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version: frag.version, var_strings: false };
+            let max_len = plan.cells_per_tile.saturating_mul(cs);
+            let kind = TileKind { datatype: col.datatype, cell_size: cs, version: frag.version, var_strings: false, max_len };
+            let vkind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version: frag.version, var_strings: false, max_len: plan.cells_per_tile };
             crate::process::install(|| groups.par_iter().try_for_each(|group| -> Result<()> {
                 let want: Vec<_> = group.iter().map(|j| loc(&locs, j.tile, "tile offsets")).collect::<Result<_>>()?;
                 let raw = read_tiles(self, frag, &file, &want)?;

@@ -160,6 +160,37 @@ pub struct TileKind {
     pub version: u32,
     /// Var-sized string data whose filters keep no offsets.
     pub var_strings: bool,
+    /// The most bytes the tile may decode to, known before decoding from
+    /// the schema (cells per tile × cell size) or the fragment metadata
+    /// (var tile sizes). Chunk headers claiming more are corrupt, so a
+    /// header's length never sizes an allocation on its own.
+    pub max_len: usize,
+}
+
+/// Filtered bytes a decoder may reserve room for per filtered byte before
+/// it has decoded anything: claims beyond this grow the buffer as bytes
+/// actually come out instead of being trusted up front.
+const RESERVE_PER_INPUT_BYTE: usize = 64;
+
+/// Decoded tile length above which [`FilterPipeline::unfilter_wanted`]
+/// does not size its output from the headers alone.
+const UNVOUCHED_TILE_LEN: usize = 1 << 28;
+
+/// Room to reserve for a stage's output claimed to be `claimed` bytes,
+/// produced from `input` filtered bytes.
+fn reserve_len(claimed: usize, input: usize) -> usize {
+    claimed.min(input.saturating_mul(RESERVE_PER_INPUT_BYTE).max(1 << 16))
+}
+
+/// Whether the chunks' decoded lengths fit the tile's known size.
+fn check_total(total: usize, kind: &TileKind) -> Result<()> {
+    if total > kind.max_len {
+        return Err(Error::corrupt(format!(
+            "tile chunks claim {total} decoded bytes; the tile holds at most {}",
+            kind.max_len
+        )));
+    }
+    Ok(())
 }
 
 impl FilterPipeline {
@@ -208,6 +239,14 @@ impl FilterPipeline {
     pub fn unfilter_wanted(&self, tile: &[u8], kind: TileKind, wanted: &dyn Fn(std::ops::Range<usize>) -> bool, out: &mut Vec<u8>) -> Result<()> {
         let kind = TileKind { var_strings: false, ..kind };
         let (chunks, total) = chunk_headers(tile)?;
+        check_total(total, &kind)?;
+        if total > UNVOUCHED_TILE_LEN && total > reserve_len(total, tile.len()) {
+            // Sizing a very large `out` up front would trust the headers
+            // (and a schema that agrees with them) beyond what the filtered
+            // bytes vouch for: decode it all, growing as bytes come out.
+            self.unfilter_impl(tile, kind, out)?;
+            return Ok(());
+        }
         if out.len() != total {
             out.resize(total, 0);
         }
@@ -256,7 +295,8 @@ impl FilterPipeline {
         out.clear();
         let mut offsets: Option<Vec<u64>> = None;
         let (chunks, total) = chunk_headers(tile)?;
-        out.reserve(total);
+        check_total(total, &kind)?;
+        out.reserve(reserve_len(total, tile.len()));
         let types = self.stage_types(kind);
         for (i, (_, orig, md, data)) in chunks.into_iter().enumerate() {
             let start = out.len();
@@ -341,7 +381,7 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             }
             let mut d = Cursor::new(data);
             let mut out_md = Vec::new();
-            out.reserve(orig);
+            out.reserve(reserve_len(orig, data.len()));
             for p in 0..n_md + n_data {
                 let raw_len = c.u32("part original length")? as usize;
                 let comp_len = c.u32("part compressed length")? as usize;
@@ -354,7 +394,7 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
         Filter::ByteShuffle | Filter::Xor | Filter::FloatScale { .. } => {
             let parts = part_lengths(&mut c)?;
             let mut d = Cursor::new(data);
-            out.reserve(orig);
+            out.reserve(reserve_len(orig, data.len()));
             for len in parts {
                 let part = d.take(len, "part")?;
                 match f {
@@ -413,7 +453,7 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             let windows = c.u32("bit width window count")?;
             let mut d = Cursor::new(data);
             let start = out.len();
-            out.reserve(orig_len);
+            out.reserve(reserve_len(orig_len, data.len()));
             for _ in 0..windows {
                 let base = codecs::read_int(c.take(width, "window value offset")?, width, ty.is_signed());
                 let bits = c.u8("window bit width")? as usize;
@@ -480,6 +520,10 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
         }
         Filter::Zstd { .. } => zstd_into(comp, raw_len, out)?,
         Filter::Lz4 { .. } => {
+            // An LZ4 block expands at most 255-fold (a length byte of 255).
+            if raw_len > comp.len().saturating_mul(255).saturating_add(64) {
+                return Err(Error::corrupt(format!("lz4 part of {} bytes cannot decode to the {raw_len} its header says", comp.len())));
+            }
             out.resize(start + raw_len, 0);
             let n = lz4_flex::block::decompress_into(comp, &mut out[start..])
                 .map_err(|e| Error::corrupt(format!("lz4: {e}")))?;
@@ -527,6 +571,11 @@ thread_local! {
 /// decoding straight into its spare capacity.
 fn zstd_into(comp: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let start = out.len();
+    // A zstd block holds at most 128 KiB and takes at least 4 bytes (a
+    // 3-byte header and one RLE byte), after a frame header of 6 or more.
+    if raw_len > (comp.len() / 4 + 1).saturating_mul(128 << 10) {
+        return Err(Error::corrupt(format!("zstd part of {} bytes cannot decode to the {raw_len} its header says", comp.len())));
+    }
     out.reserve(raw_len);
     ZSTD.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -549,7 +598,7 @@ mod tests {
     use super::*;
 
     fn kind() -> TileKind {
-        TileKind { datatype: Datatype::Int32, cell_size: 4, version: 22, var_strings: false }
+        TileKind { datatype: Datatype::Int32, cell_size: 4, version: 22, var_strings: false, max_len: 1 << 20 }
     }
 
     fn one_chunk(md: &[u8], data: &[u8], orig: u32) -> Vec<u8> {
@@ -593,6 +642,59 @@ mod tests {
         let e = p.unfilter(&one_chunk(&md, &bad, 100), kind()).unwrap_err();
         assert!(matches!(e, Error::Corrupt { .. }), "{e}");
     }
+
+    /// A zstd chunk of one part: `raw_len` claimed in both the chunk and
+    /// the part header.
+    fn zstd_tile(comp: &[u8], raw_len: u32) -> Vec<u8> {
+        let mut md = 0u32.to_le_bytes().to_vec();
+        md.extend_from_slice(&1u32.to_le_bytes());
+        md.extend_from_slice(&raw_len.to_le_bytes());
+        md.extend_from_slice(&(comp.len() as u32).to_le_bytes());
+        one_chunk(&md, comp, raw_len)
+    }
+
+    #[test]
+    fn chunk_lengths_beyond_the_tile_are_refused_before_decoding() {
+        // The fuzz finding: a 13-byte zstd chunk claiming 0xFCFFFFFC bytes
+        // was reserved in full before its frame was read.
+        let comp = zstd::bulk::compress(&[7u8; 16], 3).unwrap();
+        let p = FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Zstd { level: 3 }] };
+        let tile = zstd_tile(&comp, 0xFCFF_FFFC);
+        for wanted in [false, true] {
+            let mut out = Vec::new();
+            let e = if wanted {
+                p.unfilter_wanted(&tile, kind(), &|_| true, &mut out).unwrap_err()
+            } else {
+                p.unfilter_into(&tile, kind(), &mut out).unwrap_err()
+            };
+            assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+            assert!(e.to_string().contains("claim 4244635644 decoded bytes; the tile holds at most 1048576"), "{e}");
+            assert!(out.capacity() < 1 << 20, "{}", out.capacity());
+        }
+        // Two chunks whose lengths overflow a usize when summed.
+        let mut two = 2u64.to_le_bytes().to_vec();
+        for _ in 0..2 {
+            two.extend_from_slice(&u32::MAX.to_le_bytes());
+            two.extend_from_slice(&[0; 8]);
+        }
+        assert!(matches!(FilterPipeline::default().unfilter(&two, kind()), Err(Error::Corrupt { .. })));
+    }
+
+    #[test]
+    fn part_lengths_beyond_what_the_codec_can_expand_to_are_refused() {
+        let big = TileKind { max_len: usize::MAX, ..kind() };
+        let comp = zstd::bulk::compress(&[7u8; 16], 3).unwrap();
+        let p = FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Zstd { level: 3 }] };
+        let e = p.unfilter(&zstd_tile(&comp, 0xFCFF_FFFC), big).unwrap_err();
+        assert!(e.to_string().contains("cannot decode to the 4244635644"), "{e}");
+        let comp = lz4_flex::block::compress(&[7u8; 16]);
+        let p = FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Lz4 { level: 1 }] };
+        let e = p.unfilter(&zstd_tile(&comp, 0xFCFF_FFFC), big).unwrap_err();
+        assert!(e.to_string().contains("cannot decode to the 4244635644"), "{e}");
+        // Within the bounds the same chunks decode.
+        let p = FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Lz4 { level: 1 }] };
+        assert_eq!(p.unfilter(&zstd_tile(&comp, 16), big).unwrap(), vec![7u8; 16]);
+    }
 }
 
 /// One filtered chunk of a tile: where its decoded bytes start in the tile,
@@ -607,14 +709,14 @@ fn chunk_headers(tile: &[u8]) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
     let nchunks = c.count(12, "tile chunk count")?;
     let mut chunks = Vec::with_capacity(nchunks);
     let mut total = 0usize;
-    for _ in 0..nchunks {
+    for i in 0..nchunks {
         let orig = c.u32("chunk original length")? as usize;
         let filtered = c.u32("chunk filtered length")? as usize;
         let md_len = c.u32("chunk metadata length")? as usize;
         let md = c.take(md_len, "chunk metadata")?;
         let data = c.take(filtered, "chunk data")?;
         chunks.push((total, orig, md, data));
-        total += orig;
+        total = total.checked_add(orig).ok_or_else(|| Error::corrupt(format!("chunk {i}'s length overflows the tile")))?;
     }
     Ok((chunks, total))
 }

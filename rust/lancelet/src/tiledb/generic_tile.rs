@@ -48,7 +48,8 @@ pub fn read_generic_tile(buf: &[u8], offset: usize) -> Result<(Vec<u8>, usize)> 
     let pipeline = FilterPipeline::parse(&mut Cursor::new(pipeline_bytes))?;
     let persisted = usize::try_from(persisted).map_err(|_| Error::corrupt("generic tile size too large"))?;
     let body = c.take(persisted, "generic tile data")?;
-    let kind = TileKind { datatype, cell_size: cell_size.clamp(1, 1 << 20) as usize, version, var_strings: false };
+    let max_len = usize::try_from(tile_size).map_err(|_| Error::corrupt("generic tile size too large"))?;
+    let kind = TileKind { datatype, cell_size: cell_size.clamp(1, 1 << 20) as usize, version, var_strings: false, max_len };
     let bytes = pipeline.unfilter(body, kind)?;
     if bytes.len() as u64 != tile_size {
         return Err(Error::corrupt(format!(
