@@ -13,79 +13,97 @@
 //! exceeded ~97 MiB. Purging sooner cut the peak but doubled the write's
 //! system time (every buffer faulted in anew).
 //!
-//! A block of at least [`BIG`] bytes here is its own anonymous mapping
-//! (one header page in front holds its length). A freed mapping waits in
-//! the cache for [`PURGE_AFTER_MS`] (mimalloc's purge delay in the
-//! extension) and up to [`CACHE_BYTES`] in all, so that the next write or
-//! scan finds its pages resident instead of faulting them in again (a
-//! cache of 128 MiB made every full scan of a 336 MB table fault ~65k
-//! pages: session 10). An allocation takes, in order:
+//! A block of at least [`BIG`] bytes here lies in an anonymous mapping
+//! of its own making (one header page in front holds its length and the
+//! mapping it came from). A freed block waits in the cache for
+//! [`PURGE_AFTER_MS`] (mimalloc's purge delay in the extension) and up to
+//! [`CACHE_BYTES`] in all, so that the next write or scan finds its pages
+//! resident instead of faulting them in again (a cache of 128 MiB made
+//! every full scan of a 336 MB table fault ~65k pages: session 10). An
+//! allocation takes, in order:
 //!
-//! 1. the smallest cached mapping that holds it, if it is at most twice
-//!    the size asked for;
-//! 2. else the largest cached mapping that is too small, grown in place or
-//!    moved by the kernel (`mremap`: nothing is copied), and the oldest
-//!    other cached mappings are unmapped until as many bytes as it grew by
-//!    are given back;
-//! 3. else an oversized cached mapping, shrunk to size (its tail unmapped);
-//! 4. else, the cache being empty, a new mapping.
+//! 1. the smallest cached block that holds it: whole when what would be
+//!    left over could not hold a big block, else split, the front part
+//!    used and the rest left in the cache (no system call);
+//! 2. else the largest cached block that is too small, grown in place or
+//!    moved by the kernel (`mremap`: nothing is copied), and as many bytes
+//!    as it grew by cut from the tails of the oldest other cached blocks;
+//! 3. else, the cache being empty, a new mapping.
+//!
+//! A freed block is merged with a cached neighbour that adjoins it in the
+//! same mapping, so splitting does not leave the cache in ever smaller
+//! pieces. Neighbours from different mappings are never merged: `mremap`
+//! wants its range inside one mapping.
 //!
 //! So the bytes mapped for big blocks, live and cached together, never
 //! exceed the most that was live at once: a new mapping is made only when
-//! nothing is cached, and growing gives back at least what it takes. There
-//! are no holes. Smaller blocks, and blocks aligned to more than a page,
-//! stay with the inner allocator.
+//! nothing is cached, and growing gives back what it takes. There are no
+//! holes. Before session 12 a grow gave back whole cached mappings (a
+//! 2.6 MiB grow unmapped a 15 MiB page buffer that the next page then
+//! mapped and faulted in afresh) and an oversized block was shrunk by
+//! unmapping its resident tail: a write of table A made ~300 MiB of new
+//! mappings and faulted ~65k pages each time. Smaller blocks, and blocks
+//! aligned to more than a page, stay with the inner allocator.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Once;
 
 /// Blocks of at least this many bytes get their own mapping.
 pub const BIG: usize = 1 << 20;
 
-/// Freed mappings kept for reuse, in bytes at most: room for what a scan
+/// Freed blocks kept for reuse, in bytes at most: room for what a scan
 /// of a few hundred MB hands to Python and frees at once.
 pub const CACHE_BYTES: usize = 1 << 30;
 
-/// A cached mapping unused for this long is given back to the kernel (at
+/// A cached block unused for this long is given back to the kernel (at
 /// the next allocation or free of a big block).
 pub const PURGE_AFTER_MS: u64 = 10_000;
 
-/// Freed mappings the cache holds at most.
+/// Freed blocks the cache holds at most.
 const CACHE_SLOTS: usize = 1024;
 
 /// The page size assumed for mappings (the header takes one).
 const PAGE: usize = 4096;
 
-/// One freed mapping.
+/// Mapping lengths are multiples of this (similar sizes then share cached
+/// blocks, and the bytes cut from a cached block are whole pages).
+const GRAIN: usize = 64 << 10;
+
+/// The smallest big block's length with its header: a cached block is
+/// split only when the rest is at least this long.
+const MIN_BLOCK: usize = (BIG + PAGE).next_multiple_of(GRAIN);
+
+/// One freed block: `len` bytes at `base`, inside the mapping `origin`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slot {
     base: usize,
     len: usize,
+    /// Which mapping (`mmap`, or `mremap` that moved) the bytes lie in:
+    /// only blocks of one mapping are merged.
+    origin: u64,
     /// `now_ms()` when it was freed.
     freed_ms: u64,
 }
 
-const EMPTY: Slot = Slot { base: 0, len: 0, freed_ms: 0 };
+const EMPTY: Slot = Slot { base: 0, len: 0, origin: 0, freed_ms: 0 };
 
 /// What the cache gives an allocation of `need` bytes (see the module
 /// docs); the slot has left the cache.
 #[derive(Debug, PartialEq, Eq)]
 enum Pick {
-    /// Use as it is.
-    Fit(Slot),
+    /// Use as it is (a whole cached block, or the front of one split).
+    Use(Slot),
     /// Too small: grow it to `need` bytes.
     Grow(Slot),
-    /// Far too large: shrink it to `need` bytes.
-    Shrink(Slot),
     /// Nothing cached: map new memory.
     Miss,
 }
 
-/// Freed mappings, oldest first. Its methods hand every mapping that
-/// leaves the cache for good to `release` (`munmap` in the allocator, a
-/// recorder in the tests).
+/// Freed blocks, oldest first. Its methods hand every range that leaves
+/// the cache for good to `release` (`munmap` in the allocator, a recorder
+/// in the tests).
 struct Cache {
     slots: [Slot; CACHE_SLOTS],
     len: usize,
@@ -95,15 +113,19 @@ struct Cache {
 impl Cache {
     fn pick(&mut self, need: usize) -> Pick {
         let live = &self.slots[..self.len];
-        let fit = (0..live.len()).filter(|&i| live[i].len >= need).min_by_key(|&i| live[i].len);
-        if let Some(i) = fit.filter(|&i| live[i].len / 2 <= need) {
-            return Pick::Fit(self.remove(i));
+        if let Some(i) = (0..live.len()).filter(|&i| live[i].len >= need).min_by_key(|&i| live[i].len) {
+            let s = live[i];
+            if s.len - need < MIN_BLOCK {
+                return Pick::Use(self.remove(i));
+            }
+            // The rest keeps the block's place (and age) in the cache.
+            self.slots[i].base += need;
+            self.slots[i].len -= need;
+            self.bytes -= need;
+            return Pick::Use(Slot { len: need, ..s });
         }
-        if let Some(j) = (0..live.len()).filter(|&i| live[i].len < need).max_by_key(|&i| live[i].len) {
-            return Pick::Grow(self.remove(j));
-        }
-        match fit {
-            Some(i) => Pick::Shrink(self.remove(i)),
+        match (0..live.len()).max_by_key(|&i| live[i].len) {
+            Some(j) => Pick::Grow(self.remove(j)),
             None => Pick::Miss,
         }
     }
@@ -116,18 +138,27 @@ impl Cache {
         got
     }
 
-    /// Release the oldest mappings until at least `bytes` are released or
-    /// the cache is empty.
-    fn release_oldest(&mut self, bytes: usize, release: &mut impl FnMut(Slot)) {
-        let mut done = 0;
-        while done < bytes && self.len > 0 {
-            let s = self.remove(0);
-            done += s.len;
-            release(s);
+    /// Release at least `bytes` (or all there is), oldest blocks first: a
+    /// block longer than what is still owed loses only its tail.
+    fn give_back(&mut self, bytes: usize, release: &mut impl FnMut(Slot)) {
+        let mut owed = bytes.next_multiple_of(GRAIN);
+        while owed > 0 && self.len > 0 {
+            let oldest = &mut self.slots[0];
+            if oldest.len <= owed {
+                owed -= oldest.len;
+                let s = self.remove(0);
+                release(s);
+            } else {
+                oldest.len -= owed;
+                let tail = Slot { base: oldest.base + oldest.len, len: owed, ..*oldest };
+                self.bytes -= owed;
+                owed = 0;
+                release(tail);
+            }
         }
     }
 
-    /// Release the mappings freed more than [`PURGE_AFTER_MS`] before `now`.
+    /// Release the blocks freed more than [`PURGE_AFTER_MS`] before `now`.
     fn purge(&mut self, now: u64, release: &mut impl FnMut(Slot)) {
         while self.len > 0 && now.saturating_sub(self.slots[0].freed_ms) > PURGE_AFTER_MS {
             let s = self.remove(0);
@@ -135,9 +166,17 @@ impl Cache {
         }
     }
 
-    /// Keep `slot`, releasing the oldest mappings that no longer fit (or
-    /// `slot` itself when it is larger than the whole cache).
-    fn put(&mut self, slot: Slot, release: &mut impl FnMut(Slot)) {
+    /// Keep `slot`, merged with the cached blocks of its mapping that
+    /// adjoin it, releasing the oldest blocks that no longer fit (or the
+    /// merged block itself when it is larger than the whole cache).
+    fn put(&mut self, mut slot: Slot, release: &mut impl FnMut(Slot)) {
+        let adjoining = |s: &Slot, slot: &Slot| {
+            s.origin == slot.origin && (s.base + s.len == slot.base || slot.base + slot.len == s.base)
+        };
+        while let Some(i) = (0..self.len).find(|&i| adjoining(&self.slots[i], &slot)) {
+            let s = self.remove(i);
+            slot = Slot { base: s.base.min(slot.base), len: s.len + slot.len, ..slot };
+        }
         if slot.len > CACHE_BYTES {
             return release(slot);
         }
@@ -157,6 +196,13 @@ static CACHE: CacheLock = CacheLock {
     locked: AtomicBool::new(false),
     cache: UnsafeCell::new(Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 }),
 };
+
+/// The next mapping's [`Slot::origin`].
+static NEXT_ORIGIN: AtomicU64 = AtomicU64::new(1);
+
+fn new_origin() -> u64 {
+    NEXT_ORIGIN.fetch_add(1, Ordering::Relaxed)
+}
 
 /// A spin lock held across `fork()`.
 ///
@@ -242,24 +288,41 @@ fn cache() -> CacheGuard {
 }
 
 /// Mapping length for a block of `size` bytes: header page plus the block,
-/// rounded up to 64 KiB (similar sizes then share cached mappings).
+/// rounded up to [`GRAIN`].
 fn mapping_len(size: usize) -> Option<usize> {
-    size.checked_add(PAGE)?.checked_next_multiple_of(64 << 10)
+    size.checked_add(PAGE)?.checked_next_multiple_of(GRAIN)
 }
 
 fn is_big(layout: &Layout) -> bool {
     layout.size() >= BIG && layout.align() <= PAGE
 }
 
-/// The mapping of a big block: `(base, length)` from its header.
+/// The header page in front of every big block: its length and mapping.
+#[repr(C)]
+struct Header {
+    len: usize,
+    origin: u64,
+}
+
+/// The block's range and mapping, from its header.
 ///
 /// # Safety
 /// `ptr` must be a big block returned by this allocator.
-unsafe fn header(ptr: *mut u8) -> (usize, usize) {
+unsafe fn header(ptr: *mut u8) -> (usize, usize, u64) {
     let base = ptr as usize - PAGE;
-    // SAFETY: the header page precedes every big block and holds its
-    // mapping length.
-    (base, unsafe { *(base as *const usize) })
+    // SAFETY: the header page precedes every big block.
+    let h = unsafe { &*(base as *const Header) };
+    (base, h.len, h.origin)
+}
+
+/// Write the header of the block at `base` and return the block.
+///
+/// # Safety
+/// `base..base + len` must be a block of this module, at least a page long.
+unsafe fn stamp(base: usize, len: usize, origin: u64) -> *mut u8 {
+    // SAFETY: by the caller's contract the header page is ours.
+    unsafe { *(base as *mut Header) = Header { len, origin } };
+    (base + PAGE) as *mut u8
 }
 
 /// A fresh mapping of `len` bytes, or None.
@@ -276,16 +339,22 @@ fn map(len: usize) -> Option<usize> {
     Some(p as usize)
 }
 
-/// `base..base + len` resized to `need` bytes (when growing, moved by the
-/// kernel if need be; the pages are not copied), or None (the mapping is
+/// `base..base + len` grown to `need` bytes, in place or moved by the
+/// kernel (the pages are not copied), and its origin: `origin` when it
+/// stayed, a new one when it moved. None when it failed (the range is
 /// then unchanged).
 ///
 /// # Safety
-/// `base..base + len` must be a mapping of this module that nothing uses.
-unsafe fn remap(base: usize, len: usize, need: usize) -> Option<usize> {
+/// `base..base + len` must be a block of this module that nothing else
+/// uses; it lies inside one mapping.
+unsafe fn grow(base: usize, len: usize, need: usize, origin: u64) -> Option<(usize, u64)> {
     // SAFETY: by the caller's contract.
     let p = unsafe { libc::mremap(base as *mut libc::c_void, len, need, libc::MREMAP_MAYMOVE) };
-    (p != libc::MAP_FAILED).then_some(p as usize)
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let p = p as usize;
+    Some((p, if p == base { origin } else { new_origin() }))
 }
 
 /// Milliseconds of a monotonic clock (the coarse one: a vDSO read, no
@@ -297,77 +366,91 @@ fn now_ms() -> u64 {
     (ts.tv_sec as u64).saturating_mul(1000) + ts.tv_nsec as u64 / 1_000_000
 }
 
-/// Give a mapping that left the cache back to the kernel.
+/// Give a range that left the cache back to the kernel.
 fn unmap(s: Slot) {
-    // SAFETY: the mapping left the cache, so nothing refers to it.
+    // SAFETY: the range left the cache, so nothing refers to it.
     unsafe { libc::munmap(s.base as *mut libc::c_void, s.len) };
 }
 
-/// A mapping of at least `need` bytes, and whether it was used before (its
+/// A block of at least `need` bytes and whether it was used before (its
 /// bytes are then not zero), or None.
 ///
 /// Runs with the cache locked: the system calls it makes (`mremap`,
 /// `munmap`, `mmap`) change mappings only and take microseconds.
-fn mapping_for(need: usize) -> Option<(usize, usize, bool)> {
+fn block_for(need: usize) -> Option<(Slot, bool)> {
     let mut c = cache();
     c.purge(now_ms(), &mut unmap);
     match c.pick(need) {
-        Pick::Fit(s) => Some((s.base, s.len, true)),
-        // SAFETY: the mapping left the cache; nothing else refers to it.
-        Pick::Grow(s) => match unsafe { remap(s.base, s.len, need) } {
-            Some(base) => {
-                // Give back as much as the mapping grew by.
-                c.release_oldest(need - s.len, &mut unmap);
-                Some((base, need, true))
+        Pick::Use(s) => Some((s, true)),
+        // SAFETY: the block left the cache; nothing else refers to it.
+        Pick::Grow(s) => match unsafe { grow(s.base, s.len, need, s.origin) } {
+            Some((base, origin)) => {
+                c.give_back(need - s.len, &mut unmap);
+                Some((Slot { base, len: need, origin, freed_ms: 0 }, true))
             }
             None => {
                 unmap(s);
-                c.release_oldest(need, &mut unmap);
-                map(need).map(|base| (base, need, false))
+                c.give_back(need, &mut unmap);
+                fresh(need)
             }
         },
-        // Shrinking never moves the mapping; if it fails, the oversized
-        // mapping is used whole.
-        // SAFETY: as above.
-        Pick::Shrink(s) => match unsafe { remap(s.base, s.len, need) } {
-            Some(base) => Some((base, need, true)),
-            None => Some((s.base, s.len, true)),
-        },
-        Pick::Miss => map(need).map(|base| (base, need, false)),
+        Pick::Miss => fresh(need),
     }
+}
+
+/// A new mapping of `need` bytes as a block that was never used.
+fn fresh(need: usize) -> Option<(Slot, bool)> {
+    map(need).map(|base| (Slot { base, len: need, origin: new_origin(), freed_ms: 0 }, false))
 }
 
 /// A big block of `size` bytes (zeroed when `zeroed`), or null.
 fn alloc_big(size: usize, zeroed: bool) -> *mut u8 {
     let Some(need) = mapping_len(size) else { return std::ptr::null_mut() };
-    let Some((base, len, used)) = mapping_for(need) else { return std::ptr::null_mut() };
-    // SAFETY: the mapping is ours and at least one page long.
-    unsafe { *(base as *mut usize) = len };
-    let ptr = (base + PAGE) as *mut u8;
+    let Some((s, used)) = block_for(need) else { return std::ptr::null_mut() };
+    // SAFETY: the block is ours and at least one page long.
+    let ptr = unsafe { stamp(s.base, s.len, s.origin) };
     if zeroed && used {
         // A fresh mapping is zero already; a reused one is not.
-        // SAFETY: `size` bytes after the header lie inside the mapping.
+        // SAFETY: `size` bytes after the header lie inside the block.
         unsafe { std::ptr::write_bytes(ptr, 0, size) };
     }
     ptr
 }
 
-/// Return a big block's mapping to the cache (or to the kernel).
+/// Return a big block to the cache (or to the kernel).
 ///
 /// # Safety
 /// `ptr` must be a big block returned by this allocator, not used again.
 unsafe fn free_big(ptr: *mut u8) {
     // SAFETY: by the caller's contract.
-    let (base, len) = unsafe { header(ptr) };
+    let (base, len, origin) = unsafe { header(ptr) };
     let now = now_ms();
     let mut c = cache();
     c.purge(now, &mut unmap);
-    c.put(Slot { base, len, freed_ms: now }, &mut unmap);
+    c.put(Slot { base, len, origin, freed_ms: now }, &mut unmap);
 }
 
 /// A global allocator: big blocks in mappings of their own (see the module
 /// docs), the rest from the inner allocator `A`.
 pub struct BigMapped<A>(pub A);
+
+impl<A: GlobalAlloc> BigMapped<A> {
+    /// `ptr` (of `layout`) moved to a new block of `new` bytes by copying.
+    ///
+    /// # Safety
+    /// As for [`GlobalAlloc::realloc`].
+    unsafe fn move_to(&self, ptr: *mut u8, layout: Layout, new: Layout) -> *mut u8 {
+        // SAFETY: `new` is a valid layout.
+        let out = unsafe { self.alloc(new) };
+        if !out.is_null() {
+            // SAFETY: both blocks hold at least the smaller size.
+            unsafe { std::ptr::copy_nonoverlapping(ptr, out, layout.size().min(new.size())) };
+            // SAFETY: `ptr` was allocated with `layout`.
+            unsafe { self.dealloc(ptr, layout) };
+        }
+        out
+    }
+}
 
 // SAFETY: big blocks are page-aligned (align <= PAGE is checked) and lie
 // inside mappings nobody else uses; everything else is the inner
@@ -407,30 +490,23 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for BigMapped<A> {
             (false, false) => unsafe { self.0.realloc(ptr, layout, new_size) },
             (true, true) => {
                 // SAFETY: `ptr` is a big block.
-                let (base, len) = unsafe { header(ptr) };
+                let (base, len, origin) = unsafe { header(ptr) };
                 let Some(need) = mapping_len(new_size) else { return std::ptr::null_mut() };
                 if need <= len {
                     return ptr;
                 }
-                // Grow the mapping; the kernel moves the pages if needed,
-                // nothing is copied. On failure the block is unchanged.
-                // SAFETY: `base..base + len` is the block's mapping.
-                let Some(p) = (unsafe { remap(base, len, need) }) else { return std::ptr::null_mut() };
-                // SAFETY: the (moved) mapping starts with its header page.
-                unsafe { *(p as *mut usize) = need };
-                (p + PAGE) as *mut u8
-            }
-            _ => {
-                // SAFETY: `new` is a valid layout.
-                let out = unsafe { self.alloc(new) };
-                if !out.is_null() {
-                    // SAFETY: both blocks hold at least the smaller size.
-                    unsafe { std::ptr::copy_nonoverlapping(ptr, out, layout.size().min(new_size)) };
-                    // SAFETY: `ptr` was allocated with `layout`.
-                    unsafe { self.dealloc(ptr, layout) };
+                // The kernel grows the block or moves its pages: nothing is
+                // copied. Should it refuse, copy to a new block.
+                // SAFETY: the block is the caller's, inside one mapping.
+                match unsafe { grow(base, len, need, origin) } {
+                    // SAFETY: the grown block starts with its header page.
+                    Some((p, origin)) => unsafe { stamp(p, need, origin) },
+                    // SAFETY: the caller's arguments.
+                    None => unsafe { self.move_to(ptr, layout, new) },
                 }
-                out
             }
+            // SAFETY: the caller's arguments.
+            _ => unsafe { self.move_to(ptr, layout, new) },
         }
     }
 }
@@ -529,108 +605,195 @@ mod tests {
         assert_eq!(stuck, 0, "children hung on the cache lock");
     }
 
-    fn slot(base: usize, len: usize, freed_ms: u64) -> Slot {
-        Slot { base, len, freed_ms }
+    /// Random allocations, growths and frees of big blocks through the real
+    /// allocator (splits, merges, moves and cuts all happen): every block
+    /// keeps its contents, and none overlaps another.
+    #[test]
+    fn blocks_keep_their_contents_through_splits_merges_and_moves() {
+        let a = BigMapped(std::alloc::System);
+        let mut live: Vec<(*mut u8, Layout, u8)> = Vec::new();
+        let mut x = 99u64;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let check = |p: *mut u8, l: &Layout, v: u8| {
+            // SAFETY: a live block of `l.size()` bytes, all set to `v`.
+            let b = unsafe { std::slice::from_raw_parts(p, l.size()) };
+            assert!(b.iter().step_by(997).chain(b.last()).all(|&c| c == v), "block at {p:?} lost its contents");
+        };
+        for step in 0..3000u32 {
+            let r = next();
+            if live.len() < 4 || (r % 4 != 0 && live.len() < 24) {
+                let size = BIG + (next() as usize % (12 * BIG));
+                let l = Layout::from_size_align(size, 8).unwrap();
+                // SAFETY: a valid layout; the block is filled at once.
+                let p = unsafe { a.alloc(l) };
+                assert!(!p.is_null());
+                let v = step as u8;
+                unsafe { std::ptr::write_bytes(p, v, size) };
+                live.push((p, l, v));
+            } else if r % 8 == 0 {
+                let i = next() as usize % live.len();
+                let (p, l, v) = live[i];
+                let size = l.size() + next() as usize % (8 * BIG);
+                // SAFETY: `p` is live with layout `l`.
+                let q = unsafe { a.realloc(p, l, size) };
+                assert!(!q.is_null());
+                let l2 = Layout::from_size_align(size, 8).unwrap();
+                unsafe { std::ptr::write_bytes(q.add(l.size()), v, size - l.size()) };
+                live[i] = (q, l2, v);
+            } else {
+                let (p, l, v) = live.swap_remove(next() as usize % live.len());
+                check(p, &l, v);
+                // SAFETY: `p` is live with layout `l`.
+                unsafe { a.dealloc(p, l) };
+            }
+            let mut spans: Vec<(usize, usize)> = live.iter().map(|(p, l, _)| (*p as usize, *p as usize + l.size())).collect();
+            spans.sort();
+            assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "step {step}: blocks overlap");
+        }
+        for (p, l, v) in live {
+            check(p, &l, v);
+            // SAFETY: `p` is live with layout `l`.
+            unsafe { a.dealloc(p, l) };
+        }
     }
+
+    fn slot(base: usize, len: usize, origin: u64, freed_ms: u64) -> Slot {
+        Slot { base, len, origin, freed_ms }
+    }
+
+    fn empty_cache() -> Cache {
+        Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 }
+    }
+
+    const MIB: usize = 1 << 20;
 
     #[test]
     fn cache_keeps_at_most_its_bytes_oldest_out_first() {
-        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+        let mut c = empty_cache();
         let mut gone = Vec::new();
         let mut rel = |s: Slot| gone.push(s.base);
         let m = CACHE_BYTES / 4;
         for i in 0..4 {
-            c.put(slot(i + 1, m - i, 0), &mut rel);
+            // far apart: no merging
+            c.put(slot((i + 1) << 40, m - i, i as u64, 0), &mut rel);
         }
         // full: the oldest goes
-        c.put(slot(5, m, 0), &mut rel);
+        c.put(slot(5 << 40, m, 5, 0), &mut rel);
         // larger than the whole cache: not kept
-        c.put(slot(6, CACHE_BYTES + 1, 0), &mut rel);
-        assert_eq!(gone, vec![1, 6]);
+        c.put(slot(6 << 40, CACHE_BYTES + 1, 6, 0), &mut rel);
+        assert_eq!(gone, vec![1 << 40, 6 << 40]);
         assert_eq!(c.bytes, 4 * m - 6);
     }
 
     #[test]
-    fn cache_picks_fit_then_grow_then_shrink() {
-        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+    fn cache_uses_whole_then_splits_then_grows() {
+        let mut c = empty_cache();
         let mut gone = Vec::new();
-        let mib = 1 << 20;
-        for (base, len) in [(1, 4 * mib), (2, 2 * mib), (3, 16 * mib), (4, 3 * mib)] {
-            c.put(slot(base, len, base as u64), &mut |s: Slot| gone.push(s.base));
+        for (o, len) in [(1u64, 4 * MIB), (2, 2 * MIB), (3, 16 * MIB), (4, 3 * MIB)] {
+            c.put(slot((o as usize) << 40, len, o, o), &mut |s: Slot| gone.push(s));
         }
-        // the smallest that holds it, when at most twice the size
-        assert_eq!(c.pick(3 * mib), Pick::Fit(slot(4, 3 * mib, 4)));
-        assert_eq!(c.pick(mib + 1), Pick::Fit(slot(2, 2 * mib, 2)));
-        // 16 MiB is more than twice 5 MiB: grow the largest smaller one
-        assert_eq!(c.pick(5 * mib), Pick::Grow(slot(1, 4 * mib, 1)));
-        // only an oversized one left: shrink it
-        assert_eq!(c.pick(mib), Pick::Shrink(slot(3, 16 * mib, 3)));
-        assert_eq!(c.pick(mib), Pick::Miss);
+        // the smallest that holds it, whole when the rest could hold no big block
+        assert_eq!(c.pick(3 * MIB), Pick::Use(slot(4 << 40, 3 * MIB, 4, 4)));
+        assert_eq!(c.pick(MIB + GRAIN), Pick::Use(slot(2 << 40, 2 * MIB, 2, 2)));
+        // split: the front is used, the rest keeps its place and age
+        assert_eq!(c.pick(5 * MIB), Pick::Use(slot(3 << 40, 5 * MIB, 3, 3)));
+        assert_eq!(&c.slots[..c.len], &[slot(1 << 40, 4 * MIB, 1, 1), slot((3 << 40) + 5 * MIB, 11 * MIB, 3, 3)]);
+        // nothing holds 12 MiB: grow the largest
+        assert_eq!(c.pick(12 * MIB), Pick::Grow(slot((3 << 40) + 5 * MIB, 11 * MIB, 3, 3)));
+        assert_eq!(c.pick(5 * MIB), Pick::Grow(slot(1 << 40, 4 * MIB, 1, 1)));
+        assert_eq!(c.pick(MIB), Pick::Miss);
         assert_eq!((c.len, c.bytes), (0, 0));
         assert!(gone.is_empty());
     }
 
     #[test]
-    fn cache_purges_by_age_and_gives_back_what_a_grow_took() {
-        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
+    fn freed_blocks_merge_with_neighbours_of_their_mapping_only() {
+        let mut c = empty_cache();
         let mut gone = Vec::new();
-        let mib = 1 << 20;
-        for i in 0..6 {
-            c.put(slot(i + 1, mib, 1000 * i as u64), &mut |s: Slot| gone.push(s.base));
-        }
-        // freed at 0 and 1000 ms: more than PURGE_AFTER_MS before now
-        c.purge(1000 + PURGE_AFTER_MS + 1, &mut |s: Slot| gone.push(s.base));
-        assert_eq!(gone, vec![1, 2]);
-        // a grow of 2.5 MiB gives back the three oldest 1 MiB mappings
-        c.release_oldest(5 * mib / 2, &mut |s: Slot| gone.push(s.base));
-        assert_eq!(gone, vec![1, 2, 3, 4, 5]);
-        assert_eq!((c.len, c.bytes), (1, mib));
+        let mut rel = |s: Slot| gone.push(s);
+        let b = 1 << 40;
+        c.put(slot(b, 2 * MIB, 7, 1), &mut rel);
+        c.put(slot(b + 4 * MIB, 2 * MIB, 7, 2), &mut rel);
+        // adjoins a block of another mapping: kept apart
+        c.put(slot(b + 6 * MIB, MIB, 8, 3), &mut rel);
+        assert_eq!(c.len, 3);
+        // fills the gap: all three pieces of mapping 7 become one, freed now
+        c.put(slot(b + 2 * MIB, 2 * MIB, 7, 4), &mut rel);
+        assert_eq!(&c.slots[..c.len], &[slot(b + 6 * MIB, MIB, 8, 3), slot(b, 6 * MIB, 7, 4)]);
+        assert_eq!(c.bytes, 7 * MIB);
+        assert!(gone.is_empty());
     }
 
-    /// The mapped bytes of big blocks never exceed the most that was live at
-    /// once, whatever the order of sizes (the module's promise), and every
-    /// block keeps its contents.
+    #[test]
+    fn cache_purges_by_age_and_gives_back_what_a_grow_took() {
+        let mut c = empty_cache();
+        let mut gone = Vec::new();
+        for i in 0..6 {
+            c.put(slot((i + 1) << 40, MIB, i as u64, 1000 * i as u64), &mut |s: Slot| gone.push(s));
+        }
+        // freed at 0 and 1000 ms: more than PURGE_AFTER_MS before now
+        c.purge(1000 + PURGE_AFTER_MS + 1, &mut |s: Slot| gone.push(s));
+        assert_eq!(gone, vec![slot(1 << 40, MIB, 0, 0), slot(2 << 40, MIB, 1, 1000)]);
+        gone.clear();
+        // a grow of 2.5 MiB takes the two oldest whole and the tail of the next
+        c.give_back(5 * MIB / 2, &mut |s: Slot| gone.push(s));
+        assert_eq!(gone, vec![slot(3 << 40, MIB, 2, 2000), slot(4 << 40, MIB, 3, 3000), slot((5 << 40) + MIB / 2, MIB / 2, 4, 4000)]);
+        assert_eq!(&c.slots[..c.len], &[slot(5 << 40, MIB / 2, 4, 4000), slot(6 << 40, MIB, 5, 5000)]);
+        assert_eq!(c.bytes, 3 * MIB / 2);
+    }
+
+    /// Driven like the allocator's, with fake mappings (address ranges
+    /// only): the mapped bytes of big blocks never exceed the most that was
+    /// live at once, whatever the order of sizes (the module's promise);
+    /// no two blocks overlap; and the bytes mapped afresh (the pages a
+    /// program faults in) stay a small part of what was allocated.
     #[test]
     fn mapped_bytes_stay_within_the_live_peak() {
-        // A local cache driven like the allocator's, with fake mappings
-        // (their sizes only), so the global cache and other tests do not
-        // interfere.
-        let mut c = Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 };
-        let mut next = 1usize;
+        let mut c = empty_cache();
+        let mut next_origin = 1u64;
         let mut mapped = 0usize;
+        let (mut fresh, mut asked) = (0usize, 0usize);
         let (mut live, mut peak) = (Vec::<Slot>::new(), 0usize);
         let mut x = 12345u64;
         for step in 0..20_000u64 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             if live.len() < 8 || (x >> 40) % 3 != 0 && live.len() < 40 {
-                let need = ((1 + (x >> 33) % 64) as usize) << 16;
+                let need = ((17 + (x >> 33) % 256) as usize) * GRAIN;
+                asked += need;
                 let got = match c.pick(need) {
-                    Pick::Fit(s) => s,
+                    Pick::Use(s) => s,
                     Pick::Grow(s) => {
+                        // always moved, to a fresh address range
                         mapped += need - s.len;
-                        c.release_oldest(need - s.len, &mut |r: Slot| mapped -= r.len);
-                        slot(s.base, need, 0)
-                    }
-                    Pick::Shrink(s) => {
-                        mapped -= s.len - need;
-                        slot(s.base, need, 0)
+                        fresh += need - s.len;
+                        c.give_back(need - s.len, &mut |r: Slot| mapped -= r.len);
+                        next_origin += 1;
+                        slot((next_origin as usize) << 40, need, next_origin, 0)
                     }
                     Pick::Miss => {
                         mapped += need;
-                        next += 1;
-                        slot(next, need, 0)
+                        fresh += need;
+                        next_origin += 1;
+                        slot((next_origin as usize) << 40, need, next_origin, 0)
                     }
                 };
                 assert!(got.len >= need);
                 live.push(got);
             } else {
                 let s = live.swap_remove((x >> 20) as usize % live.len());
-                c.put(slot(s.base, s.len, step), &mut |r: Slot| mapped -= r.len);
+                c.put(Slot { freed_ms: step, ..s }, &mut |r: Slot| mapped -= r.len);
             }
             let now_live: usize = live.iter().map(|s| s.len).sum();
             peak = peak.max(now_live);
             assert_eq!(mapped, now_live + c.bytes);
             assert!(mapped <= peak, "step {step}: {mapped} mapped, live peak {peak}");
+            let mut spans: Vec<(usize, usize)> = live.iter().chain(&c.slots[..c.len]).map(|s| (s.base, s.base + s.len)).collect();
+            spans.sort();
+            assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "step {step}: ranges overlap");
         }
+        assert!(fresh * 4 < asked, "{fresh} bytes mapped afresh for {asked} asked");
     }
 }
