@@ -182,17 +182,6 @@ fn reserve_len(claimed: usize, input: usize) -> usize {
     claimed.min(input.saturating_mul(RESERVE_PER_INPUT_BYTE).max(1 << 16))
 }
 
-/// Whether the chunks' decoded lengths fit the tile's known size.
-fn check_total(total: usize, kind: &TileKind) -> Result<()> {
-    if total > kind.max_len {
-        return Err(Error::corrupt(format!(
-            "tile chunks claim {total} decoded bytes; the tile holds at most {}",
-            kind.max_len
-        )));
-    }
-    Ok(())
-}
-
 impl FilterPipeline {
     /// Parse a serialized pipeline from `c`.
     pub fn parse(c: &mut Cursor) -> Result<Self> {
@@ -238,13 +227,12 @@ impl FilterPipeline {
     /// Fixed-size data only.
     pub fn unfilter_wanted(&self, tile: &[u8], kind: TileKind, wanted: &dyn Fn(std::ops::Range<usize>) -> bool, out: &mut Vec<u8>) -> Result<()> {
         let kind = TileKind { var_strings: false, ..kind };
-        let (chunks, total) = chunk_headers(tile)?;
-        check_total(total, &kind)?;
+        let (chunks, total) = chunk_headers(tile, kind.max_len)?;
         if total > UNVOUCHED_TILE_LEN && total > reserve_len(total, tile.len()) {
             // Sizing a very large `out` up front would trust the headers
             // (and a schema that agrees with them) beyond what the filtered
             // bytes vouch for: decode it all, growing as bytes come out.
-            self.unfilter_impl(tile, kind, out)?;
+            self.decode_chunks(chunks, total, tile.len(), kind, out)?;
             return Ok(());
         }
         if out.len() != total {
@@ -289,14 +277,19 @@ impl FilterPipeline {
         Ok((data, offsets))
     }
 
-    /// Decode every chunk straight after the previous one in `out` (sized
-    /// once from the chunk headers).
+    /// Decode every chunk straight after the previous one in `out`.
     fn unfilter_impl(&self, tile: &[u8], kind: TileKind, out: &mut Vec<u8>) -> Result<Option<Vec<u64>>> {
+        let (chunks, total) = chunk_headers(tile, kind.max_len)?;
+        self.decode_chunks(chunks, total, tile.len(), kind, out)
+    }
+
+    /// Decode `chunks` (of a tile of `tile_len` filtered bytes that decodes
+    /// to `total`) one after the other into `out`, cleared first and sized
+    /// up front as far as the filtered bytes vouch for.
+    fn decode_chunks(&self, chunks: Vec<ChunkHeader<'_>>, total: usize, tile_len: usize, kind: TileKind, out: &mut Vec<u8>) -> Result<Option<Vec<u64>>> {
         out.clear();
         let mut offsets: Option<Vec<u64>> = None;
-        let (chunks, total) = chunk_headers(tile)?;
-        check_total(total, &kind)?;
-        out.reserve(reserve_len(total, tile.len()));
+        out.reserve(reserve_len(total, tile_len));
         let types = self.stage_types(kind);
         for (i, (_, orig, md, data)) in chunks.into_iter().enumerate() {
             let start = out.len();
@@ -703,8 +696,10 @@ type ChunkHeader<'a> = (usize, usize, &'a [u8], &'a [u8]);
 
 /// The chunk headers of a filtered tile (a u64 chunk count, then per chunk
 /// u32 original length, u32 filtered length, u32 metadata length, metadata,
-/// data) and the tile's decoded length.
-fn chunk_headers(tile: &[u8]) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
+/// data) and the tile's decoded length, which must not exceed `max_len`
+/// (the tile's size known from the schema or fragment metadata): so a
+/// header's claim is refused before anything is allocated for it.
+fn chunk_headers(tile: &[u8], max_len: usize) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
     let mut c = Cursor::new(tile);
     let nchunks = c.count(12, "tile chunk count")?;
     let mut chunks = Vec::with_capacity(nchunks);
@@ -717,6 +712,9 @@ fn chunk_headers(tile: &[u8]) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
         let data = c.take(filtered, "chunk data")?;
         chunks.push((total, orig, md, data));
         total = total.checked_add(orig).ok_or_else(|| Error::corrupt(format!("chunk {i}'s length overflows the tile")))?;
+    }
+    if total > max_len {
+        return Err(Error::corrupt(format!("tile chunks claim {total} decoded bytes; the tile holds at most {max_len}")));
     }
     Ok((chunks, total))
 }

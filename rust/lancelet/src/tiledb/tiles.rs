@@ -158,15 +158,13 @@ pub fn load_tiles(
         let (var_locs, var_sizes) = frag.var_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let var_file = format!("{}_var.tdb", col.stem);
         let var_raw = read_tiles(array, frag, &var_file, &pick(&var_locs, "var tile offsets")?)?;
-        let okind = TileKind { datatype: Datatype::UInt64, cell_size: 8, version, var_strings: false, max_len: 0 };
-        let vkind = TileKind { datatype: col.datatype, cell_size: col.datatype.size(), version, var_strings: col.datatype.is_bytes(), max_len: 0 };
         let decode = |i: usize| -> Result<TileData> {
             let t = which[i];
             // A var tile's size comes from the fragment metadata; without
             // one, the filtered bytes of the tile bound what is reserved.
             let var_max = var_sizes.get(t).map_or(usize::MAX, |&n| usize::try_from(n).unwrap_or(usize::MAX));
-            let vkind = TileKind { max_len: var_max, ..vkind };
-            let okind = TileKind { max_len: cells[i].saturating_mul(8), ..okind };
+            let vkind = TileKind { datatype: col.datatype, cell_size: col.datatype.size(), version, var_strings: col.datatype.is_bytes(), max_len: var_max };
+            let okind = TileKind { datatype: Datatype::UInt64, cell_size: 8, version, var_strings: false, max_len: cells[i].saturating_mul(8) };
             let (offs, var) = if strings_with_offsets {
                 let (var, starts) = col.filters.unfilter_strings(&var_raw[i], vkind).map_err(|e| ctx(e.context(format!("tile {t}")), &var_file))?;
                 (starts.iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>(), var)
@@ -193,10 +191,9 @@ pub fn load_tiles(
         out = crate::process::install(|| (0..which.len()).into_par_iter().map(decode).collect::<Result<_>>())?;
     } else {
         let fixed_raw = read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?;
-        let kind = TileKind { datatype: col.datatype, cell_size: col.cell_size(), version, var_strings: false, max_len: 0 };
         let decode = |i: usize| -> Result<TileData> {
             let t = which[i];
-            let kind = TileKind { max_len: cells[i].saturating_mul(col.cell_size()), ..kind };
+            let kind = TileKind { datatype: col.datatype, cell_size: col.cell_size(), version, var_strings: false, max_len: cells[i].saturating_mul(col.cell_size()) };
             let fixed = col.filters.unfilter(&fixed_raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
             if fixed.len() != cells[i] * col.cell_size() {
                 return Err(ctx(
@@ -212,10 +209,10 @@ pub fn load_tiles(
         let vlocs = frag.validity_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let vfile = format!("{}_validity.tdb", col.stem);
         let raw = read_tiles(array, frag, &vfile, &pick(&vlocs, "validity tile offsets")?)?;
-        let kind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version, var_strings: false, max_len: 0 };
         crate::process::install(|| out.par_iter_mut().enumerate().try_for_each(|(i, tile)| -> Result<()> {
             let t = which[i];
-            let v = schema.validity_filters.unfilter(&raw[i], TileKind { max_len: cells[i], ..kind }).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
+            let kind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version, var_strings: false, max_len: cells[i] };
+            let v = schema.validity_filters.unfilter(&raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
             if v.len() != cells[i] {
                 return Err(ctx(Error::corrupt(format!("validity tile {t} holds {} bytes for {} cells", v.len(), cells[i])), &vfile));
             }
