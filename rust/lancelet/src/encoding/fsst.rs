@@ -727,6 +727,29 @@ impl Encoder {
     }
 }
 
+/// Input bytes from which [`compress_split`] compresses in two halves.
+const SPLIT_INPUT_BYTES: usize = 1 << 20;
+
+/// [`compress`], the two halves of a large input compressed side by side
+/// on the rayon pool (each string's code depends on that string alone, so
+/// the output is the same byte for byte). A page of text otherwise keeps
+/// one core busy while the other has nothing left to encode.
+pub fn compress_split<O: Offset + Send + Sync>(table: &SymbolTable, offsets: &[O], data: &[u8]) -> Result<(Vec<O>, Vec<u8>)> {
+    let n = offsets.len().saturating_sub(1);
+    if !table.enabled || data.len() < SPLIT_INPUT_BYTES || n < 2 {
+        return compress(table, offsets, data);
+    }
+    check_offsets(offsets, data.len(), "fsst compress")?;
+    let mid = n / 2;
+    let (left, right) = rayon::join(|| compress(table, &offsets[..=mid], data), || compress(table, &offsets[mid..], data));
+    let ((mut lo, mut ld), (ro, rd)) = (left?, right?);
+    let base = ld.len();
+    ld.extend_from_slice(&rd);
+    O::from_usize(ld.len()).ok_or_else(|| corrupt!("fsst: {} bytes do not fit the offset type", ld.len()))?;
+    lo.extend(ro[1..].iter().map(|o| O::wrapping(o.to_usize().unwrap_or(0) + base)));
+    Ok((lo, ld))
+}
+
 /// Compresses strings with `table`; returns offsets starting at 0 and the
 /// compressed bytes. With the switch off the strings are copied.
 pub fn compress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) -> Result<(Vec<O>, Vec<u8>)> {

@@ -555,3 +555,30 @@ mod compare {
         }
     }
 }
+
+/// Compressing the two halves side by side gives the bytes and offsets of
+/// one pass, whatever the first offset and the offset width.
+#[test]
+fn split_compression_matches_one_pass() {
+    let mut x = 7u64;
+    let mut strings: Vec<Vec<u8>> = Vec::new();
+    let words: [&[u8]; 6] = [b"river ", b"apple ", b"the ", b"quartz ", b"", b"\xff\x00"];
+    let mut bytes = 0;
+    while bytes < 3 * SPLIT_INPUT_BYTES {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let s: Vec<u8> = (0..(x >> 60)).flat_map(|k| words[((x >> (4 * k)) % 6) as usize].to_vec()).collect();
+        bytes += s.len();
+        strings.push(s);
+    }
+    let (offsets, data) = joined(&strings);
+    let table = train(&offsets, &data).unwrap();
+    for skip in [0usize, 5] {
+        let o32 = &offsets[skip..];
+        assert_eq!(compress_split(&table, o32, &data).unwrap(), compress(&table, o32, &data).unwrap());
+        let o64: Vec<u64> = o32.iter().map(|&o| o as u64).collect();
+        assert_eq!(compress_split(&table, &o64, &data).unwrap(), compress(&table, &o64, &data).unwrap());
+    }
+    // Offsets that overrun the data are refused before splitting.
+    let bad = [0u32, 10, (data.len() + 1) as u32];
+    assert!(compress_split(&table, &bad, &data).is_err());
+}

@@ -82,6 +82,83 @@ pub struct FileWriter {
     extra_globals: Vec<(u64, u64)>,
 }
 
+/// Write finished pages to `out` (`done[c]`: new pages of leaf column `c`)
+/// and append their metadata to `meta[c]`.
+fn emit_pages(out: &mut ObjectWriter, meta: &mut [Vec<Page>], done: Vec<Vec<EncodedPage>>) -> Result<()> {
+    for (col, pages) in done.into_iter().enumerate() {
+        for mut p in pages {
+            if let Some(b) = p.blob.take() {
+                // Out-of-line blob values go just before the page.
+                let mut positions = Vec::with_capacity(b.blobs.len());
+                for v in &b.blobs {
+                    pad_to_alignment(out)?;
+                    positions.push(out.position());
+                    out.write(v)?;
+                }
+                let (buffers, encoding) = b.finish(&positions)?;
+                (p.buffers, p.encoding) = (buffers.into_iter().map(Bytes::from).collect(), encoding);
+            }
+            let mut offsets = Vec::with_capacity(p.buffers.len());
+            let mut sizes = Vec::with_capacity(p.buffers.len());
+            for b in p.buffers {
+                pad_to_alignment(out)?;
+                offsets.push(out.position());
+                sizes.push(b.len() as u64);
+                out.put(b)?;
+            }
+            meta[col].push(Page {
+                buffer_offsets: offsets,
+                buffer_sizes: sizes,
+                length: p.num_rows,
+                encoding: Some(direct(&p.encoding)),
+                priority: p.first_row,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Pad `out` to the buffer alignment.
+fn pad_to_alignment(out: &mut ObjectWriter) -> Result<()> {
+    static PADDING: [u8; BUFFER_ALIGNMENT as usize] = [PAD_BYTE; BUFFER_ALIGNMENT as usize];
+    let rem = (out.position() % BUFFER_ALIGNMENT) as usize;
+    if rem != 0 {
+        out.put(Bytes::from_static(&PADDING[..BUFFER_ALIGNMENT as usize - rem]))?;
+    }
+    Ok(())
+}
+
+/// Encode the pages queued in `leaves` on the pool and write them with
+/// their metadata. Whole vector pages need no encoding: they are written
+/// first, by this thread, while the other pages encode (a wide table's
+/// vectors then go to storage during the encoding of its strings instead
+/// of after it). The order in the file stays independent of scheduling:
+/// the vector pages, then the rest column by column; each column's
+/// metadata lists its pages in row order.
+fn encode_and_emit(out: &mut ObjectWriter, meta: &mut [Vec<Page>], mut leaves: Vec<&mut LeafEncoder>) -> Result<()> {
+    let ready: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|e| e.take_ready_pages()).collect();
+    if ready.iter().all(Vec::is_empty) {
+        crate::process::install(|| leaves.par_iter_mut().try_for_each(|e| e.encode_queued()))?;
+    } else {
+        let first_new: Vec<usize> = meta.iter().map(Vec::len).collect();
+        let (written, encoded) = std::thread::scope(|s| {
+            let encoding = s.spawn(|| crate::process::install(|| leaves.par_iter_mut().try_for_each(|e| e.encode_queued())));
+            let written = emit_pages(out, meta, ready);
+            (written, encoding.join())
+        });
+        encoded.map_err(|_| Error::Internal { what: "a page encoder panicked".into() })??;
+        written?;
+        let done: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|c| std::mem::take(&mut c.pages)).collect();
+        emit_pages(out, meta, done)?;
+        for (pages, first) in meta.iter_mut().zip(first_new) {
+            pages[first..].sort_by_key(|p| p.priority);
+        }
+        return Ok(());
+    }
+    let done: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|c| std::mem::take(&mut c.pages)).collect();
+    emit_pages(out, meta, done)
+}
+
 impl std::fmt::Debug for FileWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileWriter").field("out", &self.out).field("version", &self.version).field("rows", &self.num_rows).finish()
@@ -422,10 +499,9 @@ impl FileWriter {
                 // Every page cut from this batch, of every column, encodes
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
-                crate::process::install(|| leaves.into_par_iter().try_for_each(|e| e.encode_queued()))?;
-                let done: Vec<Vec<EncodedPage>> = cols.iter_mut().flatten().map(|c| std::mem::take(&mut c.pages)).collect();
+                encode_and_emit(&mut self.out, &mut self.pages, leaves)?;
                 self.num_rows += batch.num_rows() as u64;
-                return self.emit(done);
+                return Ok(());
             }
             Columns::V20(cols) => {
                 let mut all = Vec::with_capacity(cols.len());
@@ -459,47 +535,12 @@ impl FileWriter {
     /// Write finished pages (`done[c]`: new pages of leaf column `c`) and
     /// keep their metadata.
     fn emit(&mut self, done: Vec<Vec<EncodedPage>>) -> Result<()> {
-        for (col, pages) in done.into_iter().enumerate() {
-            for mut p in pages {
-                if let Some(b) = p.blob.take() {
-                    // Out-of-line blob values go just before the page.
-                    let mut positions = Vec::with_capacity(b.blobs.len());
-                    for v in &b.blobs {
-                        self.pad()?;
-                        positions.push(self.out.position());
-                        self.out.write(v)?;
-                    }
-                    let (buffers, encoding) = b.finish(&positions)?;
-                    (p.buffers, p.encoding) = (buffers.into_iter().map(Bytes::from).collect(), encoding);
-                }
-                let mut offsets = Vec::with_capacity(p.buffers.len());
-                let mut sizes = Vec::with_capacity(p.buffers.len());
-                for b in p.buffers {
-                    self.pad()?;
-                    offsets.push(self.out.position());
-                    sizes.push(b.len() as u64);
-                    self.out.put(b)?;
-                }
-                self.pages[col].push(Page {
-                    buffer_offsets: offsets,
-                    buffer_sizes: sizes,
-                    length: p.num_rows,
-                    encoding: Some(direct(&p.encoding)),
-                    priority: p.first_row,
-                });
-            }
-        }
-        Ok(())
+        emit_pages(&mut self.out, &mut self.pages, done)
     }
 
     /// Pad the file to the buffer alignment.
     fn pad(&mut self) -> Result<()> {
-        static PADDING: [u8; BUFFER_ALIGNMENT as usize] = [PAD_BYTE; BUFFER_ALIGNMENT as usize];
-        let rem = (self.out.position() % BUFFER_ALIGNMENT) as usize;
-        if rem != 0 {
-            self.out.put(Bytes::from_static(&PADDING[..BUFFER_ALIGNMENT as usize - rem]))?;
-        }
-        Ok(())
+        pad_to_alignment(&mut self.out)
     }
 
     /// Encode the remaining data, write the metadata tail and make the file

@@ -615,7 +615,7 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                     Some(t) if auto => t.as_ref().clone(),
                     _ => fsst::train(offsets, data)?,
                 };
-                let (co, cd) = fsst::compress(&table, offsets, data)?;
+                let (co, cd) = fsst::compress_split(&table, offsets, data)?;
                 let chunks = variable_chunks(&co, &cd, wide, max_values.min(4096));
                 let e = enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(variable(8 * ow as u64))) })));
                 let f = wrap_general(Chunked { encoding: e, num_buffers: 1, chunks, dictionary: None }, opts);

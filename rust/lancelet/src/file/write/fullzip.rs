@@ -99,7 +99,7 @@ pub fn encode(
                 && (opts.compression.as_deref() == Some("fsst") || (max_len >= fsst::MIN_MAX_LENGTH && data.len() >= fsst::MIN_INPUT_BYTES))
             {
                 let table = fsst::train(offsets, data)?;
-                let (co, cd) = fsst::compress(&table, offsets, data)?;
+                let (co, cd) = fsst::compress_split(&table, offsets, data)?;
                 if cd.len() + fsst::SYMBOL_TABLE_SIZE < data.len() || opts.compression.as_deref() == Some("fsst") {
                     let enc: Vec<Vec<u8>> = (0..n).map(|i| cd[co[i] as usize..co[i + 1] as usize].to_vec()).collect();
                     let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(choose::variable(ow as u64))) })));

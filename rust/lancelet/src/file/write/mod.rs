@@ -316,6 +316,29 @@ impl LeafEncoder {
         Ok(())
     }
 
+    /// Take the queued pages that need no encoding (whole vector pages,
+    /// sharing the Arrow memory), made ready to write; the rest stay
+    /// queued for [`Self::encode_queued`].
+    pub fn take_ready_pages(&mut self) -> Vec<EncodedPage> {
+        let Some(kind) = self.vector else { return Vec::new() };
+        if !self.queued.iter().any(|(_, q)| matches!(q, Queued::Vectors(..))) {
+            return Vec::new();
+        }
+        let mut ready = Vec::new();
+        let mut rest = Vec::with_capacity(self.queued.len());
+        for (first_row, q) in std::mem::take(&mut self.queued) {
+            match q {
+                Queued::Vectors(bytes, rows) => {
+                    let (buffers, layout) = vectors::page(kind, &self.path, bytes, rows);
+                    ready.push(EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None });
+                }
+                q => rest.push((first_row, q)),
+            }
+        }
+        self.queued = rest;
+        ready
+    }
+
     /// Encode the queued pages (in parallel) and append them to
     /// [`Self::pages`] in row order.
     pub fn encode_queued(&mut self) -> Result<()> {
