@@ -390,7 +390,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="row-count factor (0.1 for a quick run)")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per scan figure")
-    ap.add_argument("--write-repeat", type=int, default=3, help="timed runs per write")
+    ap.add_argument("--write-repeat", type=int, default=5, help="timed runs per write")
     ap.add_argument("--takes", type=int, default=25, help="random draws of 1000 rows (>= 25 for the issue)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + ",".join(SYSTEMS))
     ap.add_argument("--tables", default="A,B")

@@ -260,7 +260,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_500_000)
     ap.add_argument("--rows-per-file", type=int, default=500_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--write-repeat", type=int, default=3)
+    ap.add_argument("--write-repeat", type=int, default=5)
     ap.add_argument("--takes", type=int, default=25)
     ap.add_argument("--systems", default="lancelet,pylance")
     ap.add_argument("--label", default="")

@@ -415,20 +415,32 @@ impl FileWriter {
     /// Append a batch; its schema must match the file's (names, types,
     /// nullability; metadata is ignored).
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.write_batches(std::slice::from_ref(batch))
+    }
+
+    /// Append batches, one after the other, as one unit of work: their
+    /// pages shred and encode in parallel together. The file is the same
+    /// as with one [`Self::write`] per batch but for the order of pages
+    /// in it; a caller holding many small batches (an Arrow table's
+    /// chunks) keeps both cores busy this way.
+    pub fn write_batches(&mut self, batches: &[RecordBatch]) -> Result<()> {
         let want = self.arrow_schema.fields();
-        let got = batch.schema();
-        if want.len() != got.fields().len() {
-            return Err(Error::invalid_input(format!(
-                "batch has {} columns but the file schema has {}",
-                got.fields().len(),
-                want.len()
-            )));
-        }
-        for (w, g) in want.iter().zip(got.fields()) {
-            if let Some(m) = field_mismatch("", w, g) {
-                return Err(Error::invalid_input(format!("batch schema does not match the file schema: {m}")));
+        for batch in batches {
+            let got = batch.schema();
+            if want.len() != got.fields().len() {
+                return Err(Error::invalid_input(format!(
+                    "batch has {} columns but the file schema has {}",
+                    got.fields().len(),
+                    want.len()
+                )));
+            }
+            for (w, g) in want.iter().zip(got.fields()) {
+                if let Some(m) = field_mismatch("", w, g) {
+                    return Err(Error::invalid_input(format!("batch schema does not match the file schema: {m}")));
+                }
             }
         }
+        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
         // Shred everything before buffering anything, so a rejected batch
         // leaves the writer unchanged.
         match &mut self.columns {
@@ -452,7 +464,7 @@ impl FileWriter {
                 // over the pool (one column per slice would leave a core
                 // idle while the widest column shreds).
                 let all = crate::process::install(|| {
-                    page_slices(batch, page_bytes, &sliced)
+                    batches.iter().flat_map(|batch| page_slices(batch, page_bytes, &sliced)).collect::<Vec<_>>()
                     .into_par_iter()
                     .map(|slice| {
                         want.iter()
@@ -500,21 +512,27 @@ impl FileWriter {
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
                 encode_and_emit(&mut self.out, &mut self.pages, leaves)?;
-                self.num_rows += batch.num_rows() as u64;
+                self.num_rows += rows;
                 return Ok(());
             }
             Columns::V20(cols) => {
-                let mut all = Vec::with_capacity(cols.len());
-                for (f, a) in want.iter().zip(batch.columns()) {
-                    all.push(split(f, a)?);
+                let mut all = Vec::with_capacity(batches.len());
+                for batch in batches {
+                    let mut split_batch = Vec::with_capacity(cols.len());
+                    for (f, a) in want.iter().zip(batch.columns()) {
+                        split_batch.push(split(f, a)?);
+                    }
+                    all.push(split_batch);
                 }
-                for (enc, arrays) in cols.iter_mut().zip(all) {
-                    for (e, a) in enc.iter_mut().zip(arrays) {
-                        e.push(a)?;
+                for split_batch in all {
+                    for (enc, arrays) in cols.iter_mut().zip(split_batch) {
+                        for (e, a) in enc.iter_mut().zip(arrays) {
+                            e.push(a)?;
+                        }
                     }
                 }
                 let done: Vec<Vec<EncodedPage>> = cols.iter_mut().flatten().map(|c| std::mem::take(&mut c.pages)).collect();
-                self.num_rows += batch.num_rows() as u64;
+                self.num_rows += rows;
                 self.emit(done)
             }
         }
