@@ -666,6 +666,12 @@ def _check_names(have: pa.Schema, want: pa.Schema) -> None:
                             f"fields only in the schema: {only_schema}")
 
 
+# Arrow bytes of a resident input's chunks the writer encodes in one pass
+# (benches/RESULTS.md, session 12: a wide table's 64k-row chunks one by one
+# left a core idle between them).
+_RESIDENT_GROUP_BYTES = 48 << 20
+
+
 def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa.Schema] = None, mode: str = "create",
                   max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None,
                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
@@ -712,7 +718,11 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
     max_rows = _args.positive("max_rows_per_file", max_rows_per_file)
     version = _args.optional_string(data_storage_version, "data_storage_version")
     stream = _stream(data, schema)
-    native_ds = _native.write_dataset(uri, stream, mode, max_rows, version, bool(enable_stable_row_ids), options)
+    # A table's chunks are resident anyway: the writer may gather them into
+    # larger units of work (a stream's batches would be held longer).
+    group = _RESIDENT_GROUP_BYTES if isinstance(stream, pa.Table) else 0
+    native_ds = _native.write_dataset(uri, stream, mode, max_rows, version, bool(enable_stable_row_ids), options,
+                                      group_bytes=group)
     return Dataset(uri, _native_ds=native_ds)
 
 

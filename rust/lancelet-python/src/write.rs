@@ -29,7 +29,8 @@ fn batches(reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_s
 
 /// Write an Arrow stream as a dataset (mode create / append / overwrite).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None))]
+#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, group_bytes=0))]
+#[allow(clippy::too_many_arguments)]
 fn write_dataset(
     py: Python<'_>,
     uri: String,
@@ -39,8 +40,10 @@ fn write_dataset(
     data_storage_version: Option<&str>,
     enable_stable_row_ids: bool,
     storage_options: Option<lancelet::io::StorageOptions>,
+    group_bytes: usize,
 ) -> PyResult<NativeDataset> {
     let params = WriteParams {
+        group_bytes,
         mode: WriteMode::parse(mode).py_err()?,
         max_rows_per_file,
         data_storage_version: file_version(data_storage_version)?,

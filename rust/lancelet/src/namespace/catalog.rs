@@ -342,6 +342,6 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
 }
 
 fn stage(root: &Storage, schema: &LanceSchema, version: FileVersion, rows: RecordBatch) -> Result<Vec<pb::DataFragment>> {
-    let target = StageTarget { root, schema, version, max_rows_per_file: 1 << 20, name_prefix: "", hook: None };
+    let target = StageTarget { root, schema, version, max_rows_per_file: 1 << 20, name_prefix: "", hook: None, group_bytes: 0 };
     stage_fragments(&target, std::iter::once(Ok(rows)))
 }

@@ -84,11 +84,16 @@ pub struct WriteParams {
     pub hook: Option<FailHook>,
     /// Object store configuration (see [`crate::io::s3`]).
     pub storage_options: StorageOptions,
+    /// Input bytes (Arrow memory) gathered before a data file's writer
+    /// encodes them in one parallel pass; 0: a pass per input batch. Worth
+    /// it for an Arrow table's many small chunks, which are resident
+    /// anyway; a stream's batches would be held this much longer.
+    pub group_bytes: usize,
 }
 
 impl Default for WriteParams {
     fn default() -> Self {
-        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: None, enable_stable_row_ids: false, hook: None, storage_options: StorageOptions::new() }
+        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: None, enable_stable_row_ids: false, hook: None, storage_options: StorageOptions::new(), group_bytes: 0 }
     }
 }
 
@@ -152,13 +157,6 @@ pub fn write_file_version(appending: bool, existing: Option<FileVersion>, reques
     Ok(version)
 }
 
-/// Input bytes (Arrow memory) a [`FragmentSink`] gathers before its file
-/// writer encodes them: a table's chunks of 64k rows encoded one by one
-/// left a core idle between them (a wide table's write took 1.2 times as
-/// long as from one chunk). Held batches of a table cost no memory (the
-/// table holds them anyway); a stream's are held up to this much longer.
-const GROUP_BYTES: usize = 48 << 20;
-
 /// Writes batches into data files of at most `max_rows` rows.
 struct FragmentSink<'a> {
     root: &'a Storage,
@@ -176,8 +174,10 @@ struct FragmentSink<'a> {
     /// rows go on in the next file.
     max_bytes: Option<u64>,
     current: Option<(FileWriter, String)>,
+    /// Input bytes gathered per encoding pass ([`WriteParams::group_bytes`]).
+    group_bytes: usize,
     /// Batches (slices of the input) for the current file not written
-    /// yet: they go to the writer together once [`GROUP_BYTES`] are held
+    /// yet: they go to the writer together once `group_bytes` are held
     /// or the file is full (see [`FileWriter::write_batches`]).
     held: Vec<RecordBatch>,
     held_rows: u64,
@@ -236,7 +236,7 @@ impl FragmentSink<'_> {
             if written + self.held_rows >= limit {
                 self.planned.pop_front();
                 self.close()?;
-            } else if self.held_bytes >= GROUP_BYTES || self.max_bytes.is_some() {
+            } else if self.held_bytes >= self.group_bytes || self.max_bytes.is_some() {
                 // (A byte limit per file is checked after every batch, as
                 // the writer's size is known only once a batch is written.)
                 self.write_held()?;
@@ -316,6 +316,8 @@ pub(crate) struct StageTarget<'a> {
     pub max_rows_per_file: u64,
     pub name_prefix: &'a str,
     pub hook: Option<FailHook>,
+    /// See [`WriteParams::group_bytes`].
+    pub group_bytes: usize,
 }
 
 /// Write batches (conformed to the target schema) into new data files and
@@ -349,6 +351,7 @@ pub(crate) fn stage_fragments_sized(
         planned: sizes.iter().copied().collect(),
         max_bytes,
         current: None,
+        group_bytes: t.group_bytes,
         held: Vec::new(),
         held_rows: 0,
         held_bytes: 0,
@@ -483,7 +486,7 @@ pub fn write_dataset(
         // Check the stream's declared schema before writing anything.
         write_schema(&lance_schema, &schema)?;
     }
-    let target_spec = StageTarget { root: &root, schema: &lance_schema, version, max_rows_per_file: params.max_rows_per_file, name_prefix: "", hook: params.hook.clone() };
+    let target_spec = StageTarget { root: &root, schema: &lance_schema, version, max_rows_per_file: params.max_rows_per_file, name_prefix: "", hook: params.hook.clone(), group_bytes: params.group_bytes };
     let fragments = stage_fragments(&target_spec, batches)?;
     let owned_files = data_file_paths(&fragments);
     let op = match existing {
@@ -510,7 +513,7 @@ pub fn write_dataset(
 /// Append batches to an existing dataset (read at `ds`'s version).
 pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, hook: Option<FailHook>) -> Result<Dataset> {
     let version = write_file_version(true, Some(dataset_file_version(ds.manifest())?), None)?;
-    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", hook: hook.clone() };
+    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", hook: hook.clone(), group_bytes: 0 };
     let fragments = stage_fragments(&target, batches)?;
     let owned_files = data_file_paths(&fragments);
     let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
@@ -584,6 +587,25 @@ mod tests {
     fn tmp(name: &str) -> String {
         let d = std::env::temp_dir().join(format!("lancelet-write-{name}-{}", random_u64()));
         d.to_string_lossy().into_owned()
+    }
+
+    /// Gathering batches into larger units of work changes neither the
+    /// rows nor how they are cut into fragments and pages.
+    #[test]
+    fn grouped_batches_write_the_same_fragments_and_pages() {
+        let batches = || (0..23).map(|i| Ok(batch(i * 7, 7)));
+        let mut written = Vec::new();
+        for group_bytes in [0, 1 << 20] {
+            let uri = tmp("group");
+            let p = WriteParams { max_rows_per_file: 50, group_bytes, ..Default::default() };
+            let ds = write_dataset(&uri, batch(0, 1).schema(), batches(), &p).unwrap();
+            assert_eq!(xs(&ds), (0..161).collect::<Vec<_>>());
+            let rows: Vec<u64> = ds.fragments().iter().map(|f| f.physical_rows).collect();
+            assert_eq!(rows, vec![50, 50, 50, 11]);
+            let sizes: Vec<u64> = ds.fragments().iter().flat_map(|f| &f.files).map(|f| f.file_size_bytes).collect();
+            written.push(sizes);
+        }
+        assert_eq!(written[0], written[1]);
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
     let mut progress = FragmentProgress::new("update", ds, &params.progress)?;
     let mut rows = 0u64;
     let version = dataset_file_version(ds.manifest())?;
-    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", hook: params.hook.clone() };
+    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", hook: params.hook.clone(), group_bytes: 0 };
     let batches = scanner.stream()?.map(|b| {
         let b = b?;
         let addrs = b.column_by_name(ROW_ADDR).ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?.as_primitive::<UInt64Type>();

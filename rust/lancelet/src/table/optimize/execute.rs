@@ -150,6 +150,7 @@ pub fn execute_task(
         max_rows_per_file: options.target_rows_per_fragment,
         name_prefix,
         hook,
+        group_bytes: 0,
     };
     let mut new_fragments = stage_fragments_sized(&target, &sizes, options.max_bytes_per_file, stream)?;
     let remove_new = |frags: &[pb::DataFragment]| {
