@@ -35,10 +35,12 @@
 //! pieces. Neighbours from different mappings are never merged: `mremap`
 //! wants its range inside one mapping.
 //!
-//! So the bytes mapped for big blocks, live and cached together, never
-//! exceed the most that was live at once: a new mapping is made only when
-//! nothing is cached, and growing gives back what it takes. There are no
-//! holes. Before session 12 a grow gave back whole cached mappings (a
+//! So the bytes that allocations map for big blocks, live and cached
+//! together, never exceed the most that was live at once: a new mapping is
+//! made only when nothing is cached, and growing a cached block gives back
+//! what it takes. There are no holes. (A `realloc` that grows a live block
+//! maps its growth without giving cached bytes back; the cache's
+//! [`CACHE_BYTES`] bounds that excess.) Before session 12 a grow gave back whole cached mappings (a
 //! 2.6 MiB grow unmapped a 15 MiB page buffer that the next page then
 //! mapped and faulted in afresh) and an oversized block was shrunk by
 //! unmapping its resident tail: a write of table A made ~300 MiB of new

@@ -130,33 +130,46 @@ fn pad_to_alignment(out: &mut ObjectWriter) -> Result<()> {
 
 /// Encode the pages queued in `leaves` on the pool and write them with
 /// their metadata. Whole vector pages need no encoding: they are written
-/// first, by this thread, while the other pages encode (a wide table's
-/// vectors then go to storage during the encoding of its strings instead
-/// of after it). The order in the file stays independent of scheduling:
-/// the vector pages, then the rest column by column; each column's
-/// metadata lists its pages in row order.
+/// first, by this thread, while another thread has the pool encode the
+/// other pages (a wide table's vectors then go to storage during the
+/// encoding of its strings instead of after it). The order in the file
+/// stays independent of scheduling: the vector pages, then the rest column
+/// by column; each column's metadata lists its pages in row order.
 fn encode_and_emit(out: &mut ObjectWriter, meta: &mut [Vec<Page>], mut leaves: Vec<&mut LeafEncoder>) -> Result<()> {
+    fn encode(leaves: &mut [&mut LeafEncoder]) -> Result<()> {
+        crate::process::install(|| leaves.par_iter_mut().try_for_each(|e| e.encode_queued()))
+    }
     let ready: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|e| e.take_ready_pages()).collect();
-    if ready.iter().all(Vec::is_empty) {
-        crate::process::install(|| leaves.par_iter_mut().try_for_each(|e| e.encode_queued()))?;
-    } else {
-        let first_new: Vec<usize> = meta.iter().map(Vec::len).collect();
-        let (written, encoded) = std::thread::scope(|s| {
-            let encoding = s.spawn(|| crate::process::install(|| leaves.par_iter_mut().try_for_each(|e| e.encode_queued())));
-            let written = emit_pages(out, meta, ready);
-            (written, encoding.join())
+    let any_ready = ready.iter().any(|p| !p.is_empty());
+    let first_new: Vec<usize> = meta.iter().map(Vec::len).collect();
+    // On a pool worker (files written per fragment in parallel: merge,
+    // alter_columns), a thread that waits for the pool could find every
+    // worker waiting like this one: there, and should no thread start,
+    // the pages are written in turn.
+    let mut ready = Some(ready);
+    if any_ready && rayon::current_thread_index().is_none() {
+        let side_by_side = std::thread::scope(|s| {
+            let encoding = std::thread::Builder::new().name("lancelet-encode".into()).spawn_scoped(s, || encode(&mut leaves)).ok()?;
+            let written = emit_pages(out, meta, ready.take().unwrap_or_default());
+            Some((written, encoding.join()))
         });
-        encoded.map_err(|_| Error::Internal { what: "a page encoder panicked".into() })??;
-        written?;
-        let done: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|c| std::mem::take(&mut c.pages)).collect();
-        emit_pages(out, meta, done)?;
+        if let Some((written, encoded)) = side_by_side {
+            encoded.map_err(|_| Error::Internal { what: "a page encoder panicked".into() })??;
+            written?;
+        }
+    }
+    if let Some(ready) = ready {
+        emit_pages(out, meta, ready)?;
+        encode(&mut leaves)?;
+    }
+    let done: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|c| std::mem::take(&mut c.pages)).collect();
+    emit_pages(out, meta, done)?;
+    if any_ready {
         for (pages, first) in meta.iter_mut().zip(first_new) {
             pages[first..].sort_by_key(|p| p.priority);
         }
-        return Ok(());
     }
-    let done: Vec<Vec<EncodedPage>> = leaves.iter_mut().map(|c| std::mem::take(&mut c.pages)).collect();
-    emit_pages(out, meta, done)
+    Ok(())
 }
 
 impl std::fmt::Debug for FileWriter {

@@ -257,9 +257,12 @@ impl FragmentSink<'_> {
     fn write_held(&mut self) -> Result<()> {
         let held = std::mem::take(&mut self.held);
         (self.held_rows, self.held_bytes) = (0, 0);
+        if held.is_empty() {
+            return Ok(());
+        }
         match self.current.as_mut() {
-            Some((w, _)) if !held.is_empty() => w.write_batches(&held),
-            _ => Ok(()),
+            Some((w, _)) => w.write_batches(&held),
+            None => Err(Error::Internal { what: format!("{} input rows held with no data file open", held.iter().map(|b| b.num_rows()).sum::<usize>()) }),
         }
     }
 
@@ -587,6 +590,37 @@ mod tests {
     fn tmp(name: &str) -> String {
         let d = std::env::temp_dir().join(format!("lancelet-write-{name}-{}", random_u64()));
         d.to_string_lossy().into_owned()
+    }
+
+    /// Files with whole vector pages written from pool workers (as merge
+    /// and alter_columns write fragments in parallel) finish: the writer
+    /// never has a worker wait for the pool from outside it.
+    #[test]
+    fn vector_files_written_on_pool_workers_finish() {
+        use arrow_array::{Array, FixedSizeListArray, Float32Array};
+        use rayon::prelude::*;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let got = crate::process::install(|| {
+                (0..8)
+                    .into_par_iter()
+                    .map(|i| -> Result<u64> {
+                        let (dim, rows) = (256usize, 9000usize);
+                        let values = Float32Array::from_iter_values((0..rows * dim).map(|x| x as f32));
+                        let item = Arc::new(Field::new("item", arrow_schema::DataType::Float32, true));
+                        let v = FixedSizeListArray::new(item, dim as i32, Arc::new(values), None);
+                        let schema = Arc::new(Schema::new(vec![Field::new("v", v.data_type().clone(), false)]));
+                        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(v)])?;
+                        let mut w = FileWriter::create(&format!("memory://pool{}/f{i}.lance", random_u64()), &schema, FileVersion::V2_1)?;
+                        w.write(&b)?;
+                        w.finish()
+                    })
+                    .collect::<Result<Vec<_>>>()
+            });
+            let _ = tx.send(got);
+        });
+        let sizes = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("vector files written on pool workers hung").unwrap();
+        assert!(sizes.iter().all(|&n| n > 9000 * 1024));
     }
 
     /// Gathering batches into larger units of work changes neither the
