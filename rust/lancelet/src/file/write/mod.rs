@@ -316,6 +316,12 @@ impl LeafEncoder {
         Ok(())
     }
 
+    /// A whole vector page of `rows` rows sharing the Arrow memory `bytes`.
+    fn vector_page(&self, kind: vectors::VectorKind, first_row: u64, bytes: Bytes, rows: usize) -> EncodedPage {
+        let (buffers, layout) = vectors::page(kind, &self.path, bytes, rows);
+        EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None }
+    }
+
     /// Take the queued pages that need no encoding (whole vector pages,
     /// sharing the Arrow memory), made ready to write; the rest stay
     /// queued for [`Self::encode_queued`].
@@ -328,10 +334,7 @@ impl LeafEncoder {
         let mut rest = Vec::with_capacity(self.queued.len());
         for (first_row, q) in std::mem::take(&mut self.queued) {
             match q {
-                Queued::Vectors(bytes, rows) => {
-                    let (buffers, layout) = vectors::page(kind, &self.path, bytes, rows);
-                    ready.push(EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None });
-                }
+                Queued::Vectors(bytes, rows) => ready.push(self.vector_page(kind, first_row, bytes, rows)),
                 q => rest.push((first_row, q)),
             }
         }
@@ -350,10 +353,7 @@ impl LeafEncoder {
             queued
                 .into_par_iter()
                 .map(|(first_row, q)| match (q, this.vector) {
-                    (Queued::Vectors(bytes, rows), Some(kind)) => {
-                        let (buffers, layout) = vectors::page(kind, &this.path, bytes, rows);
-                        Ok(EncodedPage { buffers, encoding: page_layout_any(&layout), num_rows: rows as u64, first_row, blob: None })
-                    }
+                    (Queued::Vectors(bytes, rows), Some(kind)) => Ok(this.vector_page(kind, first_row, bytes, rows)),
                     (q, _) => {
                         let piece = this.materialize(q)?;
                         this.encode_one(first_row, piece)
