@@ -234,6 +234,11 @@ class Tags:
         if version is None:
             raise TypeError("version must be a number or a tag name, got None")
         if v is None:
+            target = self.list().get(t)
+            if target is not None and target["branch"] is not None:
+                from lancelet.exceptions import UnsupportedError
+                raise UnsupportedError(f"tag {t!r} points at version {target['version']} of branch "
+                                       f"{target['branch']!r}; lancelet does not tag branch versions yet")
             v = self.get_version(t)
         _native.tag_create(self._ds._native, tag, v)
 

@@ -269,7 +269,8 @@ class DatasetOptimizer:
 
 @dataclasses.dataclass(frozen=True)
 class CleanupStats:
-    """What :meth:`Dataset.cleanup_old_versions` removed."""
+    """What :meth:`Dataset.cleanup_old_versions` removed (pylance 14's
+    ``CleanupStats``: the same attributes and the same ``repr``)."""
 
     bytes_removed: int = 0
     old_versions: int = 0
@@ -277,6 +278,13 @@ class CleanupStats:
     transaction_files_removed: int = 0
     deletion_files_removed: int = 0
     index_files_removed: int = 0
+    #: Files that could not be removed (they stay; a later cleanup retries).
+    failed_deletes: int = 0
+
+    def __repr__(self) -> str:
+        order = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed",
+                 "index_files_removed", "deletion_files_removed", "failed_deletes")
+        return "CleanupStats { " + ", ".join(f"{k}: {getattr(self, k)}" for k in order) + " }"
 
 
 def cleanup_old_versions(dataset: "Dataset", older_than: Optional[datetime.timedelta] = None,

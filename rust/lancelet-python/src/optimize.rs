@@ -146,7 +146,7 @@ fn fragment_summary(fragment: Vec<u8>) -> PyResult<(u64, u64, Vec<String>, u64)>
     Ok((f.id, f.physical_rows, f.files.iter().map(|d| d.path.clone()).collect(), deleted))
 }
 
-/// Remove old versions: the six counts of `CleanupStats`.
+/// Remove old versions: the seven counts of `CleanupStats`, in its order.
 #[pyfunction]
 #[pyo3(signature = (ds, older_than_micros=None, retain_versions=None, delete_unverified=false, error_if_tagged_old_versions=true, progress=None))]
 fn cleanup_old_versions(
@@ -157,7 +157,7 @@ fn cleanup_old_versions(
     delete_unverified: bool,
     error_if_tagged_old_versions: bool,
     progress: Option<Py<PyAny>>,
-) -> PyResult<(u64, u64, u64, u64, u64, u64)> {
+) -> PyResult<(u64, u64, u64, u64, u64, u64, u64)> {
     let inner = ds.inner.clone();
     let s = callback::run(py, |raised| {
                 let before_timestamp = older_than_micros.map(|us| {
@@ -172,7 +172,7 @@ fn cleanup_old_versions(
                 let policy = CleanupPolicy { before_timestamp, before_version, delete_unverified, error_if_tagged_old_versions };
                 cleanup::cleanup_old_versions(&inner, &policy, &callback::progress(progress, raised))
     })?;
-    Ok((s.bytes_removed, s.old_versions, s.data_files_removed, s.transaction_files_removed, s.deletion_files_removed, s.index_files_removed))
+    Ok((s.bytes_removed, s.old_versions, s.data_files_removed, s.transaction_files_removed, s.deletion_files_removed, s.index_files_removed, s.failed_deletes))
 }
 
 /// Add the functions to the module.

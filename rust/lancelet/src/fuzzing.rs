@@ -238,7 +238,7 @@ fn clear(root: &Storage, dir: &str) {
 
 /// Reset the base dataset to version 1 alone.
 fn reset_base(b: &BaseDataset) {
-    for dir in ["_versions", "_transactions", "_refs/tags"] {
+    for dir in ["_versions", "_transactions", "_refs/tags", "_refs/branches"] {
         clear(&b.root, dir);
     }
     b.root.child("_versions/1.manifest").and_then(|s| s.write_all(b.manifest.clone())).expect("memory write");
@@ -413,8 +413,10 @@ fn split_on<'a>(data: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
 
 // ---------------------------------------------------------------- tags, hint, names
 
-/// Tag files (`_refs/tags/*.json`) and `_versions/latest_version_hint.json`:
-/// the same bytes as both, then the dataset opened by tag and its tags listed.
+/// Tag files (`_refs/tags/*.json`), branch records (`_refs/branches/*.json`)
+/// and `_versions/latest_version_hint.json`: the same bytes as all three,
+/// then the dataset opened by tag, its tags and branches listed, and a
+/// cleanup run (which reads both and must keep the only version).
 pub fn tags_and_hint(data: &[u8]) {
     memory_only();
     let _g = store_lock();
@@ -422,6 +424,8 @@ pub fn tags_and_hint(data: &[u8]) {
     reset_base(b);
     let bytes = Bytes::copy_from_slice(data);
     b.root.child("_refs/tags/t.json").and_then(|s| s.write_all(bytes.clone())).expect("memory write");
+    b.root.child("_refs/branches/b%2Fc.json").and_then(|s| s.write_all(bytes.clone())).expect("memory write");
+    let _ = ok(crate::table::branches::list_branches(&b.root));
     b.root.child("_versions/latest_version_hint.json").and_then(|s| s.write_all(bytes)).expect("memory write");
     if let Some(ds) = ok(Dataset::open(b.uri, Some(VersionRef::Tag("t".into())))) {
         assert_eq!(ds.version(), 1, "a tag opened a version that does not exist");
@@ -431,6 +435,10 @@ pub fn tags_and_hint(data: &[u8]) {
     }
     if let Some(ds) = ok(Dataset::open(b.uri, None)) {
         assert_eq!(ds.version(), 1, "the hint decided the latest version");
+        let policy = crate::table::cleanup::CleanupPolicy { delete_unverified: true, ..Default::default() };
+        if ok(crate::table::cleanup::cleanup_old_versions(&ds, &policy, &None)).is_some() {
+            assert!(ok(Dataset::open(b.uri, None)).is_some(), "a cleanup removed the only version");
+        }
     }
     reset_base(b);
 }

@@ -4,23 +4,30 @@
 //! Every manifest in `_versions/` is read. A version is *old* (its manifest
 //! is removed) when it is older than `before_timestamp` and below
 //! `before_version` (whichever are set), unless it is the latest (any
-//! version at or after the one the caller has open stays) or tagged. The
-//! files the kept versions reference (data files under `data/`, deletion
-//! files, transaction files, `_indices/{uuid}/` of their indices) are the
-//! working set. Every other file of those kinds is removed when
+//! version at or after the one the caller has open stays), tagged (by a
+//! tag on the main line: a tag on a branch names a branch version), or the
+//! version a branch was made from. The files the kept versions reference
+//! (data files under `data/`, deletion files, transaction files,
+//! `_indices/{uuid}/` of their indices) are the working set, and so is
+//! every file of this dataset that any version of any branch references
+//! (branch manifests name the main line's files through a base path that
+//! is a dataset root; see [`crate::table::branches`]). A branch's parent
+//! version keeps its manifest, but only what the branch itself references
+//! joins the working set (pylance 14 removes the parent's transaction
+//! file, for one). Every other file of those kinds is removed when
 //!
 //! * an old manifest references it (it is then known not to belong to a
 //!   write in progress), or
 //! * it is at least [`UNVERIFIED_DAYS`] days old, or `delete_unverified`
 //!   is set.
 //!
-//! Deletion files, transaction files and leftover `_versions/.tmp*` files
-//! are only considered when they are older than the oldest kept manifest
-//! (a newer one may belong to a commit in progress). Files elsewhere
-//! (other base paths, `_refs/`, `_staging/`, unknown extensions) are never
-//! touched. When a tagged version would be old and
+//! Leftover `_versions/.tmp*` files go under the same age rule (they are
+//! removed and, as in pylance, counted in `bytes_removed` only). Files elsewhere
+//! (other base paths, `_refs/`, `tree/`, `_staging/`, unknown extensions)
+//! are never touched. When a tagged version would be old and
 //! `error_if_tagged_old_versions` is set, nothing is removed and the error
-//! names the tags.
+//! names the tags. A file that cannot be removed is counted in
+//! `failed_deletes` and the cleanup goes on, as pylance's does.
 //!
 //! Old manifests are removed first, so a crash part-way leaves versions
 //! that either are complete or are gone.
@@ -31,6 +38,8 @@ use std::time::{Duration, SystemTime};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::proto::table as pb;
+use crate::table::branches::{branch_root, list_branches};
 use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
 use crate::table::manifest::{list_versions, read_manifest, VERSIONS_DIR};
@@ -68,6 +77,8 @@ pub struct CleanupStats {
     pub deletion_files_removed: u64,
     /// Index files removed (every file under `_indices/{uuid}/`).
     pub index_files_removed: u64,
+    /// Files that could not be removed (they stay; a later cleanup retries).
+    pub failed_deletes: u64,
 }
 
 /// Files referenced by a set of manifests (paths relative to the root).
@@ -77,6 +88,15 @@ struct Refs {
     deletions: HashSet<String>,
     transactions: HashSet<String>,
     index_uuids: HashSet<String>,
+}
+
+impl Refs {
+    fn extend(&mut self, other: &Refs) {
+        self.data.extend(other.data.iter().cloned());
+        self.deletions.extend(other.deletions.iter().cloned());
+        self.transactions.extend(other.transactions.iter().cloned());
+        self.index_uuids.extend(other.index_uuids.iter().cloned());
+    }
 }
 
 /// What one manifest references.
@@ -96,28 +116,55 @@ fn uuid_string(b: &[u8]) -> String {
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }
 
-fn read_refs(ds: &Dataset, name: &str, version: u64) -> Result<ManifestRefs> {
-    let file = read_manifest(ds.root(), name)?;
+/// Which files of a manifest count as the cleaned dataset's own.
+#[derive(Debug, Clone, Copy)]
+enum Owner {
+    /// The dataset's own manifest: files without a base id.
+    Own,
+    /// A branch's manifest: files whose base is a dataset root (the main
+    /// line's files, named relative to that root). A branch's own files
+    /// (no base id) live in its tree, which the cleanup never touches.
+    /// Every dataset-root base counts, not only one whose path equals this
+    /// dataset's: a moved or re-addressed (`file://` vs plain path)
+    /// dataset still keeps what its branches need, and the file names are
+    /// random, so keeping a same-named file of another root costs nothing.
+    Branch,
+}
+
+fn refs_of(file: &crate::table::manifest::ManifestFile, owner: Owner) -> Result<Refs> {
     let m = &file.manifest;
+    let roots: HashSet<u32> = m.base_paths.iter().filter(|b| b.is_dataset_root).map(|b| b.id).collect();
+    let ours = |base_id: Option<u32>| match owner {
+        Owner::Own => base_id.is_none(),
+        Owner::Branch => base_id.is_some_and(|b| roots.contains(&b)),
+    };
     let mut refs = Refs::default();
     for f in &m.fragments {
-        for df in f.files.iter().filter(|d| d.base_id.is_none()) {
+        for df in f.files.iter().filter(|d| ours(d.base_id)) {
             refs.data.insert(format!("data/{}", df.path));
         }
-        if let Some(d) = f.deletion_file.as_ref().filter(|d| d.base_id.is_none()) {
+        if let Some(d) = f.deletion_file.as_ref().filter(|d| ours(d.base_id)) {
             refs.deletions.insert(deletion_file_path(f.id, d));
         }
     }
-    if !m.transaction_file.is_empty() {
+    // A branch's transaction files are its own (in its tree).
+    if matches!(owner, Owner::Own) && !m.transaction_file.is_empty() {
         refs.transactions.insert(format!("_transactions/{}", m.transaction_file));
     }
     if let Some(section) = file.index_section()? {
-        for idx in &section.indices {
+        for idx in section.indices.iter().filter(|i: &&pb::IndexMetadata| ours(i.base_id)) {
             if let Some(u) = &idx.uuid {
                 refs.index_uuids.insert(uuid_string(&u.uuid));
             }
         }
     }
+    Ok(refs)
+}
+
+fn read_refs(ds: &Dataset, name: &str, version: u64) -> Result<ManifestRefs> {
+    let file = read_manifest(ds.root(), name)?;
+    let m = &file.manifest;
+    let refs = refs_of(&file, Owner::Own)?;
     let ts = m.timestamp.as_ref().map(|t| Duration::new(t.seconds.max(0) as u64, t.nanos.max(0) as u32)).unwrap_or_default();
     Ok(ManifestRefs { version, name: name.to_string(), timestamp: SystemTime::UNIX_EPOCH + ts, refs })
 }
@@ -168,10 +215,11 @@ fn kind_of(path: &str) -> Option<Kind> {
 /// [`UNVERIFIED_DAYS`] old, or with `delete_unverified`).
 pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) -> Result<CleanupStats> {
     let tags = ds.tags()?;
-    let tagged: HashMap<u64, Vec<&str>> = tags.iter().fold(HashMap::new(), |mut m, t| {
+    let tagged: HashMap<u64, Vec<&str>> = tags.iter().filter(|t| t.branch.is_none()).fold(HashMap::new(), |mut m, t| {
         m.entry(t.version).or_default().push(t.name.as_str());
         m
     });
+    let (branch_refs, branch_parents) = branch_needs(ds)?;
     let locations = list_versions(ds.root())?;
     let total = locations.len() as u64;
     let read = std::sync::atomic::AtomicU64::new(0);
@@ -186,11 +234,10 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Opt
             .collect::<Result<Vec<_>>>()
     })?;
 
-    let mut keep = Refs::default();
+    let mut keep = branch_refs;
     let mut verified = Refs::default();
     let mut old: Vec<&ManifestRefs> = Vec::new();
     let mut tagged_old: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut earliest_kept: Option<SystemTime> = None;
     for m in &manifests {
         let is_latest = ds.version() <= m.version;
         let is_tagged = tagged.contains_key(&m.version);
@@ -202,13 +249,8 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Opt
         }
         let kept = is_latest || !should_clean || is_tagged;
         let into = if kept { &mut keep } else { &mut verified };
-        into.data.extend(m.refs.data.iter().cloned());
-        into.deletions.extend(m.refs.deletions.iter().cloned());
-        into.transactions.extend(m.refs.transactions.iter().cloned());
-        into.index_uuids.extend(m.refs.index_uuids.iter().cloned());
-        if kept {
-            earliest_kept = Some(earliest_kept.map_or(m.timestamp, |t| t.min(m.timestamp)));
-        } else {
+        into.extend(&m.refs);
+        if !kept && !branch_parents.contains(&m.version) {
             old.push(m);
         }
     }
@@ -226,9 +268,6 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Opt
     let mut doomed: Vec<(String, u64, Kind)> = Vec::new();
     for obj in ds.root().list_recursive()? {
         let Some(kind) = kind_of(&obj.path) else { continue };
-        if matches!(kind, Kind::Deletion | Kind::Transaction | Kind::TempManifest) && earliest_kept.is_some_and(|t| obj.last_modified >= t) {
-            continue;
-        }
         let maybe_in_progress = !policy.delete_unverified && obj.last_modified >= unverified_before;
         let (referenced, known_old) = match kind {
             Kind::Data => (keep.data.contains(&obj.path), verified.data.contains(&obj.path)),
@@ -252,26 +291,63 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Opt
     report(progress, "delete", 0, all)?;
     // Manifests first: a version is either complete or gone.
     for m in &old {
-        ds.root().child(&format!("{VERSIONS_DIR}/{}", m.name))?.delete().or_else(ignore_missing)?;
-        stats.old_versions += 1;
-        stats.bytes_removed += sizes.get(&m.name).copied().unwrap_or(0);
+        match remove(ds, &format!("{VERSIONS_DIR}/{}", m.name)) {
+            Ok(()) => {
+                stats.old_versions += 1;
+                stats.bytes_removed += sizes.get(&m.name).copied().unwrap_or(0);
+            }
+            Err(_) => stats.failed_deletes += 1,
+        }
         done += 1;
         report(progress, "delete", done, all)?;
     }
     for (path, size, kind) in doomed {
-        ds.root().child(&path)?.delete().or_else(ignore_missing)?;
-        stats.bytes_removed += size;
-        match kind {
-            Kind::Data => stats.data_files_removed += 1,
-            Kind::Deletion => stats.deletion_files_removed += 1,
-            Kind::Transaction => stats.transaction_files_removed += 1,
-            Kind::Index => stats.index_files_removed += 1,
-            Kind::TempManifest => {}
+        match remove(ds, &path) {
+            Ok(()) => {
+                // A leftover temporary manifest counts in bytes only, as
+                // in pylance.
+                stats.bytes_removed += size;
+                let counter = match kind {
+                    Kind::Data => Some(&mut stats.data_files_removed),
+                    Kind::Deletion => Some(&mut stats.deletion_files_removed),
+                    Kind::Transaction => Some(&mut stats.transaction_files_removed),
+                    Kind::Index => Some(&mut stats.index_files_removed),
+                    Kind::TempManifest => None,
+                };
+                if let Some(c) = counter {
+                    *c += 1;
+                }
+            }
+            Err(_) => stats.failed_deletes += 1,
         }
         done += 1;
         report(progress, "delete", done, all)?;
     }
     Ok(stats)
+}
+
+/// What the branches need of the main line: every file of it that a
+/// version of any branch references, and the versions branches were made
+/// from (their manifests stay).
+fn branch_needs(ds: &Dataset) -> Result<(Refs, HashSet<u64>)> {
+    let mut refs = Refs::default();
+    let mut parents = HashSet::new();
+    for b in list_branches(ds.root())? {
+        if b.parent_branch.is_none() {
+            parents.insert(b.parent_version);
+        }
+        let root = branch_root(ds.root(), &b.name)?;
+        for l in list_versions(&root)? {
+            let file = read_manifest(&root, &l.name)?;
+            refs.extend(&refs_of(&file, Owner::Branch)?);
+        }
+    }
+    Ok((refs, parents))
+}
+
+/// Remove one file below the dataset root; one already gone is fine.
+fn remove(ds: &Dataset, path: &str) -> Result<()> {
+    ds.root().child(path)?.delete().or_else(ignore_missing)
 }
 
 /// A file someone else removed meanwhile is fine.

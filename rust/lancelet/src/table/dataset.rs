@@ -66,6 +66,8 @@ pub struct TagInfo {
     pub name: String,
     /// Version the tag points at.
     pub version: u64,
+    /// The branch whose version that is (`None`: the main line).
+    pub branch: Option<String>,
     /// The tag file's JSON text.
     pub json: String,
 }
@@ -99,6 +101,17 @@ fn open_root(uri: &str, options: &StorageOptions) -> Result<Storage> {
 }
 
 /// Pull `"version": N` out of a tag file (a flat JSON object).
+/// The `"branch"` of a tag file: `None` when absent or `null` (the main
+/// line). `Err` when it is something else than a string or null.
+fn tag_branch(json: &str) -> std::result::Result<Option<String>, String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("tag file is not JSON: {e}"))?;
+    match v.get("branch") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(b)) => Ok(Some(b.clone())),
+        Some(other) => Err(format!("tag file's \"branch\" is {other}, not a string or null")),
+    }
+}
+
 fn tag_version(json: &str) -> Option<u64> {
     let at = json.find("\"version\"")? + "\"version\"".len();
     let rest = json[at..].trim_start().strip_prefix(':')?.trim_start();
@@ -173,7 +186,18 @@ impl Dataset {
             Err(e) => return Err(e),
         };
         let text = String::from_utf8_lossy(&bytes);
-        tag_version(&text).ok_or_else(|| Error::Corrupt { path: Some(s.display().to_string()), what: "tag file has no \"version\" number".into() })
+        let corrupt = |what: String| Error::Corrupt { path: Some(s.display().to_string()), what };
+        let version = tag_version(&text).ok_or_else(|| corrupt("tag file has no \"version\" number".into()))?;
+        // A tag on a branch names a version of the branch, not of the main
+        // line: opening the main line's version of that number would be a
+        // silently wrong answer.
+        if let Some(branch) = tag_branch(&text).map_err(corrupt)? {
+            return Err(Error::unsupported(format!(
+                "tag {tag:?} of dataset {uri} points at version {version} of branch {branch:?}; lancelet does not \
+                 open branch versions by tag yet (open {uri}/tree/{branch} at version {version} instead)"
+            )));
+        }
+        Ok(version)
     }
 
     fn open_location(root: Storage, uri: &str, location: ManifestLocation) -> Result<Self> {
@@ -297,9 +321,10 @@ impl Dataset {
             let Some(tag) = name.strip_suffix(".json") else { continue };
             let s = dir.child(&name)?;
             let json = String::from_utf8_lossy(&s.read_all()?).into_owned();
-            let version = tag_version(&json)
-                .ok_or_else(|| Error::Corrupt { path: Some(s.display().to_string()), what: "tag file has no \"version\" number".into() })?;
-            out.push(TagInfo { name: tag.to_string(), version, json });
+            let corrupt = |what: String| Error::Corrupt { path: Some(s.display().to_string()), what };
+            let version = tag_version(&json).ok_or_else(|| corrupt("tag file has no \"version\" number".into()))?;
+            let branch = tag_branch(&json).map_err(corrupt)?;
+            out.push(TagInfo { name: tag.to_string(), version, branch, json });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

@@ -20,8 +20,10 @@
 //! * [`staged`]: distributed writes — workers stage fragments, one commit;
 //! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits);
 //! * [`optimize`]: compaction (plan, tasks, ReserveFragments + Rewrite);
-//!   [`cleanup`]: removing old versions and the files only they use.
+//!   [`cleanup`]: removing old versions and the files only they use;
+//! * [`branches`]: reading the branch records pylance writes.
 
+pub mod branches;
 pub mod cleanup;
 pub mod commit;
 pub mod conflict;
