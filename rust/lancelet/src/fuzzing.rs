@@ -516,22 +516,7 @@ pub fn sql_filter(data: &[u8]) {
 
 // ---------------------------------------------------------------- data files
 
-/// Which page layouts a data file must contain for a page-layout target to
-/// take it (others are passed over, so each target's corpus stays on its
-/// layout).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageKind {
-    /// 2.1+ mini-block pages without a dictionary.
-    MiniBlock,
-    /// 2.1+ mini-block pages with a dictionary.
-    Dictionary,
-    /// 2.1+ full-zip pages.
-    FullZip,
-    /// 2.1+ constant (all-null or single-value) pages.
-    Constant,
-    /// 2.1+ blob pages (values stored out of line).
-    Blob,
-}
+pub use crate::file::reader::PageKind;
 
 /// A 2.x or v0.1 data file: footer, offset tables, column metadata, schema,
 /// every page (2.0 encoding trees, 2.1/2.2 layouts), read whole (up to

@@ -10,6 +10,9 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod file;
+#[doc(hidden)]
+pub mod hashing;
+pub mod ids;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod index;
@@ -17,6 +20,7 @@ pub mod io;
 pub mod namespace;
 pub mod process;
 pub mod proto;
+pub mod system_columns;
 pub mod table;
 #[cfg(test)]
 pub(crate) mod testdata;

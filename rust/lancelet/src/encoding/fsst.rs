@@ -1047,7 +1047,7 @@ fn build_table(sample: &[&[u8]]) -> SymbolTable {
         };
         // A fast hasher (SipHash was a fifth of training); the order of the
         // map never shows: candidates are ranked by a total order below.
-        let mut gains: std::collections::HashMap<Candidate, u64, crate::file::write::cardinality::FastBuild> =
+        let mut gains: std::collections::HashMap<Candidate, u64, crate::hashing::FastBuild> =
             std::collections::HashMap::with_capacity_and_hasher(4096, Default::default());
         for code in 0..CODES {
             if count1[code] == 0 {

@@ -39,9 +39,9 @@
 pub mod array;
 mod coerce;
 mod eval;
+pub mod filter;
 pub mod functions;
-pub mod index;
-mod inlist;
+pub mod inlist;
 pub(crate) mod parse;
 pub(crate) mod plan;
 mod prune;
@@ -54,7 +54,8 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::Result;
 use crate::file::stats::{GroupStats, Pruned};
-use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
+use crate::system_columns::{ROW_ADDR, ROW_ID};
+pub use filter::RowFilter;
 
 pub use parse::MAX_DEPTH;
 pub use plan::{CmpOp, Expr, Kind};
@@ -108,9 +109,8 @@ impl RowFilter for SqlFilter {
         self.sql.clone()
     }
 
-    fn index_selection(&self, ds: &crate::table::Dataset) -> Result<Option<Arc<dyn crate::table::indexed::IndexSelection>>> {
-        let indices = crate::table::indexed::DatasetIndices::load(ds)?;
-        Ok(index::IndexedFilter::plan(&self.expr, &indices).map(|f| Arc::new(f) as _))
+    fn planned(&self) -> Option<&Expr> {
+        Some(&self.expr)
     }
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {

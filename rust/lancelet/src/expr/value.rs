@@ -21,7 +21,7 @@ use arrow_schema::{DataType, Field, Schema};
 use super::eval;
 use super::plan::{self, Expr, Kind};
 use crate::error::Result;
-use crate::table::scan::{ROW_ADDR, ROW_ID};
+use crate::system_columns::{ROW_ADDR, ROW_ID};
 
 /// A parsed, type-checked value expression.
 #[derive(Debug, Clone)]

@@ -284,8 +284,7 @@ impl FileReader {
     /// The layout of every page whose encoding decodes (2.1+ files; none
     /// for others): lets each page-layout fuzz target keep to its files.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub(crate) fn page_kinds(&self) -> Vec<crate::fuzzing::PageKind> {
-        use crate::fuzzing::PageKind;
+    pub(crate) fn page_kinds(&self) -> Vec<PageKind> {
         if self.version.traits().is_none_or(|t| t.family != PageFamily::Structural) {
             return Vec::new();
         }
@@ -704,4 +703,21 @@ pub(crate) fn page_encoding_any(page: &Page) -> Result<prost_types::Any> {
         Location::Indirect(_) => Err(Error::unsupported("deferred (indirect) page encodings")),
         Location::None(_) => Err(Error::corrupt("page with empty encoding")),
     }
+}
+
+/// The layout of a 2.1+ page, as the page-layout fuzz targets pick their
+/// files by it (`FileReader::page_kinds`).
+#[cfg(any(test, feature = "fuzzing"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageKind {
+    /// 2.1+ mini-block pages without a dictionary.
+    MiniBlock,
+    /// 2.1+ mini-block pages with a dictionary.
+    Dictionary,
+    /// 2.1+ full-zip pages.
+    FullZip,
+    /// 2.1+ constant (all-null or single-value) pages.
+    Constant,
+    /// 2.1+ blob pages (values stored out of line).
+    Blob,
 }

@@ -221,7 +221,7 @@ pub fn deferred_entry(previous: Option<&pb::IndexMetadata>, dir: &Storage, datas
             covered.insert(*id as u32);
         }
     }
-    let uuid = crate::table::transaction::new_uuid();
+    let uuid = crate::ids::new_uuid();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     Ok(pb::IndexMetadata {
         uuid: Some(pb::Uuid { uuid: super::meta::uuid_bytes(&uuid)? }),

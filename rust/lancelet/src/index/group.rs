@@ -19,7 +19,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, ScalarBuffer};
 use arrow_schema::{DataType, SortOptions};
 
 use crate::error::{Error, Result};
-use crate::table::ops::keys::FxMap;
+use crate::hashing::FxMap;
 
 const SORT: SortOptions = SortOptions { descending: false, nulls_first: true };
 

@@ -93,9 +93,9 @@ impl IndexInfo {
     }
 }
 
-/// The index section entries of a manifest file.
-pub fn read_indices(file: &crate::table::manifest::ManifestFile) -> Result<Vec<IndexInfo>> {
-    match file.index_section()? {
+/// The entries of a manifest's index section (none without one).
+pub fn infos_of(section: Option<&pb::IndexSection>) -> Result<Vec<IndexInfo>> {
+    match section {
         None => Ok(Vec::new()),
         Some(s) => s.indices.iter().map(IndexInfo::from_pb).collect(),
     }

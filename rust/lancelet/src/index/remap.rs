@@ -15,14 +15,7 @@ use bytes::Bytes;
 
 use super::rowset::RowSet;
 use super::{bitmap, btree, label_list, IndexKind, TrainingData};
-use super::meta::{uuid_bytes, uuid_string, INDICES_DIR};
-use crate::error::{Error, Result};
-use crate::proto::table as pb;
-use crate::table::dataset::Dataset;
-use crate::table::ops::index::index_file_version;
-use crate::table::optimize::remap::{IndexRemapper, RowAddressMap};
-use crate::table::transaction::new_uuid;
-use pb::transaction::RewrittenIndex;
+use crate::error::Result;
 use crate::file::{FileReader, FileVersion};
 use crate::io::Storage;
 
@@ -72,47 +65,6 @@ fn mapped(data: TrainingData, f: &dyn Fn(u64) -> Option<u64>) -> Result<Training
     Ok(TrainingData { values: Arc::new(values) as ArrayRef, ids: UInt64Array::from(ids) })
 }
 
-/// A compaction's rewrite of one index: when `index` holds row addresses
-/// (BTREE always; every kind on a dataset without stable row ids), its
-/// files are rewritten under a new uuid next to it with every address
-/// mapped by `moved` (`None`: not in a rewritten fragment, kept; `Some(None)`:
-/// deleted, dropped; `Some(Some(a))`: now at `a`), and the entry for
-/// `Rewrite.rewritten_indices` is returned. Indices holding stable row ids,
-/// system indices and kinds lancelet does not know give `None` (their
-/// files stay valid; the commit moves their fragment bitmaps).
-pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) -> Option<Option<u64>>) -> Result<Option<RewrittenIndex>> {
-    let Some(kind) = index.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url)) else {
-        return Ok(None);
-    };
-    if kind.keyed_by_row_id(ds.has_stable_row_ids()) {
-        return Ok(None);
-    }
-    let old = index.uuid.as_ref().ok_or_else(|| Error::corrupt(format!("index {:?} has no uuid", index.name)))?;
-    let src = ds.root().child(&format!("{INDICES_DIR}/{}", uuid_string(&old.uuid)))?;
-    let uuid = new_uuid();
-    let dst = ds.root().child(&format!("{INDICES_DIR}/{uuid}"))?;
-    let files = remap(kind, &src, &dst, index_file_version(ds)?, &|a| moved(a).unwrap_or(Some(a)))
-        .map_err(|e| e.context(format_args!("remapping index {:?} after a compaction", index.name)))?;
-    Ok(Some(RewrittenIndex {
-        old_id: Some(old.clone()),
-        new_id: Some(pb::Uuid { uuid: uuid_bytes(&uuid)? }),
-        new_index_details: index.index_details.clone(),
-        new_index_version: index.index_version.unwrap_or(0).max(0) as u32,
-        new_index_files: files.into_iter().map(|(path, size_bytes)| pb::IndexFile { path, size_bytes }).collect(),
-    }))
-}
-
-/// The compaction hook ([`crate::table::optimize::remap`]) for lancelet's
-/// scalar indices: [`remap_index`] with the compaction's address map.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ScalarIndexRemapper;
-
-impl IndexRemapper for ScalarIndexRemapper {
-    fn remap(&self, ds: &Dataset, index: &pb::IndexMetadata, map: &RowAddressMap) -> Result<Option<RewrittenIndex>> {
-        remap_index(ds, index, &|a| map.get(a))
-    }
-}
-
 /// Rewrite the `kind` index in `src` into `dst` (files of `version`) with
 /// every row address mapped by `f`; returns the files written.
 pub fn remap(kind: IndexKind, src: &Storage, dst: &Storage, version: FileVersion, f: &dyn Fn(u64) -> Option<u64>) -> Result<Vec<(String, u64)>> {
@@ -140,7 +92,7 @@ mod tests {
     use arrow_array::{Int32Array, StringArray};
 
     fn dir(tag: &str) -> Storage {
-        Storage::open(&format!("memory://remap-{tag}-{}/d", crate::table::transaction::new_uuid())).unwrap()
+        Storage::open(&format!("memory://remap-{tag}-{}/d", crate::ids::new_uuid())).unwrap()
     }
 
     /// Rows 0..n of fragment 0 move to fragment 5 without the odd ones.

@@ -16,7 +16,7 @@ use crate::file::FileVersion;
 use crate::io::Storage;
 
 fn store(name: &str) -> Storage {
-    let n = crate::table::transaction::new_uuid();
+    let n = crate::ids::new_uuid();
     Storage::open(&format!("memory://idx-{name}-{n}/dir")).unwrap()
 }
 

@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn ranges_whole_and_errors() {
-        let dir = std::env::temp_dir().join(format!("lancelet-local-{}", crate::table::transaction::new_uuid()));
+        let dir = std::env::temp_dir().join(format!("lancelet-local-{}", crate::ids::new_uuid()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("f");
         std::fs::write(&p, b"0123456789").unwrap();

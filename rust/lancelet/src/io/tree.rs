@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn local_tree_operations_stay_below_the_path() {
-        let tmp = std::env::temp_dir().join(format!("lancelet-tree-{}", crate::table::transaction::random_u64()));
+        let tmp = std::env::temp_dir().join(format!("lancelet-tree-{}", crate::ids::random_u64()));
         std::fs::create_dir_all(tmp.join("keep")).unwrap();
         let root = Storage::open(tmp.to_str().unwrap()).unwrap();
         let t = root.child("a#b.lance").unwrap();

@@ -176,11 +176,11 @@ mod tests {
     #[test]
     fn only_local_writes_are_sliced() {
         let data = Bytes::from(vec![7u8; 2 * LOCAL_WRITE_BYTES + 1]);
-        let dir = std::env::temp_dir().join(format!("lancelet-pieces-{}", crate::table::transaction::new_uuid()));
+        let dir = std::env::temp_dir().join(format!("lancelet-pieces-{}", crate::ids::new_uuid()));
         let local = Storage::open(dir.join("x").to_str().unwrap()).unwrap();
         let sizes: Vec<usize> = write_pieces(&local, data.clone()).map(|p| p.len()).collect();
         assert_eq!(sizes, vec![LOCAL_WRITE_BYTES, LOCAL_WRITE_BYTES, 1]);
-        let memory = Storage::open(&format!("memory://pieces{}/x", crate::table::transaction::new_uuid())).unwrap();
+        let memory = Storage::open(&format!("memory://pieces{}/x", crate::ids::new_uuid())).unwrap();
         assert_eq!(write_pieces(&memory, data).map(|p| p.len()).collect::<Vec<_>>(), vec![2 * LOCAL_WRITE_BYTES + 1]);
     }
 
@@ -189,7 +189,7 @@ mod tests {
     /// an existing object.
     #[test]
     fn large_whole_object_writes_arrive_intact() {
-        let dir = std::env::temp_dir().join(format!("lancelet-whole-{}", crate::table::transaction::new_uuid()));
+        let dir = std::env::temp_dir().join(format!("lancelet-whole-{}", crate::ids::new_uuid()));
         let data: Vec<u8> = (0..3 * LOCAL_WRITE_BYTES + 123).map(|j| (j * 13 + j / 7) as u8).collect();
         let a = Storage::open(dir.join("a.bin").to_str().unwrap()).unwrap();
         a.write_all(Bytes::from(data.clone())).unwrap();
@@ -210,7 +210,7 @@ mod tests {
     /// starts a multipart upload, reach the local file whole and in order.
     #[test]
     fn large_local_writes_arrive_intact() {
-        let dir = std::env::temp_dir().join(format!("lancelet-upload-{}", crate::table::transaction::new_uuid()));
+        let dir = std::env::temp_dir().join(format!("lancelet-upload-{}", crate::ids::new_uuid()));
         let path = dir.join("object.bin");
         let storage = Storage::open(path.to_str().unwrap()).unwrap();
         let mut expected = Vec::new();

@@ -95,7 +95,7 @@ fn invalid(what: impl Into<String>) -> NsError {
 /// Sleep a little before re-reading after a lost commit race.
 fn backoff(attempt: usize) {
     let base = 1u64 << attempt.min(6);
-    let ms = base + crate::table::transaction::random_u64() % (base * 2 + 3);
+    let ms = base + crate::ids::random_u64() % (base * 2 + 3);
     std::thread::sleep(std::time::Duration::from_millis(ms));
 }
 

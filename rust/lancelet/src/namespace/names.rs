@@ -98,7 +98,7 @@ pub fn v1_table_name(dir: &str) -> Option<&str> {
 /// random prefix spreads tables over object-store partitions and keeps a
 /// re-created table from meeting the remains of an earlier one.
 pub fn v2_table_dir(id: &[String]) -> String {
-    let hash = crate::table::transaction::random_u64() as u32;
+    let hash = crate::ids::random_u64() as u32;
     format!("{hash:08x}_{}", object_id(id))
 }
 

@@ -10,7 +10,7 @@ use super::catalog::{self, NewRow};
 use super::*;
 
 fn root(name: &str) -> String {
-    format!("memory://ns-{name}-{}/root", crate::table::transaction::random_u64())
+    format!("memory://ns-{name}-{}/root", crate::ids::random_u64())
 }
 
 fn ids(parts: &[&str]) -> Vec<String> {

@@ -113,7 +113,7 @@ pub fn transaction_of(root: &Storage, file: &ManifestFile) -> Result<Option<pb::
 
 fn sleep_jitter(attempt: usize) {
     let base = 2u64.saturating_pow(attempt.min(6) as u32);
-    let ms = base + crate::table::transaction::random_u64() % (base * 3 + 5);
+    let ms = base + crate::ids::random_u64() % (base * 3 + 5);
     std::thread::sleep(std::time::Duration::from_millis(ms));
 }
 

@@ -411,7 +411,7 @@ impl<'a> Rebase<'a> {
                 let d = pb::DeletionFile {
                     file_type: kind as i32,
                     read_version: latest.version,
-                    id: crate::table::transaction::random_u64(),
+                    id: crate::ids::random_u64(),
                     num_deleted_rows: merged.len(),
                     base_id: None,
                 };

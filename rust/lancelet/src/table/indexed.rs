@@ -18,7 +18,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::index::frag_reuse::{self, FragReuse};
-use crate::index::meta::{read_indices, IndexInfo, INDICES_DIR};
+use crate::index::meta::{IndexInfo, INDICES_DIR};
 use crate::index::rowset::{Part, RowSet};
 use crate::index::{IndexKind, IndexQuery, ScalarIndex};
 use crate::io::Storage;
@@ -147,7 +147,7 @@ impl DatasetIndices {
     /// Read the index section of `ds` and prepare every index lancelet can
     /// use: a known kind on one top-level column whose type it can take.
     pub fn load(ds: &Dataset) -> Result<Self> {
-        let infos = read_indices(ds.manifest_file())?;
+        let infos = ds.manifest_file().indices()?;
         if infos.is_empty() {
             return Ok(DatasetIndices::default());
         }

@@ -144,6 +144,11 @@ impl ManifestFile {
         };
         Ok(Some(pb::IndexSection::decode(section_at(&self.bytes, pos, "index section")?)?))
     }
+
+    /// The entries of the index section, described.
+    pub fn indices(&self) -> Result<Vec<crate::index::meta::IndexInfo>> {
+        crate::index::meta::infos_of(self.index_section()?.as_ref())
+    }
 }
 
 /// The length-prefixed section starting at `pos`.

@@ -34,6 +34,7 @@ pub mod evolve;
 pub mod explain;
 pub mod features;
 pub mod file_cache;
+pub mod filter_index;
 pub mod fragment;
 pub mod index_section;
 pub mod indexed;

@@ -31,56 +31,26 @@ use std::ops::Range;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::file::pieces::ColumnPieces;
 use crate::file::schema::LanceField;
-use crate::file::stats::{intersect, GroupStats, Pruned};
+use crate::file::stats::intersect;
 use crate::table::dataset::Dataset;
 use crate::table::fragment::FragmentReader;
 use crate::table::indexed::IndexSelection;
 use crate::table::rowids::RowIdSequence;
 use crate::table::select::{select, SelectInput};
 
-/// Name of the row id column.
-pub const ROW_ID: &str = "_rowid";
-/// Name of the row address column.
-pub const ROW_ADDR: &str = "_rowaddr";
+pub use crate::expr::filter::RowFilter;
+pub use crate::system_columns::{ROW_ADDR, ROW_ID};
 /// Default rows per batch.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
 /// Target size of one read unit, in bytes of the data files.
 pub const READ_UNIT_BYTES: u64 = 32 << 20;
-
-/// A row predicate evaluated batch by batch (the SQL filter engine plugs in
-/// here).
-pub trait RowFilter: Send + Sync + std::fmt::Debug {
-    /// Dataset columns the predicate reads.
-    fn columns(&self) -> Vec<String>;
-    /// True for rows to keep (nulls count as false).
-    fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray>;
-    /// What the statistics `stats(column)` of a fragment's files tell about
-    /// its physical rows `0..rows`: the rows that may match (the scan skips
-    /// the rest) and those that surely do (kept without evaluating).
-    /// Nothing unless a filter knows better.
-    fn prune(&self, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) -> Pruned {
-        let _ = stats;
-        Pruned::unknown(rows)
-    }
-    /// How the dataset's scalar indices answer (parts of) the predicate,
-    /// fragment by fragment ([`crate::table::indexed`]). Nothing unless a
-    /// filter knows better.
-    fn index_selection(&self, ds: &Dataset) -> Result<Option<Arc<dyn IndexSelection>>> {
-        let _ = ds;
-        Ok(None)
-    }
-    /// The predicate as text (for plans).
-    fn text(&self) -> String {
-        format!("{self:?}")
-    }
-}
 
 /// What to scan.
 #[derive(Debug, Clone, Default)]
@@ -223,7 +193,7 @@ impl Scanner {
         }
         let schema = Arc::new(Schema::new(fields).with_metadata(ds.lance_schema().metadata.clone()));
         let index = match &opts.filter {
-            Some(f) if !opts.disable_scalar_index => f.index_selection(&ds)?,
+            Some(f) if !opts.disable_scalar_index => crate::table::filter_index::index_selection(&ds, f.as_ref())?,
             _ => None,
         };
         Ok(Scanner { ds, opts, read_fields, num_projected, filter_row_cols, schema, index })

@@ -268,7 +268,7 @@ pub fn remove_staged_files(uri: &str, options: &StorageOptions, name_prefix: &st
 mod tests {
     use super::*;
     use crate::table::scan::{ScanOptions, Scanner};
-    use crate::table::transaction::random_u64;
+    use crate::ids::random_u64;
     use arrow_array::{Array, Int64Array};
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;

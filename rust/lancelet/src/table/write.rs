@@ -569,7 +569,7 @@ pub fn restore(ds: &Dataset) -> Result<Dataset> {
 mod tests {
     use super::*;
     use crate::table::scan::{ScanOptions, Scanner};
-    use crate::table::transaction::random_u64;
+    use crate::ids::random_u64;
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
 

@@ -8,60 +8,8 @@
 //! build the exact dictionary. [`FastHasher`] is also the hasher of that
 //! exact dictionary (SipHash was most of its time).
 
-use std::hash::{BuildHasherDefault, Hasher};
-
-const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// The murmur3 64-bit finalizer: spreads every input bit over the output.
-#[inline]
-fn fmix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
-/// A fast, non-cryptographic 64-bit hash of a byte string (not DoS
-/// resistant; the inputs are the caller's own data).
-#[inline]
-pub fn hash_bytes(b: &[u8]) -> u64 {
-    let mut h = (b.len() as u64).wrapping_mul(K);
-    let mut words = b.chunks_exact(8);
-    for w in &mut words {
-        let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        h = (h ^ v).wrapping_mul(K).rotate_left(29);
-    }
-    let rest = words.remainder();
-    if !rest.is_empty() {
-        let mut t = [0u8; 8];
-        t[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(t)).wrapping_mul(K).rotate_left(29);
-    }
-    fmix(h)
-}
-
-/// A `Hasher` built on [`hash_bytes`] for hash maps keyed by byte slices.
-#[derive(Default, Clone, Copy)]
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = fmix(self.0 ^ hash_bytes(bytes));
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.0 = (self.0 ^ i as u64).wrapping_mul(K);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// `BuildHasher` for [`FastHasher`].
-pub type FastBuild = BuildHasherDefault<FastHasher>;
+use crate::hashing::{fmix, hash_bytes, K};
+pub use crate::hashing::FastBuild;
 
 /// Registers of the sketch: 2^12 gives a standard error of about 1.6 %.
 const P: u32 = 12;

@@ -25,7 +25,8 @@ use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
 use crate::table::scan::{RowFilter, ScanOptions, Scanner};
-use crate::table::transaction::{new_transaction, random_u64};
+use crate::ids::random_u64;
+use crate::table::transaction::new_transaction;
 use crate::table::write::encode_deletions;
 
 use pb::transaction::Operation;

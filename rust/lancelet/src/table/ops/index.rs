@@ -20,14 +20,15 @@ use arrow_array::{Array, ArrayRef, UInt64Array};
 
 use crate::error::{Error, Result};
 use crate::file::FileVersion;
-use crate::index::meta::{new_metadata, read_indices, IndexInfo, INDICES_DIR};
+use crate::index::meta::{new_metadata, IndexInfo, INDICES_DIR};
 use crate::index::{IndexKind, TrainingData};
 use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::ops::{report, Progress};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
-use crate::table::transaction::{new_transaction, new_uuid};
+use crate::ids::new_uuid;
+use crate::table::transaction::new_transaction;
 use crate::table::write::dataset_file_version;
 
 use pb::transaction::Operation;
@@ -153,7 +154,7 @@ pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, na
     if name.starts_with("__") {
         return Err(Error::invalid_input(format!("index names starting with \"__\" are reserved for system indices ({name:?})")));
     }
-    let existing: Vec<IndexInfo> = read_indices(ds.manifest_file())?.into_iter().filter(|i| i.name() == name).collect();
+    let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
     if !existing.is_empty() && !replace {
         return Err(Error::AlreadyExists {
             what: format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri()),
@@ -165,7 +166,7 @@ pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, na
 
 /// `Dataset.drop_index(name)`: remove every segment named `name`.
 pub fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
-    let removed: Vec<pb::IndexMetadata> = read_indices(ds.manifest_file())?.into_iter().filter(|i| i.name() == name).map(|i| i.pb).collect();
+    let removed: Vec<pb::IndexMetadata> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).map(|i| i.pb).collect();
     if removed.is_empty() {
         return Err(Error::NotFound { what: format!("index {name:?} in dataset {} (version {})", ds.uri(), ds.version()) });
     }
@@ -177,7 +178,7 @@ pub fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
 /// one new segment covering all of them, replacing the old ones. Returns
 /// the new version, or `ds` reopened when nothing needed doing.
 pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Result<Dataset> {
-    let infos = read_indices(ds.manifest_file())?;
+    let infos = ds.manifest_file().indices()?;
     if let Some(names) = index_names {
         for n in names {
             if !infos.iter().any(|i| i.name() == n) {
@@ -258,7 +259,7 @@ pub struct IndexListing {
 
 /// Every index entry of `ds` (segments separately), in manifest order.
 pub fn list_indices(ds: &Dataset) -> Result<Vec<IndexListing>> {
-    let infos = read_indices(ds.manifest_file())?;
+    let infos = ds.manifest_file().indices()?;
     let usable = crate::table::indexed::DatasetIndices::load(ds)?;
     let mut out = Vec::new();
     for info in infos {

@@ -23,45 +23,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 
 use crate::error::{Error, Result};
-
-/// FxHash: a fast multiplicative hash (keys are not adversarial).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 56));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.add(v);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.add(v as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(SEED);
-    }
-}
-
-/// A hash map with [`FxHasher`].
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+use crate::hashing::SEED;
 
 /// Hashes one `u64` key: a folded 128-bit multiply, so keys that differ
 /// only in their high bits (multiples of a power of two) still spread over
@@ -232,6 +194,7 @@ impl Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hashing::FxMap;
     use arrow_array::{Int32Array, StringArray};
     use std::sync::Arc;
 

@@ -98,7 +98,7 @@ pub fn run_with_retries<T>(
 /// Wait a little (growing, randomized) before re-running, within the timeout.
 fn backoff(rerun: u32, start: Instant, timeout: Duration) {
     let base = 2u64.saturating_pow(rerun.min(8));
-    let ms = base * 5 + crate::table::transaction::random_u64() % (base * 5 + 1);
+    let ms = base * 5 + crate::ids::random_u64() % (base * 5 + 1);
     let left = timeout.saturating_sub(start.elapsed());
     std::thread::sleep(Duration::from_millis(ms).min(left));
 }

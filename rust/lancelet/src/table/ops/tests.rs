@@ -17,7 +17,7 @@ use crate::table::commit::{transaction_of, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::scan::{ScanOptions, Scanner};
-use crate::table::transaction::random_u64;
+use crate::ids::random_u64;
 use crate::table::write::{write_dataset, WriteParams};
 
 use pb::transaction::Operation;

@@ -30,7 +30,7 @@ use crate::table::transaction::new_transaction;
 use super::apply::check_compaction;
 use super::execute::{CompactionMetrics, RewriteResult};
 use super::plan::CompactionOptions;
-use super::remap::{index_remapper, IndexRemapper, RowAddressMap};
+use super::remap::{IndexRemapper, RowAddressMap};
 use crate::table::ops::Progress;
 
 use pb::transaction::Operation;
@@ -230,10 +230,10 @@ fn commit_inner(
     }
 
     let old_ds = ds.checkout(VersionRef::Number(read_version))?;
-    let (rewritten_indices, frag_reuse) = match index_remapper() {
-        _ if options.defer_index_remap => (Vec::new(), deferred_reuse(&old_ds, &groups, reserved_at)?),
-        Some(r) => (remap_indices(&old_ds, &groups, r.as_ref())?, None),
-        None => (Vec::new(), None),
+    let (rewritten_indices, frag_reuse) = if options.defer_index_remap {
+        (Vec::new(), deferred_reuse(&old_ds, &groups, reserved_at)?)
+    } else {
+        (remap_indices(&old_ds, &groups, options.index_remapper.as_ref())?, None)
     };
     let version = commit_with_frag_reuse(ds.root(), &rewrite(groups, rewritten_indices), &opts, frag_reuse.as_ref())?;
     Ok((version, metrics))

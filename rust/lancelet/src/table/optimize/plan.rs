@@ -22,6 +22,7 @@
 //!    near-equal size, the larger ones first ([`output_sizes`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
@@ -29,9 +30,10 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::dataset::{Dataset, VersionRef};
+use super::remap::{IndexRemapper, ScalarIndexRemapper};
 
 /// Options of a compaction (pylance's names and defaults).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CompactionOptions {
     /// Fragments with fewer physical rows are candidates; outputs aim at
     /// this many rows.
@@ -48,6 +50,9 @@ pub struct CompactionOptions {
     pub num_threads: Option<usize>,
     /// Rows per batch read from the old fragments.
     pub batch_size: Option<usize>,
+    /// Rewrites the indices of the rewritten fragments for their new row
+    /// addresses (unless `defer_index_remap`).
+    pub index_remapper: Arc<dyn IndexRemapper>,
 }
 
 impl Default for CompactionOptions {
@@ -60,6 +65,7 @@ impl Default for CompactionOptions {
             defer_index_remap: false,
             num_threads: None,
             batch_size: None,
+            index_remapper: Arc::new(ScalarIndexRemapper),
         }
     }
 }

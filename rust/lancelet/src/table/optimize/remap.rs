@@ -8,24 +8,30 @@
 //! row counts and ids: the rewrite keeps row order, so the k-th live row of
 //! a group's old fragments is the k-th row of its new fragments.
 //!
-//! An index implementation plugs in with [`register_index_remapper`]: for
+//! An index implementation plugs in through
+//! `CompactionOptions::index_remapper` (by default [`ScalarIndexRemapper`]): for
 //! every index whose fragment bitmap covers rewritten fragments, the commit
 //! asks the remapper for a rewritten copy (new uuid, files and details;
 //! it goes into `Rewrite.rewritten_indices`, and the commit moves the
 //! index's fragment bitmap from the old fragments to the new ones). An
-//! index the remapper does not rewrite (or every index, when none is
-//! registered) keeps its bitmap, so the new fragments count as unindexed
+//! index the remapper does not rewrite keeps its bitmap, so the new fragments count as unindexed
 //! and readers scan them, as pylance 14 does for a rewrite without
 //! remapped indices.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ids::new_uuid;
 use crate::index::frag_reuse::FragReuse;
+use crate::index::meta::{uuid_bytes, uuid_string, INDICES_DIR};
+use crate::index::remap::remap;
+use crate::index::IndexKind;
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
+use crate::table::ops::index::index_file_version;
+use pb::transaction::RewrittenIndex;
 
 /// Old row addresses of one rewrite group and where they went.
 #[derive(Debug, Clone)]
@@ -132,25 +138,54 @@ fn locate(new: &[(u64, u64)], mut k: u64) -> Option<u64> {
 }
 
 /// Rewrites an index for new row addresses (implemented by the index code).
-pub trait IndexRemapper: Send + Sync {
+pub trait IndexRemapper: Send + Sync + std::fmt::Debug {
     /// A remapped copy of `index` (written next to it), or `None` to leave
     /// it as it is (its new fragments then read as unindexed).
     fn remap(&self, ds: &Dataset, index: &pb::IndexMetadata, map: &RowAddressMap) -> Result<Option<pb::transaction::RewrittenIndex>>;
 }
 
-static REMAPPER: RwLock<Option<Arc<dyn IndexRemapper>>> = RwLock::new(None);
-
-/// Install the remapper every compaction commit uses from now on.
-pub fn register_index_remapper(remapper: Arc<dyn IndexRemapper>) {
-    *REMAPPER.write().unwrap_or_else(|e| e.into_inner()) = Some(remapper);
+/// A compaction's rewrite of one index: when `index` holds row addresses
+/// (BTREE always; every kind on a dataset without stable row ids), its
+/// files are rewritten under a new uuid next to it with every address
+/// mapped by `moved` (`None`: not in a rewritten fragment, kept; `Some(None)`:
+/// deleted, dropped; `Some(Some(a))`: now at `a`), and the entry for
+/// `Rewrite.rewritten_indices` is returned. Indices holding stable row ids,
+/// system indices and kinds lancelet does not know give `None` (their
+/// files stay valid; the commit moves their fragment bitmaps).
+pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) -> Option<Option<u64>>) -> Result<Option<RewrittenIndex>> {
+    let Some(kind) = index.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url)) else {
+        return Ok(None);
+    };
+    if kind.keyed_by_row_id(ds.has_stable_row_ids()) {
+        return Ok(None);
+    }
+    let old = index.uuid.as_ref().ok_or_else(|| Error::corrupt(format!("index {:?} has no uuid", index.name)))?;
+    let src = ds.root().child(&format!("{INDICES_DIR}/{}", uuid_string(&old.uuid)))?;
+    let uuid = new_uuid();
+    let dst = ds.root().child(&format!("{INDICES_DIR}/{uuid}"))?;
+    let files = remap(kind, &src, &dst, index_file_version(ds)?, &|a| moved(a).unwrap_or(Some(a)))
+        .map_err(|e| e.context(format_args!("remapping index {:?} after a compaction", index.name)))?;
+    Ok(Some(RewrittenIndex {
+        old_id: Some(old.clone()),
+        new_id: Some(pb::Uuid { uuid: uuid_bytes(&uuid)? }),
+        new_index_details: index.index_details.clone(),
+        new_index_version: index.index_version.unwrap_or(0).max(0) as u32,
+        new_index_files: files.into_iter().map(|(path, size_bytes)| pb::IndexFile { path, size_bytes }).collect(),
+    }))
 }
 
-/// The installed remapper, else lancelet's scalar index remapper
-/// ([`crate::index::remap::ScalarIndexRemapper`]).
-pub fn index_remapper() -> Option<Arc<dyn IndexRemapper>> {
-    let installed = REMAPPER.read().unwrap_or_else(|e| e.into_inner()).clone();
-    Some(installed.unwrap_or_else(|| Arc::new(crate::index::remap::ScalarIndexRemapper)))
+/// The compaction hook for lancelet's scalar indices: [`remap_index`]
+/// with the compaction's address map (the default of
+/// `CompactionOptions::index_remapper`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScalarIndexRemapper;
+
+impl IndexRemapper for ScalarIndexRemapper {
+    fn remap(&self, ds: &Dataset, index: &pb::IndexMetadata, map: &RowAddressMap) -> Result<Option<RewrittenIndex>> {
+        remap_index(ds, index, &|a| map.get(a))
+    }
 }
+
 
 #[cfg(test)]
 mod tests {

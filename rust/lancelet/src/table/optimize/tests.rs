@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::table::commit::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::scan::{ScanOptions, Scanner};
-use crate::table::transaction::random_u64;
+use crate::ids::random_u64;
 use crate::table::ops::{delete::delete, retry::RetryPolicy};
 use crate::table::write::{insert, write_dataset, WriteParams};
 

@@ -25,15 +25,15 @@ use std::sync::{Arc, Mutex};
 use arrow_array::{Array, ArrayRef};
 use roaring::RoaringBitmap;
 
-use super::array::ArrayFunc;
-use super::inlist::InSet;
-use super::plan::{CmpOp, Expr, Kind};
 use crate::error::Result;
+use crate::expr::array::ArrayFunc;
+use crate::expr::inlist::InSet;
+use crate::expr::{CmpOp, Expr, Kind, RowFilter};
 use crate::file::stats::Pruned;
 use crate::index::rowset::RowSet;
 use crate::index::{IndexQuery, RangeEnd};
 use crate::table::dataset::Dataset;
-use crate::table::indexed::{DatasetIndices, UsableIndex};
+use crate::table::indexed::{DatasetIndices, IndexSelection, UsableIndex};
 
 /// IN lists of more than this many values stay one query in plans (as
 /// DataFusion rewrites shorter ones into ORs).
@@ -352,7 +352,7 @@ impl Builder<'_> {
 }
 
 fn array_elem(dt: &arrow_schema::DataType) -> Option<&arrow_schema::DataType> {
-    super::array::element_type(dt)
+    crate::expr::array::element_type(dt)
 }
 
 impl IndexedFilter {
@@ -477,7 +477,7 @@ fn ranges(b: &RoaringBitmap) -> Vec<std::ops::Range<u64>> {
 }
 
 
-impl crate::table::indexed::IndexSelection for IndexedFilter {
+impl IndexSelection for IndexedFilter {
     fn select(&self, ds: &Dataset, i: usize) -> Result<Option<Pruned>> {
         IndexedFilter::select(self, ds, i)
     }
@@ -490,4 +490,13 @@ impl crate::table::indexed::IndexSelection for IndexedFilter {
     fn covers(&self, id: u64) -> bool {
         IndexedFilter::covers(self, id)
     }
+}
+
+/// How the dataset's scalar indices answer (parts of) `filter`, fragment by
+/// fragment; `None` when no index helps (or the filter is no SQL
+/// expression).
+pub fn index_selection(ds: &Dataset, filter: &dyn RowFilter) -> Result<Option<Arc<dyn IndexSelection>>> {
+    let Some(expr) = filter.planned() else { return Ok(None) };
+    let indices = DatasetIndices::load(ds)?;
+    Ok(IndexedFilter::plan(expr, &indices).map(|f| Arc::new(f) as _))
 }
