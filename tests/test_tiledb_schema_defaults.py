@@ -205,10 +205,10 @@ ATTR_CASES = _attr_cases()
 def test_attribute_defaults_match_tiledb(tmp_path, case, nullable):
     """Every datatype x fixed / n values / var x nullable, in a dense and a
     sparse array with every other argument left out."""
-    name, t_kw, l_kws = case
+    _, t_kw, l_kws = case
     for sparse in (False, True):
         for i, l_kw in enumerate(l_kws):
-            def build(lib, l_kw=l_kw):
+            def build(lib, l_kw=l_kw, sparse=sparse):
                 kw = t_kw if lib is tiledb else l_kw
                 dim = lib.Dim(name="d", domain=(0, 99), dtype=np.int64)
                 return lib.ArraySchema(domain=lib.Domain(dim), sparse=sparse,
@@ -260,12 +260,12 @@ def test_dimension_defaults_match_tiledb(tmp_path, case, with_tile):
     """Every dimension datatype, with and without a tile extent (TileDB
     gives a dimension without one its whole domain, in sparse arrays too),
     next to a dimension with filters of its own."""
-    name, t_kw, l_kws, tile, sparse_only = case
+    _, t_kw, l_kws, tile, sparse_only = case
     if with_tile and tile is None:
         pytest.skip("string dimensions have no tile extent")
     for sparse in ((True,) if sparse_only else (False, True)):
         for i, l_kw in enumerate(l_kws):
-            def build(lib, l_kw=l_kw):
+            def build(lib, l_kw=l_kw, sparse=sparse):
                 kw = dict(t_kw if lib is tiledb else l_kw)
                 x = lib.Dim(name="x", **(dict(kw, tile=tile) if with_tile else kw))
                 # Dense arrays need one type for every dimension.
@@ -311,12 +311,12 @@ ARRAY_CASES = [
 
 @pytest.mark.parametrize("case", ARRAY_CASES, ids=[c[0] for c in ARRAY_CASES])
 def test_array_defaults_match_tiledb(tmp_path, case):
-    name, kw = case
+    _, kw = case
     for sparse in (False, True):
         if sparse is False and "allows_duplicates" in kw:
             continue
 
-        def build(lib):
+        def build(lib, sparse=sparse):
             args = {k: ([getattr(lib, f)() for f in v] if k.endswith("filters") else v) for k, v in kw.items()}
             dims = [lib.Dim(name="x", domain=(0, 99), tile=10, dtype=np.int64),
                     lib.Dim(name="y", domain=(1, 4), dtype=np.int64, filters=[lib.ByteShuffleFilter()])]
