@@ -689,10 +689,13 @@ def test_create_array_schema_equals_tiledb_py(tmp_path, k):
         p.relative_to(theirs).as_posix() for p in Path(theirs).rglob("*") if p.is_dir())
     (name,) = [p.name for p in (Path(ours) / "__schema").iterdir() if p.is_file()]
     assert name.startswith("__123_123_") and len(name.split("_")[-1]) == 32
-    # A schema lancelet reads back creates the same array again.
-    again = str(tmp_path / "again")
+    # A schema read back creates the array again as tiledb-py's loaded
+    # schema does (dimensions stored without filters now carry the
+    # coordinate filters they were loaded with).
+    again, again_t = str(tmp_path / "again"), str(tmp_path / "again_t")
     lt.create_array(again, lt.open_array(ours).schema)
-    assert schema_bytes(again) == schema_bytes(ours)
+    tiledb.Array.create(again_t, tiledb.ArraySchema.load(theirs))
+    assert schema_bytes(again) == schema_bytes(again_t)
 
 
 def test_create_array_errors(tmp_path):

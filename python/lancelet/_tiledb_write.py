@@ -139,20 +139,20 @@ def _values(name: str, vals: Any) -> bytes:
 _UNIT_OF = {"DATETIME_SEC": "s", "DATETIME_MS": "ms", "DATETIME_US": "us", "DATETIME_NS": "ns"}
 
 
-def _default_fill(name: str, n: Optional[int]) -> bytes:
-    if name in ("STRING_ASCII", "STRING_UTF8", "BLOB") or (name == "CHAR" and n is None):
-        return b"\x00"
-    if name == "CHAR":
-        return b"\x80" * n
-    if name == "BOOL":
-        one = b"\x00"
-    elif name.startswith("FLOAT"):
-        one = np.array([np.nan], dtype=_NP_TYPES[name]).tobytes()
-    elif name.startswith("UINT"):
-        one = np.array([np.iinfo(_NP_TYPES[name]).max], dtype=_NP_TYPES[name]).tobytes()
-    else:
-        one = np.array([np.iinfo(_NP_TYPES[name]).min], dtype=_NP_TYPES[name]).tobytes()
-    return one * (n or 1)
+def _fill_bytes(name: str, n: Optional[int], fill: Any) -> bytes:
+    """An explicit fill value as stored, shaped as tiledb-py shapes it
+    (through a numpy array of the attribute's dtype): a byte string is
+    padded with zeros or cut to a fixed cell (an empty one of a var cell is
+    one zero byte); one number fills every value of a fixed cell."""
+    if name in ("STRING_ASCII", "STRING_UTF8", "CHAR", "BLOB"):
+        b = _values(name, list(fill) if isinstance(fill, (list, tuple)) else [fill])
+        if n is None:
+            return b or b"\x00"
+        return b[:n].ljust(n, b"\x00")
+    vals = list(fill) if isinstance(fill, (list, tuple, np.ndarray)) else [fill]
+    if n is not None and n > 1 and len(vals) == 1:
+        vals = vals * n
+    return _values(name, vals)
 
 
 def _filter_dict(f: Any) -> dict:
@@ -195,33 +195,32 @@ def _schema_dict(schema: Any) -> dict:
             else:
                 raise InvalidInputError(f"dimension {d.name}: var-sized {name} dimensions are not supported")
         domain = None
-        tile = None
+        tile = None  # None: the whole domain, as TileDB (set in the core)
         if not var:
             if d.domain is None or len(d.domain) != 2 or d.domain[0] is None:
                 raise InvalidInputError(f"dimension {d.name} needs a domain (lo, hi)")
             domain = (_values(name, [d.domain[0]]), _values(name, [d.domain[1]]))
             if d.tile is not None:
                 tile = _values(name, [d.tile])
-            elif not schema.sparse:
-                lo, hi = (np.frombuffer(b, dtype=_NP_TYPES[name])[0] for b in domain)
-                tile = _values(name, [int(hi) - int(lo) + 1])
         dims.append({"name": d.name, "dtype": name, "var": var, "domain": domain, "tile": tile,
                      "filters": coords if coords is not None and not from_array else _filters(d.filters, [])})
     attrs = []
     for a in schema.attrs:
         name, n = _declared_type(a)
-        if getattr(a, "var", False) and n == 1:
+        var = getattr(a, "var", None)
+        # tiledb-py's var: True makes any type var-sized; None (the
+        # default) leaves strings, "blob" and bytes var-sized; False makes
+        # "blob" one byte a cell (strings and bytes stay var-sized).
+        if var:
             n = None
-        if name in ("STRING_ASCII", "STRING_UTF8", "BLOB") and n == 1 and not getattr(a, "tiledb_type", ""):
+        elif name in ("STRING_ASCII", "STRING_UTF8", "BLOB") and n == 1 and not getattr(a, "tiledb_type", ""):
             n = None
+        elif var is False and name == "BLOB" and n is None:
+            n = 1
         if getattr(a, "tiledb_type", ""):  # read back from an array: as stored
             n = getattr(a, "cell_val_num", 1)
-        if a.fill is None:
-            fill = _default_fill(name, n)
-        elif isinstance(a.fill, (list, tuple)):
-            fill = _values(name, list(a.fill))
-        else:
-            fill = _values(name, [a.fill])
+        # None: TileDB's default, set by the core (Attribute::default_fill).
+        fill = None if a.fill is None else _fill_bytes(name, n, a.fill)
         attrs.append({"name": a.name, "dtype": name, "cell_val_num": n, "fill": fill,
                       "nullable": bool(a.nullable), "filters": _filters(a.filters, [])})
     return {
@@ -256,7 +255,8 @@ def create_array(uri: str, schema: Any, *, timestamp: Optional[int] = None,
     """Create an empty TileDB array at ``uri`` with ``schema`` (a
     :class:`lancelet.tiledb.ArraySchema`); defaults as tiledb-py's (capacity
     10000, coords and offsets ``ZstdFilter(-1)``, validity ``RleFilter(-1)``,
-    TileDB's fill values). Hilbert order raises ``UnsupportedError``."""
+    TileDB's fill values, a dimension without a tile extent tiled by its
+    whole domain). Hilbert order raises ``UnsupportedError``."""
     _native.tiledb_create_array(str(uri), _schema_dict(schema), _timestamp(timestamp), _opts(storage_options))
 
 

@@ -102,14 +102,20 @@ class DoubleDeltaFilter(DeltaFilter):
 
 
 class BitWidthReductionFilter(Filter):
+    """``window`` in bytes; TileDB's default 256, as tiledb-py reports it
+    (-1 also means the default)."""
+
     _fields = ("window",)
 
-    def __init__(self, window: int = -1) -> None:
+    def __init__(self, window: int = 256) -> None:
         self.window = window
 
 
 class PositiveDeltaFilter(BitWidthReductionFilter):
-    pass
+    """``window`` in bytes; TileDB's default 1024 (-1 also means it)."""
+
+    def __init__(self, window: int = 1024) -> None:
+        self.window = window
 
 
 class FloatScaleFilter(Filter):
@@ -184,12 +190,15 @@ class Dim:
 
 @dataclass
 class Attr:
-    """An attribute."""
+    """An attribute. ``fill`` None is TileDB's default fill value; ``var``
+    as tiledb-py's: True makes any type var-sized, None (the default)
+    leaves strings, bytes and "blob" var-sized, False makes "blob" fixed.
+    Read back from an array, ``var`` is whether it is var-sized."""
 
     name: str
     dtype: Any = pa.float64()
     fill: Any = None
-    var: bool = False
+    var: Optional[bool] = None
     nullable: bool = False
     filters: list = field(default_factory=list)
     tiledb_type: str = ""

@@ -137,6 +137,7 @@ fn schema_from_py(d: &Bound<'_, PyDict>) -> PyResult<ArraySchema> {
             datatype: datatype_by_name(&get::<String>(x, "dtype")?)?,
             cell_val_num: cvn.unwrap_or(VAR_NUM),
             filters: pipeline_from_py(&x.get_item("filters")?.ok_or_else(|| invalid("attribute lacks filters".into()))?)?,
+            // None (empty): TileDB's default, filled in by `set_defaults`.
             fill: opt_bytes(x.get_item("fill")?)?.unwrap_or_default(),
             nullable: get(x, "nullable")?,
             fill_valid: false,
@@ -168,10 +169,11 @@ fn tiledb_create_array(py: Python<'_>, uri: String, schema: &Bound<'_, PyDict>, 
 }
 
 /// The serialized schema (the generic tile's content) a description
-/// gives: tests compare it with tiledb-py's bytes.
+/// gives, with TileDB's defaults filled in as `create_array` does.
 #[pyfunction]
 fn tiledb_schema_bytes<'py>(py: Python<'py>, schema: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyBytes>> {
-    let s = schema_from_py(schema)?;
+    let mut s = schema_from_py(schema)?;
+    s.set_defaults().py_err()?;
     Ok(PyBytes::new(py, &write::encode::serialize_schema(&s)))
 }
 

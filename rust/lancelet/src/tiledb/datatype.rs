@@ -149,6 +149,28 @@ impl Datatype {
         matches!(self, Datatype::Char | Datatype::StringAscii | Datatype::StringUtf8 | Datatype::Blob)
     }
 
+    /// TileDB's default fill value for one value of the type (its
+    /// `constants::fill_value`): the minimum of signed integers, datetimes
+    /// and times, the maximum of unsigned integers, a quiet NaN, `0x80`
+    /// (`CHAR_MIN`) for CHAR, zeros for strings, BLOB and BOOL.
+    pub fn fill_value(self) -> Vec<u8> {
+        use Datatype::*;
+        let w = self.size();
+        match self {
+            Float32 => f32::NAN.to_le_bytes().to_vec(),
+            Float64 => f64::NAN.to_le_bytes().to_vec(),
+            Char => vec![0x80],
+            UInt8 | UInt16 | UInt32 | UInt64 => vec![0xff; w],
+            // Two's complement minimum: only the top bit set.
+            _ if self.is_signed() => {
+                let mut v = vec![0; w];
+                v[w - 1] = 0x80;
+                v
+            }
+            _ => vec![0; w],
+        }
+    }
+
     /// The Arrow type of one value (before var/fixed-list wrapping);
     /// `Unsupported` for types lancelet does not map.
     pub fn arrow_value_type(self) -> Result<DataType> {
@@ -184,5 +206,25 @@ mod tests {
             assert_eq!(t.code(), c);
         }
         assert!(Datatype::from_code(200).is_err());
+    }
+
+    #[test]
+    fn fill_values_are_tiledbs() {
+        use Datatype::*;
+        assert_eq!(Int8.fill_value(), i8::MIN.to_le_bytes());
+        assert_eq!(Int16.fill_value(), i16::MIN.to_le_bytes());
+        assert_eq!(Int32.fill_value(), i32::MIN.to_le_bytes());
+        assert_eq!(Int64.fill_value(), i64::MIN.to_le_bytes());
+        assert_eq!(Datetime(TimeUnit::Nanosecond).fill_value(), i64::MIN.to_le_bytes());
+        assert_eq!(UInt8.fill_value(), u8::MAX.to_le_bytes());
+        assert_eq!(UInt16.fill_value(), u16::MAX.to_le_bytes());
+        assert_eq!(UInt32.fill_value(), u32::MAX.to_le_bytes());
+        assert_eq!(UInt64.fill_value(), u64::MAX.to_le_bytes());
+        assert!(f32::from_le_bytes(Float32.fill_value().try_into().unwrap()).is_nan());
+        assert!(f64::from_le_bytes(Float64.fill_value().try_into().unwrap()).is_nan());
+        assert_eq!(Char.fill_value(), [0x80]);
+        for t in [StringAscii, StringUtf8, Blob, Bool] {
+            assert_eq!(t.fill_value(), [0]);
+        }
     }
 }

@@ -62,7 +62,9 @@ pub struct Dimension {
     pub name: String,
     pub datatype: Datatype,
     pub cell_val_num: u32,
-    /// Filters of the coordinate tiles (the coords filters if empty).
+    /// Filters of the coordinate tiles. A parsed schema holds the coords
+    /// filters here when none were stored, as TileDB loads it; a schema
+    /// being created may leave it empty (see [`ArraySchema::dim_filters`]).
     pub filters: FilterPipeline,
     /// Domain bounds as stored (empty for var-sized dimensions).
     pub domain: Option<(Vec<u8>, Vec<u8>)>,
@@ -83,6 +85,42 @@ impl Dimension {
     /// Integer tile extent.
     pub fn int_extent(&self) -> Option<i128> {
         int_value(self.datatype, self.tile_extent.as_ref()?)
+    }
+
+    /// The tile extent TileDB gives a dimension created without one: its
+    /// whole domain, `hi - lo + 1` for integers and datetimes, `hi - lo`
+    /// (in the dimension's type) for floats; None without a domain (string
+    /// dimensions). An integer range that does not fit the type is
+    /// `InvalidInputError`: TileDB refuses the type's full range and wraps
+    /// the others into an extent (int8 -100..100 gets -55) its own dense
+    /// writes then fail on.
+    pub fn default_tile_extent(&self) -> Result<Option<Vec<u8>>> {
+        let Some((lo, hi)) = &self.domain else { return Ok(None) };
+        if let Some((l, h)) = self.int_domain() {
+            let w = self.datatype.size();
+            let bits = 8 * w as u32 - u32::from(self.datatype.is_signed());
+            let e = h - l + 1;
+            if e <= 0 || e > (1i128 << bits) - 1 {
+                return Err(Error::invalid_input(format!(
+                    "dimension {}: its domain [{l}, {h}] holds more values than {} can count, so it has no \
+                     default tile extent; give one",
+                    self.name,
+                    self.datatype.name()
+                )));
+            }
+            return Ok(Some(e.to_le_bytes()[..w].to_vec()));
+        }
+        Ok(match self.datatype {
+            Datatype::Float32 => {
+                let (l, h) = (f32::from_le_bytes(lo[..4].try_into().unwrap()), f32::from_le_bytes(hi[..4].try_into().unwrap()));
+                Some((h - l).to_le_bytes().to_vec())
+            }
+            Datatype::Float64 => {
+                let (l, h) = (f64::from_le_bytes(lo[..8].try_into().unwrap()), f64::from_le_bytes(hi[..8].try_into().unwrap()));
+                Some((h - l).to_le_bytes().to_vec())
+            }
+            _ => None,
+        })
     }
 }
 
@@ -112,6 +150,14 @@ impl Attribute {
         } else {
             self.datatype.size() * self.cell_val_num as usize
         }
+    }
+
+    /// The fill value TileDB gives an attribute created without one: the
+    /// type's fill value once per value of a cell, once for var-sized
+    /// cells (so `0x80` for a var-sized CHAR attribute).
+    pub fn default_fill(datatype: Datatype, cell_val_num: u32) -> Vec<u8> {
+        let n = if cell_val_num == VAR_NUM { 1 } else { cell_val_num as usize };
+        datatype.fill_value().repeat(n)
     }
 }
 
@@ -193,7 +239,14 @@ impl ArraySchema {
         }
         let mut dims = Vec::new();
         for i in 0..ndims {
-            dims.push(Self::parse_dim(&mut c).map_err(|e| e.context(format!("dimension {i}")))?);
+            let mut d = Self::parse_dim(&mut c).map_err(|e| e.context(format!("dimension {i}")))?;
+            // TileDB loads a dimension stored without filters with the
+            // coordinate filters (Dimension::deserialize), and reports,
+            // writes and re-creates it so: the schema is what it loads.
+            if d.filters.filters.is_empty() {
+                d.filters = coords_filters.clone();
+            }
+            dims.push(d);
         }
         let nattrs = c.u32("attribute count")?;
         if nattrs as usize > c.remaining() {
@@ -272,7 +325,8 @@ impl ArraySchema {
         Ok(Attribute { name, datatype, cell_val_num, filters, fill, nullable, fill_valid })
     }
 
-    /// The filters of dimension `i`'s coordinate tiles.
+    /// The filters of dimension `i`'s coordinate tiles: its own, or the
+    /// coords filters when it has none (only a schema not yet stored).
     pub fn dim_filters(&self, i: usize) -> &FilterPipeline {
         let f = &self.dims[i].filters;
         if f.filters.is_empty() {
@@ -280,6 +334,26 @@ impl ArraySchema {
         } else {
             f
         }
+    }
+
+    /// Complete a schema being created as TileDB completes it: dimensions
+    /// without a tile extent get [`Dimension::default_tile_extent`] (not
+    /// under Hilbert cell order, where TileDB leaves them null) and
+    /// attributes without a fill value [`Attribute::default_fill`].
+    pub fn set_defaults(&mut self) -> Result<()> {
+        if self.cell_order != Layout::Hilbert {
+            for d in &mut self.dims {
+                if d.tile_extent.is_none() {
+                    d.tile_extent = d.default_tile_extent()?;
+                }
+            }
+        }
+        for a in &mut self.attrs {
+            if a.fill.is_empty() {
+                a.fill = Attribute::default_fill(a.datatype, a.cell_val_num);
+            }
+        }
+        Ok(())
     }
 
     /// Index of an attribute by name.
@@ -290,5 +364,119 @@ impl ArraySchema {
     /// Index of a dimension by name.
     pub fn dim_index(&self, name: &str) -> Option<usize> {
         self.dims.iter().position(|d| d.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tiledb::filters::Filter;
+    use arrow_schema::TimeUnit;
+
+    fn dim(t: Datatype, lo: &[u8], hi: &[u8]) -> Dimension {
+        Dimension {
+            name: "x".into(),
+            datatype: t,
+            cell_val_num: 1,
+            filters: FilterPipeline::default(),
+            domain: Some((lo.to_vec(), hi.to_vec())),
+            tile_extent: None,
+        }
+    }
+
+    fn attr(t: Datatype, cell_val_num: u32) -> Attribute {
+        Attribute {
+            name: "a".into(),
+            datatype: t,
+            cell_val_num,
+            filters: FilterPipeline::default(),
+            fill: Vec::new(),
+            nullable: false,
+            fill_valid: false,
+        }
+    }
+
+    fn schema(dims: Vec<Dimension>, attrs: Vec<Attribute>) -> ArraySchema {
+        ArraySchema {
+            name: String::new(),
+            version: 22,
+            allows_duplicates: false,
+            sparse: true,
+            tile_order: Layout::RowMajor,
+            cell_order: Layout::RowMajor,
+            capacity: 10000,
+            coords_filters: FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Lz4 { level: 4 }] },
+            offsets_filters: FilterPipeline::default(),
+            validity_filters: FilterPipeline::default(),
+            dims,
+            attrs,
+        }
+    }
+
+    #[test]
+    fn parsed_dimension_without_filters_has_the_coords_filters() {
+        let mut own = dim(Datatype::Int64, &0i64.to_le_bytes(), &9i64.to_le_bytes());
+        own.name = "y".into();
+        own.filters = FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Gzip { level: 2 }] };
+        let mut s = schema(vec![dim(Datatype::Int64, &0i64.to_le_bytes(), &9i64.to_le_bytes()), own.clone()], vec![]);
+        s.set_defaults().unwrap();
+        // Stored empty, loaded as the coords filters (as TileDB loads it).
+        let bytes = crate::tiledb::write::encode::serialize_schema(&s);
+        let parsed = ArraySchema::parse_body(&bytes, "n").unwrap();
+        assert_eq!(parsed.dims[0].filters, s.coords_filters);
+        assert_eq!(parsed.dims[1].filters, own.filters);
+        assert_eq!(parsed.coords_filters, s.coords_filters);
+        assert_eq!(parsed.dim_filters(0), s.dim_filters(0));
+    }
+
+    #[test]
+    fn default_tile_extent_is_the_whole_domain() {
+        let ext = |d: Dimension| d.default_tile_extent();
+        assert_eq!(ext(dim(Datatype::Int8, &[(-10i8) as u8], &[20])).unwrap(), Some(vec![31]));
+        assert_eq!(ext(dim(Datatype::Int8, &[(-100i8) as u8], &[26])).unwrap(), Some(vec![127]));
+        assert_eq!(ext(dim(Datatype::UInt8, &[0], &[254])).unwrap(), Some(vec![255]));
+        assert_eq!(
+            ext(dim(Datatype::UInt64, &0u64.to_le_bytes(), &(u64::MAX - 1).to_le_bytes())).unwrap(),
+            Some(u64::MAX.to_le_bytes().to_vec())
+        );
+        let dt = dim(Datatype::Datetime(TimeUnit::Millisecond), &(-5i64).to_le_bytes(), &1000i64.to_le_bytes());
+        assert_eq!(ext(dt).unwrap(), Some(1006i64.to_le_bytes().to_vec()));
+        // Floats: hi - lo in the dimension's type, 0 for a single point.
+        let f = dim(Datatype::Float32, &0.1f32.to_le_bytes(), &0.3f32.to_le_bytes());
+        assert_eq!(ext(f).unwrap(), Some((0.3f32 - 0.1f32).to_le_bytes().to_vec()));
+        let f = dim(Datatype::Float64, &1.0f64.to_le_bytes(), &1.0f64.to_le_bytes());
+        assert_eq!(ext(f).unwrap(), Some(0.0f64.to_le_bytes().to_vec()));
+        let mut s = dim(Datatype::StringAscii, &[], &[]);
+        s.domain = None;
+        assert_eq!(ext(s).unwrap(), None);
+        // Ranges the type cannot count (TileDB refuses or wraps them).
+        assert!(ext(dim(Datatype::Int8, &[(-100i8) as u8], &[100])).is_err());
+        assert!(ext(dim(Datatype::Int8, &[(-100i8) as u8], &[27])).is_err());
+        assert!(ext(dim(Datatype::UInt8, &[0], &[255])).is_err());
+        assert!(ext(dim(Datatype::Int64, &i64::MIN.to_le_bytes(), &i64::MAX.to_le_bytes())).is_err());
+    }
+
+    #[test]
+    fn set_defaults_fills_what_is_missing_only() {
+        let mut given = dim(Datatype::Int32, &0i32.to_le_bytes(), &99i32.to_le_bytes());
+        given.tile_extent = Some(7i32.to_le_bytes().to_vec());
+        let mut fill = attr(Datatype::Int32, 1);
+        fill.fill = 5i32.to_le_bytes().to_vec();
+        let mut s = schema(
+            vec![dim(Datatype::Int32, &0i32.to_le_bytes(), &99i32.to_le_bytes()), given],
+            vec![attr(Datatype::Char, VAR_NUM), attr(Datatype::Int32, 2), attr(Datatype::Blob, VAR_NUM), fill],
+        );
+        s.set_defaults().unwrap();
+        assert_eq!(s.dims[0].tile_extent, Some(100i32.to_le_bytes().to_vec()));
+        assert_eq!(s.dims[1].tile_extent, Some(7i32.to_le_bytes().to_vec()));
+        assert_eq!(s.attrs[0].fill, [0x80]); // var CHAR: one CHAR fill value
+        assert_eq!(s.attrs[1].fill, [i32::MIN.to_le_bytes(), i32::MIN.to_le_bytes()].concat());
+        assert_eq!(s.attrs[2].fill, [0]);
+        assert_eq!(s.attrs[3].fill, 5i32.to_le_bytes());
+        // Hilbert cell order keeps null extents, as TileDB.
+        let mut h = schema(vec![dim(Datatype::Int32, &0i32.to_le_bytes(), &99i32.to_le_bytes())], vec![]);
+        h.cell_order = Layout::Hilbert;
+        h.set_defaults().unwrap();
+        assert_eq!(h.dims[0].tile_extent, None);
     }
 }

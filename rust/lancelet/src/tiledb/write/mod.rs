@@ -166,10 +166,31 @@ fn check_writable_schema(s: &ArraySchema) -> Result<()> {
     Ok(())
 }
 
+/// A fixed-size attribute's fill value is one cell, as TileDB requires
+/// ("Input size is not the same as cell size").
+fn check_fills(s: &ArraySchema) -> Result<()> {
+    for a in &s.attrs {
+        if !a.is_var() && a.fill.len() != a.cell_size() {
+            return Err(Error::invalid_input(format!(
+                "attribute {}: a fill value of {} bytes for cells of {} bytes",
+                a.name,
+                a.fill.len(),
+                a.cell_size()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Create an empty array at `uri` with `schema` (its `name` is replaced
-/// by the timestamped file name). Fails if an array is already there.
+/// by the timestamped file name), completed with TileDB's defaults
+/// ([`ArraySchema::set_defaults`]: tile extents, fill values). Fails if
+/// an array is already there.
 pub fn create_array(uri: &str, options: &StorageOptions, schema: &ArraySchema, timestamp: Option<u64>) -> Result<String> {
     check_writable_schema(schema)?;
+    let mut s = schema.clone();
+    s.set_defaults()?;
+    check_fills(&s)?;
     let root = Storage::open_with(uri, options)?;
     let schema_dir = root.child("__schema")?;
     if root.child("__schema")?.list().map(|l| !l.is_empty()).unwrap_or(false) {
@@ -177,7 +198,6 @@ pub fn create_array(uri: &str, options: &StorageOptions, schema: &ArraySchema, t
     }
     let t = timestamp.unwrap_or_else(now_ms);
     let name = format!("__{t}_{t}_{}", random_uuid());
-    let mut s = schema.clone();
     s.version = WRITE_VERSION;
     s.name = name.clone();
     if let Some(p) = local_path(uri) {
