@@ -525,10 +525,10 @@ impl Storage {
             // would percent-encode it, so that writes (through the store)
             // and local reads (through `local_dir`) reached different files.
             let part = PathPart::parse(part).map_err(|e| Error::invalid_input(format!("relative path {rel:?}: {e}")))?;
-            path = path.join(part.clone());
             if let Some(d) = local_dir.as_mut() {
                 d.push(part.as_ref());
             }
+            path = path.join(part);
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
         Ok(Storage {
