@@ -88,3 +88,33 @@ def test_s3_bad_names_and_locations(s3_server, root):
         with pytest.raises(lns.InvalidInputError):
             ours.register_table(id=["t"], location=loc)
     assert ours.list_tables(id=[]).tables == []
+
+
+def test_s3_names_with_spaces_and_non_ascii_letters(s3_server, root):
+    """On S3 too, a table's objects live under the raw UTF-8 name the
+    manifest's location gives (pylance's keys), whichever library wrote it."""
+    so = s3_server.storage_options
+    ours, theirs = pair(root, so)
+    ours.create_namespace(id=["p"])
+    names = ["q1 ü", "%41 #1", "😀"]
+    for i, n in enumerate(names):
+        theirs.create_table(ln.CreateTableRequest(id=["p", f"{n} P"]), ipc(table(i)))
+        ours.create_table(id=["p", f"{n} L"], request_data=table(10 + i))
+    ours.declare_table(id=["p", "decl ü"])
+    both_names = sorted([f"{n} P" for n in names] + [f"{n} L" for n in names])
+    assert ours.list_tables(id=["p"], include_declared=False).tables == both_names
+    assert theirs.list_tables(ln.ListTablesRequest(id=["p"])).tables == sorted(both_names + ["decl ü"])
+    locs = {r["object_id"]: r["location"]
+            for r in lance.dataset(f"{root}/__manifest", storage_options=so).to_table().to_pylist()}
+    for i, n in enumerate(names):
+        for suffix, data in (("P", table(i)), ("L", table(10 + i))):
+            ident = ["p", f"{n} {suffix}"]
+            assert locs["$".join(ident)].endswith("_" + "$".join(ident))
+            d = ours.describe_table(id=ident, check_declared=True)
+            assert d.is_only_declared is False
+            assert lancelet.dataset(namespace_client=ours, table_id=ident).to_table() == data
+            assert lancelet.dataset(namespace_client=theirs, table_id=ident, storage_options=so).to_table() == data
+            assert lance.dataset(namespace_client=theirs, table_id=ident, storage_options=so).to_table() == data
+    assert ours.describe_table(id=["p", "decl ü"], check_declared=True).is_only_declared is True
+    ours.drop_table(id=["p", "q1 ü P"])
+    assert "q1 ü P" not in theirs.list_tables(ln.ListTablesRequest(id=["p"])).tables

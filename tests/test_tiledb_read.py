@@ -402,3 +402,19 @@ def test_interop_sparse_duplicates_allowed(tmp_path):
             A[np.array([1, 1, 5], np.uint32)] = {"v": np.array([t, 10 * t, 100 * t], np.int16)}
     ours = lt.open_array(uri).read()
     assert sorted(zip(ours["x"].to_pylist(), ours["v"].to_pylist())) == [(1, 1), (1, 2), (1, 10), (1, 20), (5, 100), (5, 200)]
+
+
+def test_file_uris_name_the_directory_tiledb_names(tmp_path):
+    """TileDB takes a file:// URI's path literally (`a%20b` is the directory
+    `a%20b`), unlike Lance, which decodes it: lancelet reads a TileDB array
+    at the directory TileDB wrote, through the same URI."""
+    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 3), tile=4, dtype=np.int64))
+    schema = tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr(name="a", dtype=np.int64)], sparse=False)
+    for i, name in enumerate(["a%20b", "ü x"]):
+        uri = f"file://{tmp_path}/{name}"
+        tiledb.Array.create(uri, schema)
+        with tiledb.open(uri, "w") as a:
+            a[:] = np.arange(4, dtype=np.int64) + 10 * i
+        assert (tmp_path / name).is_dir()
+        assert lt.open_array(uri).read()["a"].to_pylist() == [10 * i + k for k in range(4)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a%20b", "ü x"]

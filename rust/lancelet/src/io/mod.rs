@@ -10,6 +10,15 @@
 //! reached from it ([`Storage::child`], [`Storage::open_uri`] for a
 //! dataset's other base paths) is configured the same way.
 //!
+//! Names are stored as they are: a relative path given to
+//! [`Storage::child`] reaches the object whose key (local: file name) is
+//! exactly that UTF-8 text, `ü`, `%41` and `#` included, as pylance does
+//! for the table directories it writes. (object_store's own `Path::child`
+//! would percent-encode `ü` to `%C3%BC`, and a local file system then holds
+//! a file literally named so.) `file://` URIs are URLs and are
+//! percent-decoded (`file:///a%20b` is the directory `a b`), also as in
+//! pylance; plain local paths are taken literally.
+//!
 //! The core API is synchronous; a single process-wide Tokio runtime drives
 //! the async object_store calls ([`block_on`]). Reads of local files skip
 //! it and read on the calling thread (see `local`).
@@ -22,7 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::path::Path;
+use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
@@ -242,6 +251,19 @@ impl std::fmt::Debug for Storage {
     }
 }
 
+/// The local path of a `file:` URI, read as a URL the way pylance reads
+/// it: percent-escapes decoded, a `?query` or `#fragment` not part of the
+/// path. A host other than `localhost` is refused (pylance ignores it).
+fn file_uri_path(uri: &str) -> Result<std::path::PathBuf> {
+    let bad = |why: String| Error::invalid_input(format!("bad file URI {uri:?}: {why}"));
+    let url = url::Url::parse(uri).map_err(|e| bad(e.to_string()))?;
+    if let Some(host) = url.host_str().filter(|h| !h.is_empty() && *h != "localhost") {
+        return Err(bad(format!("a file URI names a local path (file:///abs/path), not host {host:?}")));
+    }
+    let path = percent_encoding::percent_decode_str(url.path()).decode_utf8().map_err(|_| bad("the path is not UTF-8 once decoded".into()))?;
+    Ok(std::path::PathBuf::from(path.as_ref()))
+}
+
 fn io_err(path: &str, e: object_store::Error) -> Error {
     match e {
         object_store::Error::NotFound { .. } => Error::NotFound { what: path.to_string() },
@@ -282,8 +304,8 @@ impl Storage {
             #[cfg(not(feature = "s3"))]
             return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
         }
-        let local = if let Some(rest) = uri.strip_prefix("file://") {
-            std::path::PathBuf::from(rest)
+        let local = if uri.starts_with("file:") {
+            file_uri_path(uri)?
         } else if uri.contains("://") {
             return Err(Error::invalid_input(format!(
                 "unsupported URI scheme in {uri:?} (supported: s3://, file://, memory://, local paths)"
@@ -499,10 +521,14 @@ impl Storage {
             if part == "." || part == ".." {
                 return Err(Error::invalid_input(format!("relative path {rel:?} may not contain . or ..")));
             }
-            path = path.join(part);
+            // The part as it is (see the module docs): `PathPart::from`
+            // would percent-encode it, so that writes (through the store)
+            // and local reads (through `local_dir`) reached different files.
+            let part = PathPart::parse(part).map_err(|e| Error::invalid_input(format!("relative path {rel:?}: {e}")))?;
             if let Some(d) = local_dir.as_mut() {
-                d.push(part);
+                d.push(part.as_ref());
             }
+            path = path.join(part);
         }
         let display = format!("{}/{}", self.display.trim_end_matches('/'), rel.trim_start_matches('/'));
         Ok(Storage {
@@ -622,5 +648,19 @@ mod tests {
         // 0..5100 and 90000..100000 (other threads' tests may add more)
         assert!(after.requests - before.requests >= 2);
         assert!(s.read_ranges_coalesced(&[99_990..100_010], 0).is_err());
+    }
+
+    #[test]
+    fn file_uris_are_urls() {
+        let p = |u: &str| file_uri_path(u).map(|p| p.display().to_string());
+        assert_eq!(p("file:///a%20b/%C3%BC%41.lance").unwrap(), "/a b/üA.lance");
+        assert_eq!(p("file:///a b/ü").unwrap(), "/a b/ü");
+        assert_eq!(p("file://localhost/x/%2541").unwrap(), "/x/%41");
+        assert_eq!(p("file:///x/a#frag").unwrap(), "/x/a");
+        assert_eq!(p("file:///x/a?q=1").unwrap(), "/x/a");
+        assert!(matches!(file_uri_path("file://host/x"), Err(Error::InvalidInput { .. })));
+        assert!(matches!(file_uri_path("file:///x/%FF"), Err(Error::InvalidInput { .. })));
+        let s = Storage::open("file:///tmp/a%20b/%C3%BC").unwrap();
+        assert_eq!(s.display(), "/tmp/a b/ü");
     }
 }

@@ -15,14 +15,9 @@ use object_store::ObjectStoreExt;
 use super::{block_on, io_err, Storage};
 use crate::error::{Error, Result};
 
-/// Object-store path parts are percent-encoded (`%`, `#`, `?`, ... become
-/// `%25`, `%23`, `%3F`); names handed to callers are the decoded text.
-fn decode_part(part: &str) -> String {
-    percent_encoding::percent_decode_str(part).decode_utf8_lossy().into_owned()
-}
-
 /// What lies directly below a path: the names of objects and of
-/// sub-directories (common prefixes), decoded.
+/// sub-directories (common prefixes), as stored (`%41` is the name `%41`:
+/// listings are not decoded, as paths are not encoded; see [`super`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     /// Objects directly below the path.
@@ -50,9 +45,9 @@ impl Storage {
                 .objects
                 .iter()
                 .filter(|m| m.location != self.path)
-                .filter_map(|m| m.location.filename().map(decode_part))
+                .filter_map(|m| m.location.filename().map(str::to_string))
                 .collect(),
-            dirs: listing.common_prefixes.iter().filter_map(|p| p.filename().map(decode_part)).collect(),
+            dirs: listing.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect(),
         };
         out.files.sort();
         out.dirs.sort();
@@ -151,12 +146,39 @@ mod tests {
         assert!(!t.child(".lance-deregistered").unwrap().exists().unwrap());
         let l = root.list_entries().unwrap();
         assert_eq!(l.dirs, vec!["a#b.lance", "empty.lance", "keep"]);
+        assert!(tmp.join("a#b.lance/_versions/1.manifest").is_file(), "stored under its own name");
         let l = t.list_entries().unwrap();
         assert_eq!((l.files, l.dirs), (vec![".lance-reserved".to_string()], vec!["_versions".to_string()]));
         assert_eq!(t.delete_all().unwrap(), 2);
         assert!(!tmp.join("a#b.lance").exists());
         assert!(tmp.join("keep").is_dir() && tmp.is_dir());
         assert!(root.delete_all().is_ok());
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+
+    /// Names reach the object of exactly that name and list as they are, on
+    /// a local file system and in memory (no percent-encoding either way).
+    #[test]
+    fn names_are_stored_and_listed_as_they_are() {
+        let tmp = std::env::temp_dir().join(format!("lancelet-names-{}", crate::ids::random_u64()));
+        let roots = [Storage::open(tmp.to_str().unwrap()).unwrap(), Storage::open("memory://tree-names/r").unwrap()];
+        for root in &roots {
+            for name in ["q1 ü", "%41", "a#1", "😀 x", "[~]", "e\u{301}"] {
+                let dir = root.child(&format!("d/{name}")).unwrap();
+                dir.child("f").unwrap().write_new(Bytes::from_static(b"x")).unwrap();
+                assert_eq!(dir.list_entries().unwrap().files, vec!["f"]);
+                assert_eq!(&dir.child("f").unwrap().read_all().unwrap()[..], b"x");
+                assert!(root.child("d").unwrap().list_entries().unwrap().dirs.iter().any(|d| d == name), "{name}");
+            }
+            let mut dirs = root.child("d").unwrap().list_entries().unwrap().dirs;
+            dirs.sort();
+            assert_eq!(dirs.len(), 6, "{dirs:?}");
+        }
+        for name in ["q1 ü", "%41", "a#1", "😀 x", "[~]"] {
+            assert!(tmp.join("d").join(name).join("f").is_file(), "{name}");
+        }
+        assert_eq!(std::fs::read_dir(tmp.join("d")).unwrap().count(), 6);
+        assert!(roots[0].child("a\u{1}b").is_err());
         std::fs::remove_dir_all(&tmp).ok();
     }
 }

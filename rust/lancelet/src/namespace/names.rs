@@ -94,9 +94,14 @@ pub fn v1_table_name(dir: &str) -> Option<&str> {
     (check_name(name).is_ok() && !has_scheme(dir)).then_some(name)
 }
 
-/// A fresh V2 table directory, `<8 random hex digits>_<object id>`: the
-/// random prefix spreads tables over object-store partitions and keeps a
-/// re-created table from meeting the remains of an earlier one.
+/// A fresh V2 table directory, `<8 random hex digits>_<object id>`, the
+/// object id as it is (UTF-8, spaces and all: never percent-encoded), as
+/// pylance 14 names them. The random prefix spreads tables over
+/// object-store partitions and keeps a re-created table from meeting the
+/// remains of an earlier one. pylance's prefix is random too (the low 32
+/// bits of a hash of a random number and the object id: two creates of one
+/// id get different prefixes), so no reader may derive a table's directory
+/// from its id: `__manifest.location` is the only answer.
 pub fn v2_table_dir(id: &[String]) -> String {
     let hash = crate::ids::random_u64() as u32;
     format!("{hash:08x}_{}", object_id(id))
@@ -180,6 +185,12 @@ mod tests {
         let d = v2_table_dir(&id(&["ns", "t"]));
         assert_eq!(d.len(), 9 + 4);
         assert!(d.ends_with("_ns$t") && d[..8].bytes().all(|b| b.is_ascii_hexdigit()));
+        // the name's own bytes follow the prefix (pylance's form), whatever they are
+        for name in ["sales 2024-ü", "😀", "a.b", "a-b", "%41", "a#1", "e\u{301}"] {
+            let d = v2_table_dir(&id(&["prod", name]));
+            assert_eq!(&d.as_bytes()[8..], format!("_prod${name}").as_bytes());
+            assert!(d[..8].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{d}");
+        }
     }
 
     #[test]

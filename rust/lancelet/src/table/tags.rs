@@ -54,7 +54,9 @@ pub fn rfc3339(d: std::time::Duration) -> String {
 /// `.`, `-` and `_` only (so no path separators: a tag is the file
 /// `_refs/tags/{name}.json`), not starting or ending with `.`, no `..`, not
 /// ending with `.lock`; and short enough for a file name. Unlike pylance,
-/// letters are ASCII only (object stores list other names percent-encoded).
+/// letters are ASCII only: pylance 14 stores a tag `tä` as the file
+/// `t%C3%A4.json` (percent-encoded by object_store) and then cannot list
+/// its own tags, so there is no layout of such tags to share.
 pub fn check_tag_name(name: &str) -> Result<()> {
     const MAX_BYTES: usize = 250; // + ".json" within the usual 255-byte file name limit
     let problem = if name.is_empty() {

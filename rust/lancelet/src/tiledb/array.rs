@@ -123,7 +123,7 @@ impl TileDbArray {
         if range.0 > range.1 {
             return Err(Error::invalid_input(format!("timestamp range start {} is after its end {}", range.0, range.1)));
         }
-        let root = Storage::open_with(uri, options)?;
+        let root = super::open_array_root(uri, options)?;
         let schema = Self::load_schema(&root, range)?;
         let commits = read_commits(&root, range)?;
         let mut deletes: Vec<DeleteCondition> = Vec::new();

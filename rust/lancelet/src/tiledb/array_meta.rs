@@ -144,7 +144,7 @@ impl MetaDir {
 }
 
 fn root_of(uri: &str, options: &StorageOptions) -> Result<Storage> {
-    let root = Storage::open_with(uri, options)?;
+    let root = super::open_array_root(uri, options)?;
     if root.child("__schema")?.list()?.is_empty() {
         return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
     }

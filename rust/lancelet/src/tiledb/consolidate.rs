@@ -219,7 +219,7 @@ fn check_array(root: &Storage) -> Result<()> {
 /// Consolidate the commits of the array at `uri`; returns the name of the
 /// `.con` file written (None when there is no commit).
 pub fn consolidate_commits(uri: &str, options: &StorageOptions) -> Result<Option<String>> {
-    let root = Storage::open_with(uri, options)?;
+    let root = super::open_array_root(uri, options)?;
     check_array(&root)?;
     let dir = CommitsDir::load(&root)?;
     let mut entries = dir.consolidated();

@@ -40,4 +40,15 @@ pub mod vacuum;
 pub mod write;
 
 pub use array::TileDbArray;
+
+use crate::error::Result;
+use crate::io::{Storage, StorageOptions};
+
+/// The directory of the array at `uri`, named as TileDB names it: TileDB
+/// takes the path of a `file://` URI literally (`file:///a%20b` is the
+/// directory `a%20b`), where Lance, and so [`Storage::open_with`], decodes
+/// it as a URL.
+pub(crate) fn open_array_root(uri: &str, options: &StorageOptions) -> Result<Storage> {
+    Storage::open_with(uri.strip_prefix("file://").unwrap_or(uri), options)
+}
 pub use read::{Bound, DimRanges, Order, ReadOptions, TileCounts};

@@ -50,7 +50,7 @@ fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
 /// Vacuum the array at `uri` in `mode`; `range` (inclusive ms) limits
 /// which `.vac` files fragment vacuuming uses.
 pub fn vacuum(uri: &str, options: &StorageOptions, mode: ConsolidationMode, range: (u64, u64)) -> Result<Vacuumed> {
-    let root = Storage::open_with(uri, options)?;
+    let root = super::open_array_root(uri, options)?;
     if root.child("__schema")?.list()?.is_empty() {
         return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
     }

@@ -191,7 +191,7 @@ pub fn create_array(uri: &str, options: &StorageOptions, schema: &ArraySchema, t
     let mut s = schema.clone();
     s.set_defaults()?;
     check_fills(&s)?;
-    let root = Storage::open_with(uri, options)?;
+    let root = crate::tiledb::open_array_root(uri, options)?;
     let schema_dir = root.child("__schema")?;
     if root.child("__schema")?.list().map(|l| !l.is_empty()).unwrap_or(false) {
         return Err(Error::AlreadyExists { what: format!("TileDB array at {}", root.display()) });
@@ -274,7 +274,7 @@ pub fn write_fragment_over(
     cell_timestamps: Option<&[u64]>,
     delete_meta: Option<&super::sparse::DeleteMeta>,
 ) -> Result<WrittenFragment> {
-    let root = Storage::open_with(uri, options)?;
+    let root = crate::tiledb::open_array_root(uri, options)?;
     let schema = latest_schema(&root)?;
     check_writable_schema(&schema)?;
     let expected: Vec<&str> = if schema.sparse {
@@ -457,7 +457,7 @@ pub fn write_fragment_over(
 /// `filter` (as of `timestamp`, default now): writes the `.del` commit
 /// holding the negated condition; returns its file name.
 pub fn delete(uri: &str, options: &StorageOptions, filter: &str, timestamp: Option<u64>) -> Result<String> {
-    let root = Storage::open_with(uri, options)?;
+    let root = crate::tiledb::open_array_root(uri, options)?;
     let schema = latest_schema(&root)?;
     if !schema.sparse {
         return Err(Error::invalid_input("deletes apply to sparse arrays only (as in TileDB)"));
