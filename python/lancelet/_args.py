@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pyarrow as pa
 
-from lancelet import exceptions
+from lancelet import _native, exceptions
 from lancelet.exceptions import InvalidInputError
 
 
@@ -151,7 +151,8 @@ _PREFIXES = [
 
 def retyped(e: Exception) -> Exception:
     """A lancelet error that crossed the Arrow C stream (pyarrow wraps it as
-    ``External error: <message>``) turned back into its lancelet class;
+    ``External error: <message>``) turned back into its lancelet class, with
+    the ``__cause__`` the core kept for it (the stream carries only text);
     any other error while reading a lancelet stream is unexpected, a bug:
     InternalError."""
     if isinstance(e, exceptions.LanceletError):
@@ -161,8 +162,17 @@ def retyped(e: Exception) -> Exception:
         msg = msg[len("External error: "):]
     for prefix, name in _PREFIXES:
         if msg.startswith(prefix):
-            return getattr(exceptions, name)(msg)
+            err = getattr(exceptions, name)(msg)
+            err.__cause__ = _native._stream_error_cause(msg)
+            return err
     return exceptions.InternalError(f"internal error (a bug in lancelet, please report it): reading a lancelet stream: {msg}")
+
+
+def raise_retyped(e: Exception) -> None:
+    """Raise ``retyped(e)``: from the cause the core kept, else from the
+    stream's own error ``e``."""
+    err = retyped(e)
+    raise err from (err.__cause__ if err.__cause__ is not None else e)
 
 
 def typed_batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
@@ -174,7 +184,7 @@ def typed_batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
         except StopIteration:
             return
         except pa.ArrowException as e:
-            raise retyped(e) from e
+            raise_retyped(e)
         yield batch
 
 
@@ -189,4 +199,4 @@ def read_all(reader: pa.RecordBatchReader) -> pa.Table:
     try:
         return reader.read_all()
     except pa.ArrowException as e:
-        raise retyped(e) from e
+        raise_retyped(e)

@@ -95,7 +95,7 @@ pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader
     // from_raw moves it out and marks the original released, so the
     // capsule's destructor will not release it a second time.
     let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr()) };
-    RecordBatchStreamReader::try_new(stream).map_err(|e| to_py(Error::invalid_input(format!("bad Arrow stream: {e}"))))
+    RecordBatchStreamReader::try_new(stream).map_err(|e| to_py(Error::invalid_input(format!("bad Arrow stream: {e}")).with_source(e)))
 }
 
 /// Import a schema from an object with `__arrow_c_schema__`.
@@ -109,5 +109,5 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<arrow_schema::Schema> {
     // SAFETY: the capsule holds a valid FFI_ArrowSchema by contract and
     // outlives this borrow; we only read it to build an owned Schema.
     let ffi = unsafe { ptr.as_ref() };
-    arrow_schema::Schema::try_from(ffi).map_err(|e| to_py(Error::invalid_input(format!("bad Arrow schema: {e}"))))
+    arrow_schema::Schema::try_from(ffi).map_err(|e| to_py(Error::invalid_input(format!("bad Arrow schema: {e}")).with_source(e)))
 }

@@ -314,10 +314,10 @@ impl Iterator for StreamReader {
         let inner = &mut self.inner;
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.next())) {
             Ok(None) => None,
-            Ok(Some(r)) => Some(r.map_err(|e| ArrowError::ExternalError(Box::new(e)))),
+            Ok(Some(r)) => Some(r.map_err(crate::errors::stream_error)),
             Err(payload) => {
                 let e = crate::errors::caught_panic(payload);
-                Some(Err(ArrowError::ExternalError(Box::new(e))))
+                Some(Err(crate::errors::stream_error(e)))
             }
         }
     }

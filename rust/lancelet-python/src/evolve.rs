@@ -93,7 +93,7 @@ fn add_columns_stream(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny
     let inner = ds.inner.clone();
     callback::run(py, |raised| {
         let opts = AddOptions { batch_size, progress: callback::progress(progress, raised), hook: None };
-        let batches = reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the new column values: {e}"))));
+        let batches = reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the new column values: {e}")).with_source(e)));
         add::add_columns_from_stream(&inner, schema.clone(), batches, &opts)
     })
     .map(wrap)
@@ -135,7 +135,7 @@ fn merge(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>, left_on: S
     new_version(py, || {
         let batches = reader
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| lancelet::Error::invalid_input(format!("reading the data to merge: {e}")))?;
+            .map_err(|e| lancelet::Error::invalid_input(format!("reading the data to merge: {e}")).with_source(e))?;
         join::merge(&ds.inner, schema, batches, &left_on, &right_on, None)
     })
 }

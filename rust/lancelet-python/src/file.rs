@@ -69,7 +69,7 @@ impl NativeFileReader {
             Some(l) => start.saturating_add(l).min(total),
             None => total,
         };
-        let schema = Arc::new(self.inner.schema().project(&projection).map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(e.to_string())))?);
+        let schema = Arc::new(self.inner.schema().project(&projection).map_err(|e| crate::errors::to_py(lancelet::Error::invalid_arrow(e)))?);
         match batch_size {
             None => {
                 let batch = py.detach(|| crate::errors::guard(|| self.inner.read_range(&projection, start..end))).py_err()?;
@@ -114,7 +114,7 @@ impl Iterator for BatchIter {
         }
         let range: Range<u64> = self.next..(self.next + self.batch_size).min(self.end);
         self.next = range.end;
-        Some(crate::errors::guard(|| self.reader.read_range(&self.projection, range)).map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        Some(crate::errors::guard(|| self.reader.read_range(&self.projection, range)).map_err(crate::errors::stream_error))
     }
 }
 
@@ -173,7 +173,7 @@ impl NativeFileWriter {
         let reader = crate::arrow_ffi::import_stream(data)?;
         let mut rows = 0;
         for batch in reader {
-            let batch = batch.map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(format!("reading input batch: {e}"))))?;
+            let batch = batch.map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(format!("reading input batch: {e}")).with_source(e)))?;
             rows += batch.num_rows() as u64;
             py.detach(|| crate::errors::guard(|| writer.write(&batch))).map_err(|e| e.in_file(&path).context(format!("writing {path}"))).py_err()?;
         }

@@ -103,6 +103,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tiledb_write::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_stream_error_cause, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -37,8 +37,11 @@ fn ns_err(e: NsError) -> PyErr {
         NsError::NamespaceAlreadyExists(_) => raise("NamespaceAlreadyExistsError", msg),
         NsError::TableAlreadyExists(_) => raise("TableAlreadyExistsError", msg),
         NsError::NamespaceNotEmpty(_) => raise("NamespaceNotEmptyError", msg),
-        NsError::Core(Error::InvalidInput { .. }) => raise("InvalidInputError", msg),
-        NsError::Core(Error::Unsupported { .. }) => raise("UnsupportedError", msg),
+        NsError::Core(e @ (Error::InvalidInput { .. } | Error::Unsupported { .. })) => {
+            let err = raise(if matches!(e, Error::InvalidInput { .. }) { "InvalidInputError" } else { "UnsupportedError" }, msg);
+            Python::attach(|py| crate::errors::set_cause(py, err.value(py).as_any(), &e));
+            err
+        }
         NsError::Core(other) => to_py(other),
     }
 }
@@ -143,7 +146,7 @@ impl NativeDirNamespace {
     fn create_table(&self, py: Python<'_>, id: Vec<String>, data: &Bound<'_, PyAny>, metadata: Option<String>, mode: Option<String>) -> PyResult<(TableRow, u64)> {
         let reader = crate::arrow_ffi::import_stream(data)?;
         let schema = arrow_array::RecordBatchReader::schema(&reader);
-        let batches = reader.map(|b| b.map_err(|e| Error::invalid_input(format!("reading input batch: {e}"))));
+        let batches = reader.map(|b| b.map_err(|e| Error::invalid_input(format!("reading input batch: {e}")).with_source(e)));
         run(py, move || {
             let mode = CreateMode::parse(mode.as_deref())?;
             self.inner.create_table(&id, metadata, mode, schema, batches, &self.options)

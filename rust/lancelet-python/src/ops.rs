@@ -86,7 +86,7 @@ fn dataset_merge_insert(
             progress: callback::progress(progress, raised),
         };
         let batches = reader
-            .map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the merge_insert source: {e}"))))
+            .map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the merge_insert source: {e}")).with_source(e)))
             .collect::<lancelet::Result<Vec<_>>>()?;
         merge_insert::merge_insert(&inner, schema, batches, &params)
     })?;

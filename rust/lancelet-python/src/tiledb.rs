@@ -324,8 +324,8 @@ impl Iterator for TileDbReader {
         let inner = &mut self.inner;
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.next())) {
             Ok(None) => None,
-            Ok(Some(r)) => Some(r.map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e)))),
-            Err(payload) => Some(Err(arrow_schema::ArrowError::ExternalError(Box::new(crate::errors::caught_panic(payload))))),
+            Ok(Some(r)) => Some(r.map_err(crate::errors::stream_error)),
+            Err(payload) => Some(Err(crate::errors::stream_error(crate::errors::caught_panic(payload)))),
         }
     }
 }

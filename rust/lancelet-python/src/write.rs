@@ -24,7 +24,7 @@ fn wrap(ds: Dataset) -> NativeDataset {
 }
 
 fn batches(reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>>) -> impl Iterator<Item = lancelet::Result<arrow_array::RecordBatch>> {
-    reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading input batch: {e}"))))
+    reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading input batch: {e}")).with_source(e)))
 }
 
 /// Write an Arrow stream as a dataset (mode create / append / overwrite).

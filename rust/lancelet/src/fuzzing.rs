@@ -331,7 +331,7 @@ pub fn manifest(data: &[u8]) {
 /// and met by a commit that has to rebase over them.
 pub fn transaction(data: &[u8]) {
     memory_only();
-    let Some(theirs) = ok(pb::Transaction::decode(data).map_err(Error::from)) else { return };
+    let Some(theirs) = ok(pb::Transaction::decode(data).map_err(Error::bad_protobuf)) else { return };
     let mine = [
         Operation::Append(Default::default()),
         Operation::Delete(pb::transaction::Delete { deleted_fragment_ids: vec![0, 2], ..Default::default() }),

@@ -282,7 +282,7 @@ fn fragment_ids_and_rows_beyond_32_bits_are_corrupt() {
         reset_base(b);
         write_version_2(b, |m| edit(&mut m.fragments[0]));
         match Dataset::open(b.uri, None) {
-            Err(Error::Corrupt { path, what }) => {
+            Err(Error::Corrupt { path, what, .. }) => {
                 assert!(path.is_some_and(|p| p.contains("_versions/")), "{what}");
                 assert!(what.contains("32 bits"), "{what}");
             }

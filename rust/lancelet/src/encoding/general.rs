@@ -115,7 +115,7 @@ fn lz4_decompress(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
         }
         Err(e) => {
             out.truncate(start);
-            Err(corrupt!("lz4: {e}"))
+            Err(corrupt!("lz4: {e}").with_source(e))
         }
     }
 }
@@ -147,18 +147,18 @@ fn zstd_decompress(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
     // vector grows with real output beyond that.
     let hint = limit.min((frame.len() as u64).saturating_mul(16).saturating_add(4096));
     out.reserve(hint as usize);
-    let decoder = zstd::stream::read::Decoder::new(frame).map_err(|e| corrupt!("zstd: {e}"))?;
+    let decoder = zstd::stream::read::Decoder::new(frame).map_err(|e| corrupt!("zstd: {e}").with_source(e))?;
     let read = decoder.take(limit + 1).read_to_end(out);
     let produced = (out.len() - start) as u64;
     let failure = match read {
-        Err(e) => Some(format!("zstd: {e}")),
-        Ok(_) if exact && produced != limit => Some(format!("zstd: decoded {produced} bytes, prefix claims {limit}")),
-        Ok(_) if produced > limit => Some(format!("zstd: output exceeds {limit} bytes")),
+        Err(e) => Some(corrupt!("zstd: {e}").with_source(e)),
+        Ok(_) if exact && produced != limit => Some(corrupt!("zstd: decoded {produced} bytes, prefix claims {limit}")),
+        Ok(_) if produced > limit => Some(corrupt!("zstd: output exceeds {limit} bytes")),
         Ok(_) => None,
     };
-    if let Some(msg) = failure {
+    if let Some(e) = failure {
         out.truncate(start);
-        return Err(crate::error::Error::corrupt(msg));
+        return Err(e);
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ pub fn cast_literal(e: &Expr, to: &DataType) -> Result<Expr> {
         return Ok(e.clone());
     }
     cast_with_options(a.as_ref(), to, &STRICT).map(Expr::literal).map_err(|err| {
-        Error::invalid_input(format!("cannot convert the literal {} ({}) to {to}: {err}", lit_text(e), a.data_type()))
+        Error::invalid_input(format!("cannot convert the literal {} ({}) to {to}: {err}", lit_text(e), a.data_type())).with_source(err)
     })
 }
 
@@ -82,7 +82,7 @@ fn convert_literal(lit: &Expr, target: &DataType) -> Result<Option<Expr>> {
     let exact = |a: &dyn Array| -> Result<Option<Expr>> {
         let Ok(c) = cast_with_options(a, target, &STRICT) else { return Ok(None) };
         let Ok(back) = cast_with_options(c.as_ref(), from, &STRICT) else { return Ok(None) };
-        let same = arrow_ord::cmp::not_distinct(&back, &a)?;
+        let same = arrow_ord::cmp::not_distinct(&back, &a).map_err(Error::invalid_arrow)?;
         Ok(same.value(0).then(|| Expr::literal(c)))
     };
     if is_numeric(from) && is_numeric(target) {

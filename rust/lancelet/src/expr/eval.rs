@@ -19,10 +19,6 @@ use crate::error::{Error, Result};
 
 const STRICT: CastOptions<'static> = CastOptions { safe: false, format_options: arrow_cast::display::FormatOptions::new() };
 
-fn ae(e: ArrowError) -> Error {
-    Error::invalid_input(e.to_string())
-}
-
 /// A value: one per row, or one for all rows.
 #[derive(Debug, Clone)]
 pub enum Val {
@@ -53,7 +49,7 @@ impl Val {
         match self {
             Val::Array(a) => Ok(a),
             Val::Scalar(a) if n == 1 => Ok(a),
-            Val::Scalar(a) => Ok(arrow_select::take::take(&a, &UInt32Array::from(vec![0u32; n]), None)?),
+            Val::Scalar(a) => Ok(arrow_select::take::take(&a, &UInt32Array::from(vec![0u32; n]), None).map_err(Error::internal_arrow)?),
         }
     }
 
@@ -104,7 +100,7 @@ pub fn check_cmp(op: CmpOp, l: &DataType, r: &DataType) -> Result<()> {
     let (a, b) = (new_empty_array(l), new_empty_array(r));
     cmp_fn(op)(&a, &b)
         .map(|_| ())
-        .map_err(|e| Error::invalid_input(format!("cannot compare a value of type {l} with one of type {r}: {e}")))
+        .map_err(|e| Error::invalid_input(format!("cannot compare a value of type {l} with one of type {r}: {e}")).with_source(e))
 }
 
 /// The result type of an arithmetic operation (an error if unsupported).
@@ -112,7 +108,7 @@ pub fn arith_type(op: ArithOp, l: &DataType, r: &DataType) -> Result<DataType> {
     let (a, b) = (new_empty_array(l), new_empty_array(r));
     arith_fn(op, l)(&a, &b)
         .map(|x| x.data_type().clone())
-        .map_err(|e| Error::invalid_input(format!("cannot apply {op:?} to values of types {l} and {r}: {e}")))
+        .map_err(|e| Error::invalid_input(format!("cannot apply {op:?} to values of types {l} and {r}: {e}")).with_source(e))
 }
 
 fn bools(v: &Val, n: usize) -> Result<BooleanArray> {
@@ -132,7 +128,7 @@ fn column(batch: &RecordBatch, name: &str, path: &[String]) -> Result<ArrayRef> 
         arr = if nulls.as_ref().map(|n| n.null_count()) == child.nulls().map(|n| n.null_count()) {
             child
         } else {
-            make_array(child.to_data().into_builder().nulls(nulls).build()?)
+            make_array(child.to_data().into_builder().nulls(nulls).build().map_err(Error::internal_arrow)?)
         };
     }
     Ok(arr)
@@ -161,7 +157,7 @@ fn func(f: Func, a: &ArrayRef) -> Result<ArrayRef> {
             if let Some(l) = a.as_string_opt::<i64>() {
                 Arc::new(l.iter().map(|o| o.map(conv)).collect::<LargeStringArray>())
             } else {
-                let u = cast_with_options(a, &DataType::Utf8, &STRICT)?;
+                let u = cast_with_options(a, &DataType::Utf8, &STRICT).map_err(Error::invalid_arrow)?;
                 Arc::new(u.as_string::<i32>().iter().map(|o| o.map(conv)).collect::<StringArray>())
             }
         }
@@ -169,15 +165,15 @@ fn func(f: Func, a: &ArrayRef) -> Result<ArrayRef> {
             if let Some(l) = a.as_string_opt::<i64>() {
                 Arc::new(l.iter().map(|o| o.map(|s| s.chars().count() as i64)).collect::<Int64Array>())
             } else {
-                let u = cast_with_options(a, &DataType::Utf8, &STRICT)?;
+                let u = cast_with_options(a, &DataType::Utf8, &STRICT).map_err(Error::invalid_arrow)?;
                 Arc::new(u.as_string::<i32>().iter().map(|o| o.map(|s| s.chars().count() as i32)).collect::<Int32Array>())
             }
         }
         Func::Abs => {
-            let zero = cast_with_options(&Int64Array::from(vec![0]), a.data_type(), &STRICT)?;
-            let negative = arrow_ord::cmp::lt(a, &Scalar::new(zero))?;
-            let negated = numeric::neg_wrapping(a)?;
-            arrow_select::zip::zip(&negative, &negated, a)?
+            let zero = cast_with_options(&Int64Array::from(vec![0]), a.data_type(), &STRICT).map_err(Error::invalid_arrow)?;
+            let negative = arrow_ord::cmp::lt(a, &Scalar::new(zero)).map_err(Error::invalid_arrow)?;
+            let negated = numeric::neg_wrapping(a).map_err(Error::invalid_arrow)?;
+            arrow_select::zip::zip(&negative, &negated, a).map_err(Error::invalid_arrow)?
         }
     })
 }
@@ -209,7 +205,7 @@ fn combine(and: bool, acc: Option<Val>, v: Val, n: usize) -> Result<(Val, bool)>
             let scalar = a.is_scalar() && v.is_scalar();
             let m = if scalar { 1 } else { n };
             let (x, y) = (bools(&a, m)?, bools(&v, m)?);
-            let out = if and { and_kleene(&x, &y) } else { or_kleene(&x, &y) }.map_err(ae)?;
+            let out = if and { and_kleene(&x, &y) } else { or_kleene(&x, &y) }.map_err(Error::invalid_arrow)?;
             Val::like(Arc::new(out), scalar)
         }
     };
@@ -272,22 +268,22 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
         Kind::And(_) | Kind::Or(_) | Kind::Call(_) => return Err(Error::Internal { what: "AND/OR/call reached apply".into() }),
         Kind::Cast(_) => {
             let v = one(a)?;
-            let out = cast_with_options(v.array(), &e.data_type, &STRICT).map_err(ae)?;
+            let out = cast_with_options(v.array(), &e.data_type, &STRICT).map_err(Error::invalid_arrow)?;
             Val::like(out, v.is_scalar())
         }
         Kind::Cmp(op, _, _) => {
             let (l, r) = (one(a)?, one(b)?);
-            let out = cmp_fn(*op)(&*l.datum(), &*r.datum()).map_err(ae)?;
+            let out = cmp_fn(*op)(&*l.datum(), &*r.datum()).map_err(Error::invalid_arrow)?;
             Val::like(Arc::new(out), l.is_scalar() && r.is_scalar())
         }
         Kind::Arith(op, l, _) => {
             let (lv, rv) = (one(a)?, one(b)?);
-            let out = arith_fn(*op, &l.data_type)(&*lv.datum(), &*rv.datum()).map_err(ae)?;
+            let out = arith_fn(*op, &l.data_type)(&*lv.datum(), &*rv.datum()).map_err(Error::invalid_arrow)?;
             Val::like(out, lv.is_scalar() && rv.is_scalar())
         }
         Kind::Neg(x) => {
             let v = one(a)?;
-            let out = if matches!(x.data_type, DataType::Null) { v.array().clone() } else { numeric::neg_wrapping(v.array()).map_err(ae)? };
+            let out = if matches!(x.data_type, DataType::Null) { v.array().clone() } else { numeric::neg_wrapping(v.array()).map_err(Error::invalid_arrow)? };
             Val::like(out, v.is_scalar())
         }
         Kind::InList { set, .. } => {
@@ -297,12 +293,12 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
         Kind::Not(_) => {
             let v = one(a)?;
             let b = bools(&v, if v.is_scalar() { 1 } else { n })?;
-            Val::like(Arc::new(not(&b).map_err(ae)?), v.is_scalar())
+            Val::like(Arc::new(not(&b).map_err(Error::invalid_arrow)?), v.is_scalar())
         }
         Kind::IsNull(_) | Kind::IsNotNull(_) => {
             let v = one(a)?;
             let arr = v.array();
-            let out = if matches!(e.kind, Kind::IsNull(_)) { is_null(arr) } else { is_not_null(arr) }.map_err(ae)?;
+            let out = if matches!(e.kind, Kind::IsNull(_)) { is_null(arr) } else { is_not_null(arr) }.map_err(Error::invalid_arrow)?;
             Val::like(Arc::new(out), v.is_scalar())
         }
         Kind::Test(t, _) => {
@@ -319,7 +315,7 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
                 (true, false) => like::nlike,
                 (true, true) => like::nilike,
             };
-            let out = f(&*x.datum(), &*p.datum()).map_err(ae)?;
+            let out = f(&*x.datum(), &*p.datum()).map_err(Error::invalid_arrow)?;
             Val::like(Arc::new(out), x.is_scalar() && p.is_scalar())
         }
         Kind::Func(f, _) => {
@@ -357,9 +353,9 @@ fn call(c: &Call, out_type: &DataType, batch: &RecordBatch) -> Result<Val> {
 
 /// The rows `idx` of `batch` (also for batches without columns).
 fn take_rows(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
-    let cols = batch.columns().iter().map(|c| arrow_select::take::take(c, idx, None)).collect::<std::result::Result<Vec<_>, _>>()?;
+    let cols = batch.columns().iter().map(|c| arrow_select::take::take(c, idx, None)).collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(idx.len()));
-    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &opts)?)
+    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &opts).map_err(Error::internal_arrow)?)
 }
 
 /// `CASE` (arguments `[condition, value]*` then an optional `ELSE` value,
@@ -411,7 +407,7 @@ fn case(args: &[Expr], out_type: &DataType, batch: &RecordBatch) -> Result<Array
         return Ok(new_empty_array(out_type));
     }
     let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
-    Ok(arrow_select::interleave::interleave(&refs, &pick)?)
+    Ok(arrow_select::interleave::interleave(&refs, &pick).map_err(Error::internal_arrow)?)
 }
 
 /// Evaluate a boolean expression to one value per row.

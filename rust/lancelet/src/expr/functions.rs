@@ -380,12 +380,12 @@ pub fn nullable(call: &Call, arg_nullable: &[bool]) -> bool {
 }
 
 fn strs(a: &ArrayRef) -> Result<Vec<Option<String>>> {
-    let u = cast_with_options(a, &DataType::LargeUtf8, &STRICT)?;
+    let u = cast_with_options(a, &DataType::LargeUtf8, &STRICT).map_err(Error::invalid_arrow)?;
     Ok(u.as_string::<i64>().iter().map(|o| o.map(str::to_string)).collect())
 }
 
 fn ints(a: &ArrayRef) -> Result<Vec<Option<i64>>> {
-    Ok(cast_with_options(a, &DataType::Int64, &STRICT)?.as_primitive::<Int64Type>().iter().collect())
+    Ok(cast_with_options(a, &DataType::Int64, &STRICT).map_err(Error::invalid_arrow)?.as_primitive::<Int64Type>().iter().collect())
 }
 
 fn string_array(values: Vec<Option<String>>, t: &DataType) -> ArrayRef {
@@ -466,8 +466,8 @@ fn is_true(b: &BooleanArray) -> BooleanArray {
 
 /// Keep `a` where it is not null, else `b` (same type).
 fn fill(a: &ArrayRef, b: &ArrayRef) -> Result<ArrayRef> {
-    let keep = arrow_arith::boolean::is_not_null(a)?;
-    Ok(arrow_select::zip::zip(&keep, a, b)?)
+    let keep = arrow_arith::boolean::is_not_null(a).map_err(Error::invalid_arrow)?;
+    Ok(arrow_select::zip::zip(&keep, a, b).map_err(Error::invalid_arrow)?)
 }
 
 /// Evaluate a call on its argument arrays (each of `n` rows).
@@ -486,7 +486,7 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
         B::ConcatOp => {
             let mut acc = args[0].clone();
             for a in &args[1..] {
-                acc = arrow_string::concat_elements::concat_elements_dyn(acc.as_ref(), a.as_ref())?;
+                acc = arrow_string::concat_elements::concat_elements_dyn(acc.as_ref(), a.as_ref()).map_err(Error::invalid_arrow)?;
             }
             acc
         }
@@ -594,25 +594,25 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
             acc
         }
         B::Nullif => {
-            let eq = arrow_ord::cmp::eq(&args[0], &args[1])?;
-            arrow_select::nullif::nullif(&args[0], &eq)?
+            let eq = arrow_ord::cmp::eq(&args[0], &args[1]).map_err(Error::invalid_arrow)?;
+            arrow_select::nullif::nullif(&args[0], &eq).map_err(Error::invalid_arrow)?
         }
         B::Case { has_else } => {
             let pairs = (args.len() - usize::from(has_else)) / 2;
             let mut acc = if has_else { args[args.len() - 1].clone() } else { new_null_array(t, n) };
             for p in (0..pairs).rev() {
                 let cond = is_true(args[2 * p].as_boolean());
-                acc = arrow_select::zip::zip(&cond, &args[2 * p + 1], &acc)?;
+                acc = arrow_select::zip::zip(&cond, &args[2 * p + 1], &acc).map_err(Error::invalid_arrow)?;
             }
             acc
         }
         B::Greatest | B::Least => {
             let mut acc = args[0].clone();
             for a in &args[1..] {
-                let better = if call.func == B::Greatest { arrow_ord::cmp::gt(a, &acc)? } else { arrow_ord::cmp::lt(a, &acc)? };
+                let better = if call.func == B::Greatest { arrow_ord::cmp::gt(a, &acc).map_err(Error::invalid_arrow)? } else { arrow_ord::cmp::lt(a, &acc).map_err(Error::invalid_arrow)? };
                 let better = is_true(&better);
-                let take_new = arrow_arith::boolean::or(&better, &arrow_arith::boolean::is_null(&acc)?)?;
-                acc = arrow_select::zip::zip(&take_new, a, &acc)?;
+                let take_new = arrow_arith::boolean::or(&better, &arrow_arith::boolean::is_null(&acc).map_err(Error::invalid_arrow)?).map_err(Error::invalid_arrow)?;
+                acc = arrow_select::zip::zip(&take_new, a, &acc).map_err(Error::invalid_arrow)?;
             }
             acc
         }
@@ -622,9 +622,9 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
                 None => floats(&args[0], |x| round_to(x, 0, trunc)),
                 Some(d) => {
                     let d = ints(d)?;
-                    let x = cast_with_options(&args[0], &DataType::Float64, &STRICT)?;
+                    let x = cast_with_options(&args[0], &DataType::Float64, &STRICT).map_err(Error::invalid_arrow)?;
                     let out: Float64Array = x.as_primitive::<Float64Type>().iter().zip(d).map(|(x, d)| Some(round_to(x?, d?, trunc))).collect();
-                    cast_with_options(&(Arc::new(out) as ArrayRef), t, &STRICT)?
+                    cast_with_options(&(Arc::new(out) as ArrayRef), t, &STRICT).map_err(Error::invalid_arrow)?
                 }
             }
         }
@@ -643,7 +643,7 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
             if matches!(args[0].data_type(), DataType::Null) {
                 new_null_array(&DataType::Int32, n)
             } else {
-                date_part(args[0].as_ref(), part)?
+                date_part(args[0].as_ref(), part).map_err(Error::invalid_arrow)?
             }
         }
     })

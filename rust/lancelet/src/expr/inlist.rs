@@ -123,7 +123,7 @@ impl InSet {
     /// A set of the values of `list` (one type; nulls allowed).
     pub fn new(list: &ArrayRef) -> Result<InSet> {
         let has_null = list.null_count() > 0;
-        let non_null = arrow_select::filter::filter(list, &arrow_arith::boolean::is_not_null(list)?)?;
+        let non_null = arrow_select::filter::filter(list, &arrow_arith::boolean::is_not_null(list).map_err(Error::invalid_arrow)?).map_err(Error::invalid_arrow)?;
         let (values, sorted) = match arrow_ord::sort::sort(&non_null, None).and_then(|s| dedup_sorted(&s)) {
             Ok(v) => (v, true),
             Err(_) => (non_null.clone(), false),
@@ -163,7 +163,7 @@ impl InSet {
             Lookup::Scan => {
                 let mut acc = BooleanBuffer::new_unset(n);
                 for i in 0..self.values.len() {
-                    let eq = arrow_ord::cmp::eq(x, &Scalar::new(self.values.slice(i, 1))).map_err(|e| Error::invalid_input(e.to_string()))?;
+                    let eq = arrow_ord::cmp::eq(x, &Scalar::new(self.values.slice(i, 1))).map_err(|e| Error::invalid_input(e.to_string()).with_source(e))?;
                     acc = &acc | eq.values();
                 }
                 acc
@@ -221,7 +221,7 @@ pub(crate) fn plan_in(planner: &Planner<'_>, x: Expr, list: &[Node]) -> Result<E
     let mut terms = Vec::with_capacity(groups.len() + others.len());
     for (l, values) in groups {
         let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
-        let all = arrow_select::concat::concat(&refs)?;
+        let all = arrow_select::concat::concat(&refs).map_err(Error::invalid_arrow)?;
         terms.push(Expr { kind: Kind::InList { expr: Box::new(l), set: Arc::new(InSet::new(&all)?) }, data_type: DataType::Boolean });
     }
     terms.extend(others);

@@ -248,7 +248,8 @@ fn plan_expr_here(sql: &str, schema: &Schema, what: &str) -> Result<Expr> {
         return Err(bad(format!("empty {what}")));
     }
     let strip = |e: Error| match e {
-        Error::InvalidInput { what } => bad(what),
+        Error::InvalidInput { what, source: Some(source) } => bad(what).with_source(source),
+        Error::InvalidInput { what, source: None } => bad(what),
         other => other,
     };
     let tree = parse::parse(sql).map_err(strip)?;
@@ -567,14 +568,14 @@ impl Planner<'_> {
                     Kind::Literal(a) => Ok(a),
                     _ => Err(Error::Internal { what: "cast literal".into() }),
                 })
-                .map_err(|e| invalid(format!("`{name}`: {e}")))?,
+                .map_err(|e| invalid(format!("`{name}`: {e}")).with_source(e))?,
             (_, Syn::Array(elems)) => {
                 let items = elems.iter().map(|e| constant(e).and_then(|a| array::check_values(func, &element, a))).collect::<Result<Vec<_>>>()?;
                 if items.is_empty() {
                     arrow_array::new_empty_array(&element)
                 } else {
                     let refs: Vec<&dyn Array> = items.iter().map(|a| a.as_ref()).collect();
-                    arrow_select::concat::concat(&refs)?
+                    arrow_select::concat::concat(&refs).map_err(Error::invalid_arrow)?
                 }
             }
             _ => return Err(invalid(format!("the second argument of `{name}` must be a list of constants like ['a', 'b']"))),
@@ -684,7 +685,7 @@ fn fold(e: Expr) -> Result<Expr> {
     if !e.children_literal() {
         return Ok(e);
     }
-    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))?;
+    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1))).map_err(Error::internal_arrow)?;
     let v = eval::eval(&e, &batch)?.into_array(1)?;
     debug_assert_eq!(v.len(), 1);
     Ok(Expr::literal(v))

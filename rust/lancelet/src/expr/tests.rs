@@ -260,3 +260,15 @@ fn typed_literals() {
     let e = SqlFilter::new("t < timestamp(4) '2024-01-01'", &s).unwrap_err().to_string();
     assert!(e.contains("precision"), "{e}");
 }
+
+/// A kernel's error on the caller's values is invalid input that keeps the
+/// ArrowError as its source.
+#[test]
+fn evaluation_errors_keep_the_arrow_error() {
+    let b = batch();
+    let f = SqlFilter::new("i / 0 = 1", &b.schema()).unwrap();
+    let e = f.evaluate(&b).unwrap_err();
+    assert!(matches!(e, Error::InvalidInput { .. }), "{e:?}");
+    let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<arrow_schema::ArrowError>());
+    assert!(matches!(source, Some(arrow_schema::ArrowError::DivideByZero)), "{e:?}");
+}

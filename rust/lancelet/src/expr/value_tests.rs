@@ -66,7 +66,7 @@ fn case_coalesce_nullif_concat() {
 fn value_errors() {
     let schema = batch().schema();
     let bad = |sql: &str, to: DataType| match SqlValue::with_type(sql, &schema, &to, "value") {
-        Err(Error::InvalidInput { what }) => what,
+        Err(Error::InvalidInput { what, .. }) => what,
         other => panic!("{sql}: {other:?}"),
     };
     assert!(bad("'abc'", DataType::Int64).contains("abc"));

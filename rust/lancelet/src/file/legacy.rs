@@ -144,7 +144,7 @@ impl LegacyFileReader {
             meta_pos,
             size - FOOTER,
             "metadata",
-        )?)?;
+        )?).map_err(Error::bad_protobuf)?;
         let mut dictionary_specs = Vec::new();
         let schema = match schema {
             Some(s) => s,
@@ -159,7 +159,7 @@ impl LegacyFileReader {
                     meta.manifest_position,
                     size - FOOTER,
                     "manifest",
-                )?)?;
+                )?).map_err(Error::bad_protobuf)?;
                 dictionary_specs = m
                     .fields
                     .iter()
@@ -367,7 +367,7 @@ impl LegacyFileReader {
                 1 => parts.into_iter().next().expect("one"),
                 _ => arrow_select::concat::concat(
                     &parts.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
-                )?,
+                ).map_err(Error::internal_arrow)?,
             };
             fields.push(Arc::new(lf.arrow.clone()));
             columns.push(col);
@@ -379,7 +379,7 @@ impl LegacyFileReader {
             schema,
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows as usize)),
-        )?)
+        ).map_err(Error::corrupt_arrow)?)
     }
 
     fn page(&self, f: &LanceField, batch: usize) -> Result<(u64, u64)> {
@@ -418,7 +418,7 @@ impl LegacyFileReader {
                     ArrayDataBuilder::new(dt.clone())
                         .len(len)
                         .child_data(children)
-                        .build()?,
+                        .build().map_err(Error::corrupt_arrow)?,
                 ))
             }
             DataType::Dictionary(key, _) => {
@@ -435,7 +435,7 @@ impl LegacyFileReader {
                     .add_buffer(keys.to_data().buffers()[0].clone())
                     .add_child_data(values.to_data())
                     .build()
-                    .map_err(|e| Error::corrupt(format!("dictionary keys: {e}")))?;
+                    .map_err(|e| Error::corrupt(format!("dictionary keys: {e}")).with_source(e))?;
                 Ok(make_array(data))
             }
             DataType::List(_) | DataType::LargeList(_) => {
@@ -474,7 +474,7 @@ impl LegacyFileReader {
                         .len(len)
                         .add_buffer(offsets)
                         .add_child_data(child.to_data())
-                        .build()?,
+                        .build().map_err(Error::corrupt_arrow)?,
                 ))
             }
             _ => {
@@ -522,7 +522,7 @@ impl LegacyFileReader {
                     .add_buffer(offsets)
                     .add_buffer(Buffer::from_slice_ref(&data[..]))
                     .nulls(nulls)
-                    .build()?;
+                    .build().map_err(Error::corrupt_arrow)?;
                 Ok(make_array(data))
             }
             _ => {
@@ -607,7 +607,7 @@ fn read_plain(
                 ArrayDataBuilder::new(DataType::Boolean)
                     .len(len)
                     .add_buffer(bits.sliced())
-                    .build()?,
+                    .build().map_err(Error::corrupt_arrow)?,
             ))
         }
         DataType::FixedSizeList(item, dim) => {
@@ -621,7 +621,7 @@ fn read_plain(
                 ArrayDataBuilder::new(dt.clone())
                     .len(len)
                     .add_child_data(child.to_data())
-                    .build()?,
+                    .build().map_err(Error::corrupt_arrow)?,
             ))
         }
         dt => {
@@ -634,7 +634,7 @@ fn read_plain(
                 ArrayDataBuilder::new(dt.clone())
                     .len(len)
                     .add_buffer(Buffer::from_slice_ref(&b[..]))
-                    .build()?,
+                    .build().map_err(Error::corrupt_arrow)?,
             ))
         }
     }

@@ -369,7 +369,7 @@ impl FileWriter {
                     f.name()
                 )));
             }
-            crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())))?;
+            crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())).with_source(e))?;
             check_nested_fsl(f, version, false)?;
             check_packed(f, version)?;
             check_blob(f, false, version)?;

@@ -82,7 +82,7 @@ pub(crate) fn write_keyed(
             arrow_buffer::Buffer::from_vec(std::mem::take(&mut bytes)),
             None,
         );
-        w.write(&RecordBatch::try_new(schema.clone(), vec![keys, Arc::new(bitmaps)])?)?;
+        w.write(&RecordBatch::try_new(schema.clone(), vec![keys, Arc::new(bitmaps)]).map_err(Error::internal_arrow)?)?;
         first = last;
     }
     let size = w.finish()?;
@@ -133,24 +133,24 @@ impl BitmapIndex {
             || s.field(1).name() != "bitmaps"
             || !matches!(s.field(1).data_type(), DataType::Binary | DataType::LargeBinary)
         {
-            return Err(Error::Corrupt { path: Some(reader.path().to_string()), what: format!("expected columns keys, bitmaps: binary; found {s}") });
+            return Err(Error::corrupt_in(reader.path().to_string(), format!("expected columns keys, bitmaps: binary; found {s}")));
         }
         let value_type = s.field(0).data_type().clone();
         let keys = reader.read_range(&[0], 0..reader.num_rows())?.column(0).clone();
         let sorted = keys.is_empty() || {
-            let c = make_comparator(keys.as_ref(), keys.as_ref(), SORT)?;
+            let c = make_comparator(keys.as_ref(), keys.as_ref(), SORT).map_err(Error::corrupt_arrow)?;
             (1..keys.len()).all(|i| c(i - 1, i) == Ordering::Less)
         };
         // Files of older Lance releases list keys in hash order.
         let (keys, rows) = if sorted {
             (keys.clone(), (0..keys.len() as u32).collect())
         } else {
-            let order = arrow_ord::sort::sort_to_indices(keys.as_ref(), Some(SORT), None)?;
-            (arrow_select::take::take(keys.as_ref(), &order, None)?, order.values().to_vec())
+            let order = arrow_ord::sort::sort_to_indices(keys.as_ref(), Some(SORT), None).map_err(Error::corrupt_arrow)?;
+            (arrow_select::take::take(keys.as_ref(), &order, None).map_err(Error::internal_arrow)?, order.values().to_vec())
         };
         let null_key = (keys.null_count() > 0).then_some(0);
         if keys.null_count() > 1 {
-            return Err(Error::Corrupt { path: Some(reader.path().to_string()), what: format!("{} null keys", keys.null_count()) });
+            return Err(Error::corrupt_in(reader.path().to_string(), format!("{} null keys", keys.null_count())));
         }
         Ok(BitmapIndex { value_type, keys, rows, null_key, reader, loaded: Mutex::new(HashMap::new()), label_list })
     }
@@ -209,7 +209,7 @@ impl BitmapIndex {
 
     /// Sorted position of key `v` (non-null).
     fn find(&self, v: &dyn Array) -> Result<Option<usize>> {
-        let c = make_comparator(self.keys.as_ref(), v, SORT)?;
+        let c = make_comparator(self.keys.as_ref(), v, SORT).map_err(Error::internal_arrow)?;
         let n = self.keys.len();
         let start = self.null_key.map_or(0, |_| 1);
         let (mut lo, mut hi) = (start, n);
@@ -229,7 +229,7 @@ impl BitmapIndex {
         let n = self.keys.len();
         let first = self.null_key.map_or(0, |_| 1);
         let bound = |e: &RangeEnd, after_equal: bool| -> Result<usize> {
-            let c = make_comparator(self.keys.as_ref(), e.value.as_ref(), SORT)?;
+            let c = make_comparator(self.keys.as_ref(), e.value.as_ref(), SORT).map_err(Error::internal_arrow)?;
             let (mut lo, mut hi) = (first, n);
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;

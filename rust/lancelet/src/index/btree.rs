@@ -58,15 +58,15 @@ fn data_schema(dt: &DataType) -> Schema {
 /// values; only runs of equal values then have their ids sorted, which is
 /// much cheaper than a two-column sort through the dynamic comparator.
 pub(crate) fn sorted(data: &TrainingData) -> Result<(ArrayRef, UInt64Array)> {
-    let order = arrow_ord::sort::sort_to_indices(data.values.as_ref(), Some(SORT), None)?;
-    let values = arrow_select::take::take(data.values.as_ref(), &order, None)?;
+    let order = arrow_ord::sort::sort_to_indices(data.values.as_ref(), Some(SORT), None).map_err(Error::internal_arrow)?;
+    let values = arrow_select::take::take(data.values.as_ref(), &order, None).map_err(Error::internal_arrow)?;
     let src = data.ids.values();
     let mut ids: Vec<u64> = order.values().iter().map(|&i| src[i as usize]).collect();
     let n = values.len();
     if n > 1 {
         // Neighbours that are equal (nulls equal; floats by total order, as
         // the sort) form runs; most columns have few.
-        let same = arrow_ord::cmp::not_distinct(&values.slice(0, n - 1), &values.slice(1, n - 1))?;
+        let same = arrow_ord::cmp::not_distinct(&values.slice(0, n - 1), &values.slice(1, n - 1)).map_err(Error::internal_arrow)?;
         let mut run: Option<std::ops::Range<usize>> = None;
         for j in same.values().set_indices() {
             match &mut run {
@@ -97,15 +97,15 @@ pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result
     let step = 1 << 20;
     for start in (0..n).step_by(step) {
         let len = step.min(n - start);
-        w.write(&RecordBatch::try_new(schema.clone(), vec![values.slice(start, len), Arc::new(ids.slice(start, len))])?)?;
+        w.write(&RecordBatch::try_new(schema.clone(), vec![values.slice(start, len), Arc::new(ids.slice(start, len))]).map_err(Error::internal_arrow)?)?;
     }
     let data_size = w.finish()?;
 
     let pages = n.div_ceil(PAGE_ROWS);
     let firsts = UInt32Array::from_iter_values((0..pages).map(|p| (p * PAGE_ROWS) as u32));
     let lasts = UInt32Array::from_iter_values((0..pages).map(|p| (((p + 1) * PAGE_ROWS).min(n) - 1) as u32));
-    let mins = arrow_select::take::take(values.as_ref(), &firsts, None)?;
-    let maxs = arrow_select::take::take(values.as_ref(), &lasts, None)?;
+    let mins = arrow_select::take::take(values.as_ref(), &firsts, None).map_err(Error::internal_arrow)?;
+    let maxs = arrow_select::take::take(values.as_ref(), &lasts, None).map_err(Error::internal_arrow)?;
     let nulls = UInt32Array::from_iter_values((0..pages).map(|p| {
         let s = p * PAGE_ROWS;
         values.slice(s, PAGE_ROWS.min(n - s)).null_count() as u32
@@ -125,7 +125,7 @@ pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result
     );
     let mut w = FileWriter::create_with_lance_schema(dir.child(LOOKUP_FILE)?, LanceSchema::from_arrow(&lookup_schema)?, version)?;
     if pages > 0 {
-        w.write(&RecordBatch::try_new(lookup_schema.clone(), vec![mins, maxs, Arc::new(nulls), Arc::new(page_idx)])?)?;
+        w.write(&RecordBatch::try_new(lookup_schema.clone(), vec![mins, maxs, Arc::new(nulls), Arc::new(page_idx)]).map_err(Error::internal_arrow)?)?;
     }
     let lookup_size = w.finish()?;
     Ok(vec![(DATA_FILE.to_string(), data_size), (LOOKUP_FILE.to_string(), lookup_size)])
@@ -158,7 +158,7 @@ impl BTreeIndex {
         let lookup = FileReader::open_storage(dir.child(LOOKUP_FILE)?)?;
         let data = FileReader::open_storage(dir.child(DATA_FILE)?)?;
         let ls = lookup.schema().clone();
-        let bad = |what: String| Error::Corrupt { path: Some(lookup.path().to_string()), what };
+        let bad = |what: String| Error::corrupt_in(lookup.path().to_string(), what);
         let names: Vec<&str> = ls.fields().iter().map(|f| f.name().as_str()).collect();
         if names != ["min", "max", "null_count", "page_idx"] {
             return Err(bad(format!("expected columns min, max, null_count, page_idx; found {}", names.join(", "))));
@@ -176,10 +176,7 @@ impl BTreeIndex {
         let value_type = ls.field(0).data_type().clone();
         let ds = data.schema();
         if ds.fields().len() != 2 || ds.field(0).data_type() != &value_type || ds.field(1).data_type() != &DataType::UInt64 {
-            return Err(Error::Corrupt {
-                path: Some(data.path().to_string()),
-                what: format!("expected columns values: {value_type}, ids: uint64; found {ds}"),
-            });
+            return Err(Error::corrupt_in(data.path().to_string(), format!("expected columns values: {value_type}, ids: uint64; found {ds}")));
         }
         let all: Vec<usize> = (0..4).collect();
         let batch = lookup.read_range(&all, 0..lookup.num_rows())?;
@@ -213,15 +210,12 @@ impl BTreeIndex {
         let b = self.data.read_range(&[0, 1], start..end)?;
         let ids = b.column(1).as_primitive::<UInt64Type>().clone();
         if ids.null_count() > 0 {
-            return Err(Error::Corrupt { path: Some(self.data.path().to_string()), what: format!("page {p} has null row ids") });
+            return Err(Error::corrupt_in(self.data.path().to_string(), format!("page {p} has null row ids")));
         }
         let values = b.column(0).clone();
         let nulls = values.null_count();
         if nulls != self.null_counts[k] as usize || (0..nulls).any(|i| values.is_valid(i)) {
-            return Err(Error::Corrupt {
-                path: Some(self.data.path().to_string()),
-                what: format!("page {p}: its nulls do not lead the page as the lookup says ({} nulls)", self.null_counts[k]),
-            });
+            return Err(Error::corrupt_in(self.data.path().to_string(), format!("page {p}: its nulls do not lead the page as the lookup says ({} nulls)", self.null_counts[k])));
         }
         let page = Arc::new(Page { values, ids, nulls });
         self.pages.lock().unwrap_or_else(|e| e.into_inner()).insert(p, page.clone());
@@ -230,7 +224,7 @@ impl BTreeIndex {
 
     /// Compare column `a[i]` with the one value `v` (as the index orders them).
     fn cmp_fn(a: &dyn Array, v: &dyn Array) -> Result<Box<dyn Fn(usize) -> Ordering + Send + Sync>> {
-        let c = make_comparator(a, v, SORT)?;
+        let c = make_comparator(a, v, SORT).map_err(Error::internal_arrow)?;
         Ok(Box::new(move |i| c(i, 0)))
     }
 

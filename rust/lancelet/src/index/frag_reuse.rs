@@ -104,13 +104,13 @@ impl FragReuse {
     /// content).
     pub fn from_details(details: &prost_types::Any, dir: &Storage) -> Result<Self> {
         let d = pb::FragmentReuseIndexDetails::decode(details.value.as_slice())
-            .map_err(|e| Error::corrupt(format!("fragment reuse index details: {e}")))?;
+            .map_err(|e| Error::corrupt(format!("fragment reuse index details: {e}")).with_source(e))?;
         let inline = match d.content {
             Some(frd::Content::Inline(c)) => c,
             Some(frd::Content::External(f)) => {
                 let s = dir.child(&f.path)?;
                 let bytes = s.read_range(f.offset..f.offset + f.size)?;
-                frd::InlineContent::decode(bytes).map_err(|e| Error::corrupt(format!("fragment reuse details in {}: {e}", s.display())))?
+                frd::InlineContent::decode(bytes).map_err(|e| Error::corrupt(format!("fragment reuse details in {}: {e}", s.display())).with_source(e))?
             }
             None => return Err(Error::corrupt("fragment reuse index details have no content")),
         };
@@ -119,7 +119,7 @@ impl FragReuse {
             let mut groups = Vec::new();
             for g in v.groups {
                 let changed = RoaringTreemap::deserialize_from(g.changed_row_addrs.as_slice())
-                    .map_err(|e| Error::corrupt(format!("fragment reuse changed_row_addrs: {e}")))?;
+                    .map_err(|e| Error::corrupt(format!("fragment reuse changed_row_addrs: {e}")).with_source(e))?;
                 groups.push(Group {
                     old: g.old_fragments.iter().map(|f| (f.id, f.physical_rows, f.num_deleted_rows)).collect(),
                     new: g.new_fragments.iter().map(|f| (f.id, f.physical_rows)).collect(),
@@ -207,7 +207,7 @@ pub fn deferred_entry(previous: Option<&pb::IndexMetadata>, dir: &Storage, datas
             let covered = if p.fragment_bitmap.is_empty() {
                 RoaringBitmap::new()
             } else {
-                RoaringBitmap::deserialize_from(p.fragment_bitmap.as_slice()).map_err(|e| Error::corrupt(format!("fragment reuse index bitmap: {e}")))?
+                RoaringBitmap::deserialize_from(p.fragment_bitmap.as_slice()).map_err(|e| Error::corrupt(format!("fragment reuse index bitmap: {e}")).with_source(e))?
             };
             (FragReuse::from_details(d, dir)?, covered)
         }

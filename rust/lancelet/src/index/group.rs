@@ -99,12 +99,12 @@ pub(crate) fn group(values: &ArrayRef, pairs: impl Iterator<Item = (usize, u64)>
         return Ok(g);
     }
     let (pos, ids): (Vec<u64>, Vec<u64>) = pairs.map(|(p, id)| (p as u64, id)).unzip();
-    let taken = arrow_select::take::take(values.as_ref(), &arrow_array::UInt64Array::from(pos), None)?;
+    let taken = arrow_select::take::take(values.as_ref(), &arrow_array::UInt64Array::from(pos), None).map_err(Error::internal_arrow)?;
     let data = super::TrainingData { values: taken, ids: arrow_array::UInt64Array::from(ids) };
     let (sorted, ids) = super::btree::sorted(&data)?;
-    let runs = if sorted.is_empty() { Vec::new() } else { arrow_ord::partition::partition(&[sorted.clone()])?.ranges() };
+    let runs = if sorted.is_empty() { Vec::new() } else { arrow_ord::partition::partition(&[sorted.clone()]).map_err(Error::internal_arrow)?.ranges() };
     let starts = UInt32Array::from_iter_values(runs.iter().map(|r| r.start as u32));
-    let keys = arrow_select::take::take(sorted.as_ref(), &starts, None)?;
+    let keys = arrow_select::take::take(sorted.as_ref(), &starts, None).map_err(Error::internal_arrow)?;
     let mut offsets = vec![0];
     offsets.extend(runs.iter().map(|r| r.end));
     Ok(Grouped { keys, offsets, ids: ids.values().to_vec() })
@@ -141,9 +141,9 @@ fn group_by_value(values: &dyn Array, pairs: impl Iterator<Item = (usize, u64)>)
     }
     // Sort only the distinct values.
     let reps = UInt32Array::from(reps);
-    let distinct = arrow_select::take::take(values, &reps, None)?;
-    let order = arrow_ord::sort::sort_to_indices(distinct.as_ref(), Some(SORT), None)?;
-    let keys = arrow_select::take::take(distinct.as_ref(), &order, None)?;
+    let distinct = arrow_select::take::take(values, &reps, None).map_err(Error::internal_arrow)?;
+    let order = arrow_ord::sort::sort_to_indices(distinct.as_ref(), Some(SORT), None).map_err(Error::internal_arrow)?;
+    let keys = arrow_select::take::take(distinct.as_ref(), &order, None).map_err(Error::internal_arrow)?;
     // rank[group] = sorted position; then a stable counting sort of the ids.
     let mut rank = vec![0u32; order.len()];
     for (k, &g) in order.values().iter().enumerate() {

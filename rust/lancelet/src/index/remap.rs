@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use super::rowset::RowSet;
 use super::{bitmap, btree, label_list, IndexKind, TrainingData};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::file::{FileReader, FileVersion};
 use crate::io::Storage;
 
@@ -47,7 +47,7 @@ fn bitmap_pairs(dir: &Storage) -> Result<(TrainingData, FileReader)> {
             ids.push(v);
         }
     }
-    let values: ArrayRef = arrow_select::take::take(keys.as_ref(), &UInt32Array::from(take), None)?;
+    let values: ArrayRef = arrow_select::take::take(keys.as_ref(), &UInt32Array::from(take), None).map_err(Error::internal_arrow)?;
     Ok((TrainingData { values, ids: UInt64Array::from(ids) }, r))
 }
 
@@ -61,7 +61,7 @@ fn mapped(data: TrainingData, f: &dyn Fn(u64) -> Option<u64>) -> Result<Training
             ids.push(n);
         }
     }
-    let values = arrow_select::take::take(data.values.as_ref(), &UInt32Array::from(keep), None)?;
+    let values = arrow_select::take::take(data.values.as_ref(), &UInt32Array::from(keep), None).map_err(Error::internal_arrow)?;
     Ok(TrainingData { values: Arc::new(values) as ArrayRef, ids: UInt64Array::from(ids) })
 }
 

@@ -299,7 +299,7 @@ impl RowSet {
                 Part::Full
             } else {
                 let body = bytes.get(pos..pos + len).ok_or_else(|| bad(format!("entry {i} needs {len} bytes at {pos}, set has {}", bytes.len())))?;
-                let b = RoaringBitmap::deserialize_from(body).map_err(|e| bad(format!("entry {i}: bad roaring bitmap: {e}")))?;
+                let b = RoaringBitmap::deserialize_from(body).map_err(|e| bad(format!("entry {i}: bad roaring bitmap: {e}")).with_source(e))?;
                 if b.serialized_size() != len {
                     return Err(bad(format!("entry {i}: the bitmap takes {} of its {len} bytes", b.serialized_size())));
                 }
@@ -328,7 +328,7 @@ pub fn fragment_bitmap_bytes(ids: impl IntoIterator<Item = u32>) -> Vec<u8> {
 
 /// Parse a stored fragment bitmap (either cookie).
 pub fn parse_fragment_bitmap(bytes: &[u8]) -> Result<RoaringBitmap> {
-    RoaringBitmap::deserialize_from(bytes).map_err(|e| Error::corrupt(format!("index fragment bitmap: {e}")))
+    RoaringBitmap::deserialize_from(bytes).map_err(|e| Error::corrupt(format!("index fragment bitmap: {e}")).with_source(e))
 }
 
 #[cfg(test)]

@@ -23,15 +23,17 @@ fn open(path: &Path, display: &str) -> Result<File> {
     let f = File::open(path).map_err(|e| io_error(display, e))?;
     // object_store reports a directory as not found; so do we.
     if f.metadata().map_err(|e| io_error(display, e))?.is_dir() {
-        return Err(Error::NotFound { what: display.to_string() });
+        return Err(Error::not_found(display.to_string()));
     }
     Ok(f)
 }
 
+/// An error of the file system on `display`, classified (a missing file is
+/// not found, anything else a storage failure) and kept as the source.
 fn io_error(display: &str, e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound { what: display.to_string() },
-        _ => Error::Io { path: display.to_string(), message: e.to_string() },
+        std::io::ErrorKind::NotFound => Error::not_found(display.to_string()).with_source(e),
+        _ => Error::io(display.to_string(), e.to_string()).with_source(e),
     }
 }
 
@@ -44,10 +46,7 @@ pub(crate) fn read_ranges(path: &Path, display: &str, ranges: &[Range<u64>]) -> 
         .map(|r| {
             let end = r.end.max(r.start);
             if end > size {
-                return Err(Error::Io {
-                    path: display.to_string(),
-                    message: format!("range {}..{} lies past the end of the file ({size} bytes)", r.start, r.end),
-                });
+                return Err(Error::io(display.to_string(), format!("range {}..{} lies past the end of the file ({size} bytes)", r.start, r.end)));
             }
             read_at(&f, display, r.start, end - r.start)
         })
@@ -60,11 +59,11 @@ pub(crate) fn read_ranges(path: &Path, display: &str, ranges: &[Range<u64>]) -> 
 #[cfg(unix)]
 fn read_at(f: &File, display: &str, offset: u64, len: u64) -> Result<Bytes> {
     use std::os::fd::AsRawFd;
-    let n = usize::try_from(len).map_err(|_| Error::Io { path: display.to_string(), message: format!("read of {len} bytes") })?;
+    let n = usize::try_from(len).map_err(|_| Error::io(display.to_string(), format!("read of {len} bytes")))?;
     let mut buf: Vec<u8> = Vec::with_capacity(n);
     let mut done = 0usize;
     while done < n {
-        let at = libc::off_t::try_from(offset + done as u64).map_err(|_| Error::Io { path: display.to_string(), message: format!("offset {offset}") })?;
+        let at = libc::off_t::try_from(offset + done as u64).map_err(|_| Error::io(display.to_string(), format!("offset {offset}")))?;
         // SAFETY: writes at most `n - done` bytes into the vector's spare
         // capacity, which holds `n` bytes.
         let got = unsafe { libc::pread(f.as_raw_fd(), buf.as_mut_ptr().add(done) as *mut libc::c_void, n - done, at) };
@@ -76,7 +75,7 @@ fn read_at(f: &File, display: &str, offset: u64, len: u64) -> Result<Bytes> {
             return Err(io_error(display, e));
         }
         if got == 0 {
-            return Err(Error::Io { path: display.to_string(), message: format!("short read at {offset}: {done} of {len} bytes") });
+            return Err(Error::io(display.to_string(), format!("short read at {offset}: {done} of {len} bytes")));
         }
         done += got as usize;
     }
@@ -126,6 +125,46 @@ mod tests {
         assert!(matches!(read_ranges(&p, "f", &[8..11]), Err(Error::Io { .. })));
         assert!(matches!(read_all(&dir.join("missing"), "m"), Err(Error::NotFound { .. })));
         assert!(matches!(size(&dir, "d"), Err(Error::NotFound { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The `std::io::Error` of `e`'s source, which must be one.
+    #[cfg(unix)]
+    fn io_source(e: &Error) -> &std::io::Error {
+        let source = std::error::Error::source(e).unwrap_or_else(|| panic!("no source: {e:?}"));
+        source.downcast_ref::<std::io::Error>().unwrap_or_else(|| panic!("source is not an io::Error: {source:?}"))
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn io_errors_keep_their_source() {
+        use std::io::ErrorKind;
+        let dir = std::env::temp_dir().join(format!("lancelet-local-{}", crate::ids::new_uuid()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A missing file: not found, the file system's error kept.
+        let e = read_all(&dir.join("missing"), "missing").unwrap_err();
+        assert!(matches!(e, Error::NotFound { .. }), "{e:?}");
+        assert_eq!(io_source(&e).kind(), ErrorKind::NotFound);
+        assert_eq!(io_source(&e).raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(e.to_string(), "not found: missing");
+        // Permission denied: a storage failure whose message keeps the
+        // system's words. Root reads a mode-000 file anyway; the mapping
+        // itself is checked below for everyone.
+        let locked = dir.join("locked");
+        std::fs::write(&locked, b"x").unwrap();
+        std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+        match read_all(&locked, "locked") {
+            Ok(_) => assert_eq!(unsafe { libc::geteuid() }, 0, "a mode-000 file read without root"),
+            Err(e) => {
+                assert!(matches!(e, Error::Io { .. }), "{e:?}");
+                assert_eq!(io_source(&e).kind(), ErrorKind::PermissionDenied);
+                assert!(e.to_string().contains("Permission denied"), "{e}");
+            }
+        }
+        let e = io_error("locked", std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(matches!(&e, Error::Io { path, .. } if path == "locked"), "{e:?}");
+        assert_eq!(io_source(&e).kind(), ErrorKind::PermissionDenied);
+        assert_eq!(e.to_string(), format!("I/O error on locked: {}", std::io::Error::from_raw_os_error(libc::EACCES)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

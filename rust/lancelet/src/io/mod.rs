@@ -256,7 +256,7 @@ impl std::fmt::Debug for Storage {
 /// path. A host other than `localhost` is refused (pylance ignores it).
 fn file_uri_path(uri: &str) -> Result<std::path::PathBuf> {
     let bad = |why: String| Error::invalid_input(format!("bad file URI {uri:?}: {why}"));
-    let url = url::Url::parse(uri).map_err(|e| bad(e.to_string()))?;
+    let url = url::Url::parse(uri).map_err(|e| bad(e.to_string()).with_source(e))?;
     if let Some(host) = url.host_str().filter(|h| !h.is_empty() && *h != "localhost") {
         return Err(bad(format!("a file URI names a local path (file:///abs/path), not host {host:?}")));
     }
@@ -264,15 +264,23 @@ fn file_uri_path(uri: &str) -> Result<std::path::PathBuf> {
     Ok(std::path::PathBuf::from(path.as_ref()))
 }
 
+/// Whether `e` is an object store's error (a storage failure, which the
+/// Python layer shows as an `OSError` cause).
+pub fn is_object_store_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.is::<object_store::Error>()
+}
+
+/// An object store's error on `path`, classified, and kept as the source.
 fn io_err(path: &str, e: object_store::Error) -> Error {
-    match e {
-        object_store::Error::NotFound { .. } => Error::NotFound { what: path.to_string() },
-        object_store::Error::AlreadyExists { .. } => Error::AlreadyExists { what: path.to_string() },
+    let error = match &e {
+        object_store::Error::NotFound { .. } => Error::not_found(path.to_string()),
+        object_store::Error::AlreadyExists { .. } => Error::already_exists(path.to_string()),
         object_store::Error::NotImplemented { operation, .. } => {
-            Error::Unsupported { path: Some(path.to_string()), what: format!("the object store cannot do {operation}") }
+            Error::unsupported_in(path.to_string(), format!("the object store cannot do {operation}"))
         }
-        other => Error::Io { path: path.to_string(), message: other.to_string() },
-    }
+        other => Error::io(path.to_string(), other.to_string()),
+    };
+    error.with_source(e)
 }
 
 impl Storage {
@@ -287,7 +295,7 @@ impl Storage {
         let options = Arc::new(options.clone());
         if let Some(rest) = uri.strip_prefix("memory://") {
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
-            let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
+            let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")).with_source(e))?;
             return Ok(Self::new(store_cell::StoreCell::shared(memory_store(name)), path, uri.to_string(), options, None));
         }
         #[cfg(any(test, feature = "fuzzing"))]
@@ -314,10 +322,10 @@ impl Storage {
             std::path::PathBuf::from(uri)
         };
         let abs = lexically_normal(
-            &std::path::absolute(&local).map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?,
+            &std::path::absolute(&local).map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")).with_source(e))?,
         );
         let path = Path::from_absolute_path(&abs)
-            .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")))?;
+            .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")).with_source(e))?;
         Ok(Self::new(store_cell::StoreCell::shared(Arc::new(LocalFileSystem::new())), path, abs.display().to_string(), options, Some(abs)))
     }
 
@@ -444,7 +452,7 @@ impl Storage {
                 let (b, at) = (&got[g], plan.groups[g].start);
                 let (s, e) = ((r.start - at) as usize, (r.end.max(r.start) - at) as usize);
                 if e > b.len() {
-                    return Err(Error::Io { path: self.display.clone(), message: format!("short read: range {r:?} got {} bytes", b.len().saturating_sub(s)) });
+                    return Err(Error::io(self.display.clone(), format!("short read: range {r:?} got {} bytes", b.len().saturating_sub(s))));
                 }
                 Ok(b.slice(s..e))
             })
@@ -524,7 +532,7 @@ impl Storage {
             // The part as it is (see the module docs): `PathPart::from`
             // would percent-encode it, so that writes (through the store)
             // and local reads (through `local_dir`) reached different files.
-            let part = PathPart::parse(part).map_err(|e| Error::invalid_input(format!("relative path {rel:?}: {e}")))?;
+            let part = PathPart::parse(part).map_err(|e| Error::invalid_input(format!("relative path {rel:?}: {e}")).with_source(e))?;
             if let Some(d) = local_dir.as_mut() {
                 d.push(part.as_ref());
             }
@@ -662,5 +670,33 @@ mod tests {
         assert!(matches!(file_uri_path("file:///x/%FF"), Err(Error::InvalidInput { .. })));
         let s = Storage::open("file:///tmp/a%20b/%C3%BC").unwrap();
         assert_eq!(s.display(), "/tmp/a b/ü");
+    }
+
+    /// A write through a regular file fails in the object store: a storage
+    /// failure that keeps the object store's error, and below it the file
+    /// system's.
+    #[test]
+    fn object_store_errors_keep_their_source() {
+        let dir = std::env::temp_dir().join(format!("lancelet-io-{}", crate::ids::new_uuid()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plain"), b"x").unwrap();
+        let s = Storage::open(dir.join("plain/obj").to_str().unwrap()).unwrap();
+        let e = s.write_all(Bytes::from_static(b"data")).unwrap_err();
+        assert!(matches!(&e, Error::Io { path, .. } if path.ends_with("plain/obj")), "{e:?}");
+        let source = std::error::Error::source(&e).expect("a source");
+        let store = source.downcast_ref::<object_store::Error>().unwrap_or_else(|| panic!("not an object_store error: {source:?}"));
+        assert!(is_object_store_error(source));
+        assert!(e.to_string().ends_with(&store.to_string()), "{e}");
+        // The file system's error further down the chain.
+        let mut chain = std::iter::successors(Some(source), |s| s.source());
+        let io = chain.find_map(|s| s.downcast_ref::<std::io::Error>()).expect("an io::Error in the chain");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotADirectory, "{io:?}");
+        // Not found and already exists keep theirs too.
+        let e = io_err("p", object_store::Error::NotFound { path: "p".into(), source: "gone".into() });
+        assert!(matches!(e, Error::NotFound { .. }) && std::error::Error::source(&e).is_some_and(|s| s.is::<object_store::Error>()));
+        let e = Storage::open(dir.join("plain").to_str().unwrap()).unwrap().write_new(Bytes::from_static(b"y")).unwrap_err();
+        assert!(matches!(e, Error::AlreadyExists { .. }), "{e:?}");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<object_store::Error>()), "{e:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

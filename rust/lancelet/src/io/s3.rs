@@ -41,7 +41,7 @@ fn parse_number<T: FromStr>(key: &str, value: &str) -> Result<T> {
 /// Build the store for `s3://bucket/path` (or `s3a://`) and the object path
 /// inside the bucket.
 pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, Path)> {
-    let url = url::Url::parse(uri).map_err(|e| Error::invalid_input(format!("bad URI {uri:?}: {e}")))?;
+    let url = url::Url::parse(uri).map_err(|e| Error::invalid_input(format!("bad URI {uri:?}: {e}")).with_source(e))?;
     let bucket = url
         .host_str()
         .filter(|b| !b.is_empty())
@@ -72,7 +72,7 @@ pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn Objec
         .with_bucket_name(bucket)
         .with_retry(retry)
         .build()
-        .map_err(|e| Error::invalid_input(format!("cannot configure S3 access for {uri}: {e}")))?;
-    let path = Path::from_url_path(url.path()).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")))?;
+        .map_err(|e| Error::invalid_input(format!("cannot configure S3 access for {uri}: {e}")).with_source(e))?;
+    let path = Path::from_url_path(url.path()).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")).with_source(e))?;
     Ok((Arc::new(store), path))
 }

@@ -135,10 +135,7 @@ impl Snapshot {
 fn flags(md: &HashMap<String, String>, key: &str, root: &Storage) -> Result<u64> {
     match md.get(key) {
         None => Ok(0),
-        Some(v) => v.trim().parse::<u64>().map_err(|_| Error::Unsupported {
-            path: Some(root.display().to_string()),
-            what: format!("catalog table metadata {key} = {v:?} is not a number"),
-        }),
+        Some(v) => v.trim().parse::<u64>().map_err(|_| Error::unsupported_in(root.display().to_string(), format!("catalog table metadata {key} = {v:?} is not a number"))),
     }
 }
 
@@ -147,19 +144,15 @@ fn flags(md: &HashMap<String, String>, key: &str, root: &Storage) -> Result<u64>
 fn check_flags(snap: &Snapshot, key: &str, doing: &str, root: &Storage) -> Result<()> {
     let f = flags(&snap.table_metadata, key, root)?;
     if f != 0 {
-        return Err(Error::Unsupported {
-            path: Some(root.display().to_string()),
-            what: format!("the namespace catalog needs feature flags {f} ({key}) to {doing}, which lancelet does not know"),
-        });
+        return Err(Error::unsupported_in(root.display().to_string(), format!("the namespace catalog needs feature flags {f} ({key}) to {doing}, which lancelet does not know")));
     }
     Ok(())
 }
 
 fn strings(rows: &RecordBatch, name: &str, root: &Storage) -> Result<Option<StringArray>> {
     let Some(col) = rows.column_by_name(name) else { return Ok(None) };
-    let cast = arrow_cast::cast(col, &DataType::Utf8).map_err(|e| Error::Corrupt {
-        path: Some(root.display().to_string()),
-        what: format!("catalog column {name} ({}) is not text: {e}", col.data_type()),
+    let cast = arrow_cast::cast(col, &DataType::Utf8).map_err(|e| {
+        Error::corrupt_in(root.display().to_string(), format!("catalog column {name} ({}) is not text: {e}", col.data_type())).with_source(e)
     })?;
     Ok(Some(cast.as_any().downcast_ref::<StringArray>().cloned().expect("cast to Utf8")))
 }
@@ -176,11 +169,11 @@ pub fn read(ns_root: &Storage) -> Result<Snapshot> {
     let opts = ScanOptions { with_row_address: true, ..Default::default() };
     let scanner = Scanner::new(ds.clone(), opts)?;
     let out_schema = scanner.schema().clone();
-    let all = arrow_select::concat::concat_batches(&out_schema, &scanner.collect()?)?;
+    let all = arrow_select::concat::concat_batches(&out_schema, &scanner.collect()?).map_err(Error::internal_arrow)?;
     let n = all.num_columns();
     let addrs = all.column(n - 1).as_any().downcast_ref::<UInt64Array>().map(|a| a.values().to_vec()).unwrap_or_default();
-    let rows = all.project(&(0..n - 1).collect::<Vec<_>>())?;
-    let corrupt = |what: &str| Error::Corrupt { path: Some(uri.clone()), what: format!("not a namespace catalog: {what}") };
+    let rows = all.project(&(0..n - 1).collect::<Vec<_>>()).map_err(Error::internal_arrow)?;
+    let corrupt = |what: &str| Error::corrupt_in(uri.clone(), format!("not a namespace catalog: {what}"));
     let ids = strings(&rows, "object_id", &root)?.ok_or_else(|| corrupt("no object_id column"))?;
     let types = strings(&rows, "object_type", &root)?.ok_or_else(|| corrupt("no object_type column"))?;
     let locations = strings(&rows, "location", &root)?;
@@ -237,12 +230,12 @@ fn build_rows(snap: &Snapshot, add: &[NewRow]) -> Result<RecordBatch> {
     for field in schema.fields() {
         let old = snap.data.as_ref().and_then(|d| d.rows.column_by_name(field.name()));
         let copied = match old {
-            Some(c) => Some(arrow_select::take::take(c.as_ref(), &base_idx, None)?),
+            Some(c) => Some(arrow_select::take::take(c.as_ref(), &base_idx, None).map_err(Error::internal_arrow)?),
             None => None,
         };
         let col: ArrayRef = match KNOWN.iter().position(|k| k == field.name()) {
             Some(k) => {
-                let copied_text = copied.as_ref().map(|c| arrow_cast::cast(c, &DataType::Utf8)).transpose()?;
+                let copied_text = copied.as_ref().map(|c| arrow_cast::cast(c, &DataType::Utf8)).transpose().map_err(Error::corrupt_arrow)?;
                 let copied_text = copied_text.as_ref().and_then(|c| c.as_any().downcast_ref::<StringArray>());
                 let values: Vec<Option<String>> = add
                     .iter()
@@ -258,7 +251,7 @@ fn build_rows(snap: &Snapshot, add: &[NewRow]) -> Result<RecordBatch> {
                     })
                     .collect();
                 let text: ArrayRef = Arc::new(StringArray::from(values));
-                arrow_cast::cast(&text, field.data_type())?
+                arrow_cast::cast(&text, field.data_type()).map_err(Error::corrupt_arrow)?
             }
             None => copied.unwrap_or_else(|| arrow_array::new_null_array(field.data_type(), add.len())),
         };
@@ -270,7 +263,7 @@ fn build_rows(snap: &Snapshot, add: &[NewRow]) -> Result<RecordBatch> {
         }
         cols.push(col);
     }
-    Ok(RecordBatch::try_new(schema, cols)?)
+    Ok(RecordBatch::try_new(schema, cols).map_err(Error::internal_arrow)?)
 }
 
 /// Commit one change decided on `snap`: remove rows (indexes into
@@ -323,8 +316,8 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
         txn
     } else {
         let keep = BooleanArray::from((0..snap.entries.len()).map(|i| !remove.contains(&i)).collect::<Vec<_>>());
-        let kept = arrow_select::filter::filter_record_batch(&stored.rows, &keep)?;
-        let all = arrow_select::concat::concat_batches(&stored.rows.schema(), &[kept, new_rows])?;
+        let kept = arrow_select::filter::filter_record_batch(&stored.rows, &keep).map_err(Error::internal_arrow)?;
+        let all = arrow_select::concat::concat_batches(&stored.rows.schema(), &[kept, new_rows]).map_err(Error::internal_arrow)?;
         let schema = ds.lance_schema();
         let fragments = stage(&root, schema, file_version, all)?;
         owned_files = data_file_paths(&fragments);

@@ -54,8 +54,8 @@ pub fn branch_name_of_file(file_name: &str) -> Option<String> {
 
 /// Parse one branch record.
 pub fn parse_branch(name: &str, json: &[u8], path: &str) -> Result<BranchInfo> {
-    let corrupt = |what: String| Error::Corrupt { path: Some(path.to_string()), what };
-    let v: serde_json::Value = serde_json::from_slice(json).map_err(|e| corrupt(format!("branch record is not JSON: {e}")))?;
+    let corrupt = |what: String| Error::corrupt_in(path.to_string(), what);
+    let v: serde_json::Value = serde_json::from_slice(json).map_err(|e| corrupt(format!("branch record is not JSON: {e}")).with_source(e))?;
     let parent_branch = match v.get("parentBranch") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s.clone()),
@@ -86,7 +86,7 @@ pub fn list_branches(root: &Storage) -> Result<Vec<BranchInfo>> {
 /// The root of a branch's own tree (`tree/{name}`).
 pub fn branch_root(root: &Storage, name: &str) -> Result<Storage> {
     if name.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
-        return Err(Error::Corrupt { path: Some(format!("{}/{BRANCHES_DIR}", root.display())), what: format!("bad branch name {name:?}") });
+        return Err(Error::corrupt_in(format!("{}/{BRANCHES_DIR}", root.display()), format!("bad branch name {name:?}")));
     }
     root.child(&format!("{TREE_DIR}/{name}"))
 }

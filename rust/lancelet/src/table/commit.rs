@@ -108,7 +108,7 @@ pub fn transaction_of(root: &Storage, file: &ManifestFile) -> Result<Option<pb::
         return Ok(None);
     }
     let bytes = root.child(&format!("{TRANSACTIONS_DIR}/{name}"))?.read_all()?;
-    Ok(Some(pb::Transaction::decode(bytes).map_err(|e| Error::corrupt(format!("transaction {name}: {e}")))?))
+    Ok(Some(pb::Transaction::decode(bytes).map_err(|e| Error::corrupt(format!("transaction {name}: {e}")).with_source(e))?))
 }
 
 fn sleep_jitter(attempt: usize) {
@@ -172,7 +172,7 @@ fn try_commit(
     for attempt in 0..MAX_ATTEMPTS {
         let versions = list_versions(root)?;
         if opts.must_not_exist && !versions.is_empty() {
-            return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display()) });
+            return Err(Error::already_exists(format!("dataset at {} (use mode=\"overwrite\" or \"append\")", root.display())));
         }
         let latest = versions.last();
         if opts.exact_version && latest.map(|l| l.version).unwrap_or(0) != txn.read_version {
@@ -225,7 +225,7 @@ fn try_commit(
         };
         let restore_file = match restore_version {
             Some(v) => {
-                let loc = versions.iter().find(|l| l.version == v).ok_or_else(|| Error::NotFound { what: format!("version {v} to restore") })?;
+                let loc = versions.iter().find(|l| l.version == v).ok_or_else(|| Error::not_found(format!("version {v} to restore")))?;
                 Some(read_manifest(root, &loc.name)?)
             }
             None => None,

@@ -103,12 +103,13 @@ fn open_root(uri: &str, options: &StorageOptions) -> Result<Storage> {
 /// Pull `"version": N` out of a tag file (a flat JSON object).
 /// The `"branch"` of a tag file: `None` when absent or `null` (the main
 /// line). `Err` when it is something else than a string or null.
-fn tag_branch(json: &str) -> std::result::Result<Option<String>, String> {
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("tag file is not JSON: {e}"))?;
+fn tag_branch(json: &str) -> Result<Option<String>> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::corrupt(format!("tag file is not JSON: {e}")).with_source(e))?;
     match v.get("branch") {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::String(b)) => Ok(Some(b.clone())),
-        Some(other) => Err(format!("tag file's \"branch\" is {other}, not a string or null")),
+        Some(other) => Err(Error::corrupt(format!("tag file's \"branch\" is {other}, not a string or null"))),
     }
 }
 
@@ -159,7 +160,7 @@ impl Dataset {
     pub fn open_in(root: Storage, uri: &str, version: Option<VersionRef>) -> Result<Self> {
         let versions = list_versions(&root)?;
         if versions.is_empty() {
-            return Err(Error::NotFound { what: format!("dataset at {uri} (no manifests in {}/_versions)", root.display()) });
+            return Err(Error::not_found(format!("dataset at {uri} (no manifests in {}/_versions)", root.display())));
         }
         let number = match version {
             None => versions.last().expect("non-empty").version,
@@ -168,9 +169,7 @@ impl Dataset {
         };
         let Some(location) = versions.iter().find(|l| l.version == number).cloned() else {
             let have: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
-            return Err(Error::NotFound {
-                what: format!("version {number} of dataset {uri} (versions present: {})", have.join(", ")),
-            });
+            return Err(Error::not_found(format!("version {number} of dataset {uri} (versions present: {})", have.join(", "))));
         };
         Self::open_location(root, uri, location)
     }
@@ -182,16 +181,16 @@ impl Dataset {
         let s = root.child(&format!("{TAGS_DIR}/{tag}.json"))?;
         let bytes = match s.read_all() {
             Ok(b) => b,
-            Err(Error::NotFound { .. }) => return Err(Error::NotFound { what: format!("tag {tag:?} of dataset {uri}") }),
+            Err(e @ Error::NotFound { .. }) => return Err(e.reworded(format!("tag {tag:?} of dataset {uri}"))),
             Err(e) => return Err(e),
         };
         let text = String::from_utf8_lossy(&bytes);
-        let corrupt = |what: String| Error::Corrupt { path: Some(s.display().to_string()), what };
+        let corrupt = |what: String| Error::corrupt_in(s.display().to_string(), what);
         let version = tag_version(&text).ok_or_else(|| corrupt("tag file has no \"version\" number".into()))?;
         // A tag on a branch names a version of the branch, not of the main
         // line: opening the main line's version of that number would be a
         // silently wrong answer.
-        if let Some(branch) = tag_branch(&text).map_err(corrupt)? {
+        if let Some(branch) = tag_branch(&text).map_err(|e| e.in_file(s.display()))? {
             return Err(Error::unsupported(format!(
                 "tag {tag:?} of dataset {uri} points at version {version} of branch {branch:?}; lancelet does not \
                  open branch versions by tag yet (open {uri}/tree/{branch} at version {version} instead)"
@@ -205,10 +204,7 @@ impl Dataset {
         let mpath = format!("{}/_versions/{}", root.display(), location.name);
         let m = &file.manifest;
         if m.version != location.version {
-            return Err(Error::Corrupt {
-                path: Some(mpath),
-                what: format!("manifest says version {} but its name says {}", m.version, location.version),
-            });
+            return Err(Error::corrupt_in(mpath, format!("manifest says version {} but its name says {}", m.version, location.version)));
         }
         check_reader_flags(m.reader_feature_flags, &mpath)?;
         let schema = LanceSchema::from_pb(&m.fields, &m.schema_metadata).map_err(|e| e.in_file(&mpath).context("schema"))?;
@@ -218,16 +214,10 @@ impl Dataset {
             // A row address is `fragment id << 32 | offset`: neither may
             // need more than 32 bits.
             if f.id > u64::from(u32::MAX) || f.physical_rows > 1 << 32 {
-                return Err(Error::Corrupt {
-                    path: Some(mpath),
-                    what: format!("fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits", f.id, f.physical_rows),
-                });
+                return Err(Error::corrupt_in(mpath, format!("fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits", f.id, f.physical_rows)));
             }
             if stable && f.row_id_sequence.is_none() {
-                return Err(Error::Corrupt {
-                    path: Some(mpath),
-                    what: format!("stable row ids are on but fragment {} has no row id sequence", f.id),
-                });
+                return Err(Error::corrupt_in(mpath, format!("stable row ids are on but fragment {} has no row id sequence", f.id)));
             }
         }
         Ok(Dataset { root, uri: uri.to_string(), location, file, schema, arrow_schema, row_id_index: OnceLock::new(), files: FileCache::default() })
@@ -290,7 +280,7 @@ impl Dataset {
         list_versions(&self.root)?
             .last()
             .map(|l| l.version)
-            .ok_or_else(|| Error::NotFound { what: format!("manifests of dataset {}", self.uri) })
+            .ok_or_else(|| Error::not_found(format!("manifests of dataset {}", self.uri)))
     }
 
     /// Every version, oldest first, with timestamps and summaries.
@@ -321,9 +311,9 @@ impl Dataset {
             let Some(tag) = name.strip_suffix(".json") else { continue };
             let s = dir.child(&name)?;
             let json = String::from_utf8_lossy(&s.read_all()?).into_owned();
-            let corrupt = |what: String| Error::Corrupt { path: Some(s.display().to_string()), what };
+            let corrupt = |what: String| Error::corrupt_in(s.display().to_string(), what);
             let version = tag_version(&json).ok_or_else(|| corrupt("tag file has no \"version\" number".into()))?;
-            let branch = tag_branch(&json).map_err(corrupt)?;
+            let branch = tag_branch(&json).map_err(|e| e.in_file(s.display()))?;
             out.push(TagInfo { name: tag.to_string(), version, branch, json });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -355,9 +345,9 @@ impl Dataset {
         let known_size = (df.file_size_bytes > 0).then_some(df.file_size_bytes);
         self.files.get_or_open(&display, || {
             FileReader::open_storage_sized(s, known_size).map_err(|e| match e {
-                Error::NotFound { .. } => Error::NotFound {
-                    what: format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version()),
-                },
+                e @ Error::NotFound { .. } => {
+                    e.reworded(format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version()))
+                }
                 other => other.context(format!("fragment {}", frag.id)),
             })
         })
@@ -372,9 +362,9 @@ impl Dataset {
         let s = resolve(&self.root, &self.file.manifest.base_paths, d.base_id, "_deletions", &rel)?;
         let display = s.display().to_string();
         let bytes = s.read_all().map_err(|e| match e {
-            Error::NotFound { .. } => Error::NotFound {
-                what: format!("deletion file {display} of fragment {} (dataset version {})", f.id, self.version()),
-            },
+            e @ Error::NotFound { .. } => {
+                e.reworded(format!("deletion file {display} of fragment {} (dataset version {})", f.id, self.version()))
+            }
             other => other,
         })?;
         let rows = self.physical_rows(i)?;

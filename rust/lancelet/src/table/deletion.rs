@@ -63,7 +63,7 @@ pub fn decode_deletions(file_type: i32, bytes: Bytes, physical_rows: u64) -> Res
 /// next, so a short file fails early.
 fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap> {
     let mut cursor = Cursor::new(bytes);
-    let set = RoaringBitmap::deserialize_from(&mut cursor).map_err(|e| Error::corrupt(format!("deletion bitmap: {e}")))?;
+    let set = RoaringBitmap::deserialize_from(&mut cursor).map_err(|e| Error::corrupt(format!("deletion bitmap: {e}")).with_source(e))?;
     if cursor.position() != bytes.len() as u64 {
         return Err(Error::corrupt(format!(
             "deletion bitmap ends at byte {} of {}: trailing bytes",
@@ -107,15 +107,15 @@ pub fn live_ranges(physical_rows: u64, deleted: Option<&RoaringBitmap>) -> Vec<R
 pub fn encode_arrow(offsets: &[u32]) -> Result<Vec<u8>> {
     use std::sync::Arc;
     let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("row_id", arrow_schema::DataType::UInt32, false)]));
-    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(UInt32Array::from(offsets.to_vec()))])?;
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(UInt32Array::from(offsets.to_vec()))]).map_err(Error::internal_arrow)?;
     let opts = arrow_ipc::writer::IpcWriteOptions::default()
         .try_with_compression(Some(arrow_ipc::CompressionType::ZSTD))
         .map_err(|e| Error::Internal { what: e.to_string() })?;
     let mut out = Vec::new();
     {
-        let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(&mut out, &schema, opts)?;
-        w.write(&batch)?;
-        w.finish()?;
+        let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(&mut out, &schema, opts).map_err(Error::internal_arrow)?;
+        w.write(&batch).map_err(Error::internal_arrow)?;
+        w.finish().map_err(Error::internal_arrow)?;
     }
     Ok(out)
 }
@@ -150,6 +150,35 @@ mod tests {
             assert!(e.to_string().contains("only"), "{e}");
         }
         assert!(matches!(decode_deletions(ARROW, Bytes::from_static(b"garbage"), 10), Err(Error::Corrupt { .. })));
+    }
+
+    /// A deletion file that the flatbuffer verifier or zstd rejects: corrupt
+    /// data whose source is the library's error, its text in the message.
+    #[test]
+    fn corrupt_arrow_files_keep_their_source() {
+        // Enough rows for the values to be stored compressed.
+        let good = encode_arrow(&(0..4000).collect::<Vec<u32>>()).unwrap();
+        let n = good.len();
+        let source_of = |bytes: Vec<u8>| {
+            let e = decode_deletions(ARROW, Bytes::from(bytes), 10_000).unwrap_err();
+            assert!(matches!(e, Error::Corrupt { path: None, .. }), "{e:?}");
+            let source = std::error::Error::source(&e).unwrap_or_else(|| panic!("no source: {e:?}"));
+            assert!(e.to_string().ends_with(&source.to_string()), "{e}");
+            (e.to_string(), source.to_string(), source.is::<flatbuffers::InvalidFlatbuffer>(), source.is::<std::io::Error>())
+        };
+        // The footer's root offset pointing past the footer.
+        let footer_len = i32::from_le_bytes(good[n - 10..n - 6].try_into().unwrap()) as usize;
+        let mut bad = good.clone();
+        let at = n - 10 - footer_len;
+        bad[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let (msg, _, flatbuffer, _) = source_of(bad);
+        assert!(flatbuffer && msg.contains("footer is not a valid flatbuffer"), "{msg}");
+        // The zstd frame's magic overwritten.
+        let mut bad = good;
+        let at = bad.windows(4).position(|w| w == [0x28, 0xb5, 0x2f, 0xfd]).expect("a zstd frame");
+        bad[at..at + 4].copy_from_slice(&[0; 4]);
+        let (msg, _, _, io) = source_of(bad);
+        assert!(io && msg.contains("compressed buffer"), "{msg}");
     }
 
     /// Where `needle` (8 bytes) first occurs in `hay`.

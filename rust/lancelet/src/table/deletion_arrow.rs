@@ -56,7 +56,7 @@ pub fn decode_arrow(bytes: &[u8], physical_rows: u64) -> Result<RoaringBitmap> {
         .filter(|&s| s >= HEAD && footer_len > 0)
         .ok_or_else(|| corrupt!("deletion file footer length {footer_len} does not fit in the {n}-byte file"))?;
     let footer = arrow_ipc::root_as_footer(&bytes[footer_start..n - TAIL])
-        .map_err(|e| corrupt!("deletion file footer is not a valid flatbuffer: {e}"))?;
+        .map_err(|e| corrupt!("deletion file footer is not a valid flatbuffer: {e}").with_source(e))?;
     let (width, signed) = value_type(footer.schema())?;
     if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
         return Err(corrupt!("deletion file has dictionary batches"));
@@ -140,7 +140,7 @@ fn read_block(stream: &[u8], offset: i64, meta_len: i32, body_len: i64) -> Resul
         .and_then(|l| usize::try_from(l).ok())
         .and_then(|l| m.get(fb_at..fb_at.checked_add(l)?))
         .ok_or_else(|| corrupt!("deletion file record batch metadata length {fb_len:?} exceeds its block"))?;
-    let message = arrow_ipc::root_as_message(fb).map_err(|e| corrupt!("deletion file message is not a valid flatbuffer: {e}"))?;
+    let message = arrow_ipc::root_as_message(fb).map_err(|e| corrupt!("deletion file message is not a valid flatbuffer: {e}").with_source(e))?;
     let rb = message.header_as_record_batch().ok_or_else(|| corrupt!("deletion file block is not a record batch"))?;
     let rows = u64::try_from(rb.length()).map_err(|_| corrupt!("deletion file batch has {} rows", rb.length()))?;
     let nodes = rb.nodes().ok_or_else(|| corrupt!("deletion file batch has no field nodes"))?;
@@ -215,7 +215,7 @@ impl Batch<'_> {
 fn decompress(codec: CompressionType, data: &[u8], limit: usize) -> Result<Vec<u8>> {
     let reader: Box<dyn Read + '_> = match codec {
         CompressionType::ZSTD => Box::new(
-            zstd::stream::read::Decoder::with_buffer(data).map_err(|e| corrupt!("deletion file zstd stream: {e}"))?,
+            zstd::stream::read::Decoder::with_buffer(data).map_err(|e| corrupt!("deletion file zstd stream: {e}").with_source(e))?,
         ),
         CompressionType::LZ4_FRAME => Box::new(lz4_flex::frame::FrameDecoder::new(data)),
         other => return Err(corrupt!("deletion file uses unknown compression codec {}", other.0)),
@@ -226,7 +226,7 @@ fn decompress(codec: CompressionType, data: &[u8], limit: usize) -> Result<Vec<u
     loop {
         let start = out.len();
         out.resize(start + STEP.min(limit + 1 - start).max(1), 0);
-        let got = limited.read(&mut out[start..]).map_err(|e| corrupt!("deletion file compressed buffer: {e}"))?;
+        let got = limited.read(&mut out[start..]).map_err(|e| corrupt!("deletion file compressed buffer: {e}").with_source(e))?;
         out.truncate(start + got);
         if got == 0 || out.len() > limit {
             break;

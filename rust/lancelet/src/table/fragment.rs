@@ -99,14 +99,11 @@ impl FragmentReader {
                         let df = &fragment.files[fi];
                         let reader = open_file(df)?;
                         if reader.num_rows() != physical_rows {
-                            return Err(Error::Corrupt {
-                                path: Some(reader.path().to_string()),
-                                what: format!(
+                            return Err(Error::corrupt_in(reader.path().to_string(), format!(
                                     "data file has {} rows but fragment {} has {physical_rows}",
                                     reader.num_rows(),
                                     fragment.id
-                                ),
-                            });
+                                )));
                         }
                         files.push((reader, Vec::new()));
                         opened[fi] = Some(files.len() - 1);
@@ -118,15 +115,12 @@ impl FragmentReader {
                 let Some(top) = top else {
                     // The file lists the id but its schema has no such
                     // top-level field: not a layout any writer produces.
-                    return Err(Error::Unsupported {
-                        path: Some(reader.path().to_string()),
-                        what: format!(
+                    return Err(Error::unsupported_in(reader.path().to_string(), format!(
                             "field {:?} (id {}) of fragment {} is not a top-level field of this data file",
                             field.arrow.name(),
                             field.id,
                             fragment.id
-                        ),
-                    });
+                        )));
                 };
                 let file_field = reader.lance_schema().fields[top].clone();
                 let slot = match proj.iter().position(|&p| p == top) {
@@ -295,8 +289,8 @@ pub fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch>
         .columns()
         .iter()
         .map(|c| arrow_select::take::take(c.as_ref(), idx, None))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len())))?)
+        .collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
+    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len()))).map_err(Error::internal_arrow)?)
 }
 
 /// Join the parts of a struct stored in several files into the dataset's
@@ -338,7 +332,7 @@ pub fn merge_struct(parts: &[(ArrayRef, &LanceField)], ds: &LanceField) -> Resul
         };
         children.push(col);
     }
-    Ok(Arc::new(StructArray::try_new(ds_fields.clone(), children, structs[0].0.nulls().cloned())?))
+    Ok(Arc::new(StructArray::try_new(ds_fields.clone(), children, structs[0].0.nulls().cloned()).map_err(Error::corrupt_arrow)?))
 }
 
 /// Give a column read from a file the dataset's type: children of structs
@@ -359,22 +353,22 @@ pub fn adapt(array: ArrayRef, file: &LanceField, ds: &LanceField) -> Result<Arra
                 };
                 children.push(col);
             }
-            Ok(Arc::new(StructArray::try_new(ds_fields.clone(), children, s.nulls().cloned())?))
+            Ok(Arc::new(StructArray::try_new(ds_fields.clone(), children, s.nulls().cloned()).map_err(Error::corrupt_arrow)?))
         }
         (DataType::List(_), DataType::List(item)) if !file.children.is_empty() && !ds.children.is_empty() => {
             let l = array.as_any().downcast_ref::<ListArray>().expect("list");
             let values = adapt(l.values().clone(), &file.children[0], &ds.children[0])?;
-            Ok(Arc::new(ListArray::try_new(item.clone(), l.offsets().clone(), values, l.nulls().cloned())?))
+            Ok(Arc::new(ListArray::try_new(item.clone(), l.offsets().clone(), values, l.nulls().cloned()).map_err(Error::corrupt_arrow)?))
         }
         (DataType::LargeList(_), DataType::LargeList(item)) if !file.children.is_empty() && !ds.children.is_empty() => {
             let l = array.as_any().downcast_ref::<LargeListArray>().expect("large list");
             let values = adapt(l.values().clone(), &file.children[0], &ds.children[0])?;
-            Ok(Arc::new(LargeListArray::try_new(item.clone(), l.offsets().clone(), values, l.nulls().cloned())?))
+            Ok(Arc::new(LargeListArray::try_new(item.clone(), l.offsets().clone(), values, l.nulls().cloned()).map_err(Error::corrupt_arrow)?))
         }
         (have, want) => {
             // Same layout, different child names/nullability (maps, fixed-size lists).
             let data = array.to_data().into_builder().data_type(want.clone()).build().map_err(|e| {
-                Error::unsupported(format!("data file has type {have}, the dataset says {want}: {e}"))
+                Error::unsupported(format!("data file has type {have}, the dataset says {want}: {e}")).with_source(e)
             })?;
             Ok(make_array(data))
         }

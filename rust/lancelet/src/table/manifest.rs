@@ -118,7 +118,7 @@ impl ManifestFile {
         let Some(pos) = self.manifest.transaction_section.or(self.manifest.transaction_section_old) else {
             return Ok(None);
         };
-        Ok(Some(pb::Transaction::decode(section_at(&self.bytes, pos, "transaction")?)?))
+        Ok(Some(pb::Transaction::decode(section_at(&self.bytes, pos, "transaction")?).map_err(Error::bad_protobuf)?))
     }
 
     /// The bytes before the first section. v0.1 datasets keep the values
@@ -142,7 +142,7 @@ impl ManifestFile {
         let Some(pos) = self.manifest.index_section else {
             return Ok(None);
         };
-        Ok(Some(pb::IndexSection::decode(section_at(&self.bytes, pos, "index section")?)?))
+        Ok(Some(pb::IndexSection::decode(section_at(&self.bytes, pos, "index section")?).map_err(Error::bad_protobuf)?))
     }
 
     /// The entries of the index section, described.
@@ -185,7 +185,7 @@ pub fn decode_manifest(bytes: Bytes) -> Result<ManifestFile> {
             FOOTER_LEN
         )));
     }
-    let manifest = pb::Manifest::decode(body).map_err(|e| Error::corrupt(format!("manifest: bad protobuf: {e}")))?;
+    let manifest = pb::Manifest::decode(body).map_err(|e| Error::corrupt(format!("manifest: bad protobuf: {e}")).with_source(e))?;
     Ok(ManifestFile { manifest, bytes })
 }
 
@@ -263,6 +263,27 @@ mod tests {
         let mut bad = bytes;
         bad[n - 16..n - 8].copy_from_slice(&9999u64.to_le_bytes());
         assert!(matches!(decode_manifest(Bytes::from(bad)), Err(Error::Corrupt { .. })));
+    }
+
+    /// A manifest whose framing is right but whose protobuf is not: corrupt
+    /// data in that file, prost's error kept as the source.
+    #[test]
+    fn bad_protobuf_keeps_its_source() {
+        let (bytes, _) = frame_sections(&[&[0xff, 0xff, 0xff]]);
+        let e = decode_manifest(Bytes::from(bytes.clone())).unwrap_err();
+        assert!(matches!(e, Error::Corrupt { path: None, .. }), "{e:?}");
+        let source = std::error::Error::source(&e).expect("a source");
+        assert!(source.is::<prost::DecodeError>(), "{source:?}");
+        assert!(e.to_string().contains(&format!("manifest: bad protobuf: {source}")), "{e}");
+        // Read from a dataset directory: the path is attached, the source kept.
+        let dir = std::env::temp_dir().join(format!("lancelet-manifest-{}", crate::ids::new_uuid()));
+        std::fs::create_dir_all(dir.join(VERSIONS_DIR)).unwrap();
+        let name = ManifestNaming::V2.file_name(1);
+        std::fs::write(dir.join(VERSIONS_DIR).join(&name), &bytes).unwrap();
+        let e = crate::table::Dataset::open(dir.to_str().unwrap(), None).map(|d| d.version()).unwrap_err();
+        assert!(matches!(&e, Error::Corrupt { path: Some(p), .. } if p.ends_with(&name)), "{e:?}");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<prost::DecodeError>()), "{e:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub fn encode_versions(runs: &[(u64, u64)]) -> Vec<u8> {
 
 /// Decode a serialized version sequence into runs `(rows, version)`.
 pub fn decode_versions(bytes: &[u8]) -> Result<VersionRuns> {
-    let msg = pb::RowDatasetVersionSequence::decode(bytes).map_err(|e| Error::corrupt(format!("version sequence: {e}")))?;
+    let msg = pb::RowDatasetVersionSequence::decode(bytes).map_err(|e| Error::corrupt(format!("version sequence: {e}")).with_source(e))?;
     let mut out = Vec::with_capacity(msg.runs.len());
     for run in msg.runs {
         let span = run.span.ok_or_else(|| Error::corrupt("version run without a span"))?;

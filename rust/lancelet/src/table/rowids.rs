@@ -176,7 +176,7 @@ impl RowIdSequence {
     /// Decode a serialized `RowIdSequence`.
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         use pb::u64_segment::Segment as S;
-        let msg = pb::RowIdSequence::decode(bytes).map_err(|e| Error::corrupt(format!("row id sequence: bad protobuf: {e}")))?;
+        let msg = pb::RowIdSequence::decode(bytes).map_err(|e| Error::corrupt(format!("row id sequence: bad protobuf: {e}")).with_source(e))?;
         let mut segments = Vec::with_capacity(msg.segments.len());
         let mut total = 0u64;
         for s in msg.segments {

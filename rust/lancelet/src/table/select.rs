@@ -52,7 +52,7 @@ impl Selection {
         if self.mask.true_count() == self.mask.len() {
             return Ok(col.clone());
         }
-        Ok(arrow_select::filter::filter(col.as_ref(), &self.mask)?)
+        Ok(arrow_select::filter::filter(col.as_ref(), &self.mask).map_err(Error::internal_arrow)?)
     }
 }
 
@@ -88,7 +88,7 @@ pub(crate) fn select(input: SelectInput<'_>, ranges: &[Range<u64>]) -> Result<Se
             Arc::new(Schema::new(fields)),
             cols,
             &RecordBatchOptions::new().with_row_count(Some(n)),
-        )?;
+        ).map_err(Error::internal_arrow)?;
         input.filter.evaluate(&with_rows)?
     };
     if evaluated.len() != n {
@@ -97,7 +97,7 @@ pub(crate) fn select(input: SelectInput<'_>, ranges: &[Range<u64>]) -> Result<Se
     let mut mask = if evaluated.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(&evaluated) } else { evaluated };
     if !input.sure.is_empty() {
         let sure: BooleanArray = ranges.iter().flat_map(|r| r.clone()).map(|o| Some(in_ranges(input.sure, o))).collect();
-        mask = arrow_arith::boolean::or(&mask, &sure)?;
+        mask = arrow_arith::boolean::or(&mask, &sure).map_err(Error::internal_arrow)?;
     }
     let rows = passing_ranges(ranges, &mask);
     Ok(Selection { rows, columns, mask })

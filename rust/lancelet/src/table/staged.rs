@@ -91,9 +91,7 @@ impl StagePlan {
             0 => None,
             v => {
                 let root = open_root_with(&self.uri, &self.storage_options)?;
-                let loc = list_versions(&root)?.into_iter().find(|l| l.version == v).ok_or_else(|| Error::NotFound {
-                    what: format!("version {v} of dataset {} (the version the write was planned on)", self.uri),
-                })?;
+                let loc = list_versions(&root)?.into_iter().find(|l| l.version == v).ok_or_else(|| Error::not_found(format!("version {v} of dataset {} (the version the write was planned on)", self.uri)))?;
                 Some(dataset_file_version(&read_manifest(&root, &loc.name)?.manifest)?)
             }
         };
@@ -104,7 +102,7 @@ impl StagePlan {
     /// Check the data's schema against the target before anything is written.
     pub fn check(&self) -> Result<()> {
         if self.mode == WriteMode::Create && self.read_version > 0 {
-            return Err(Error::AlreadyExists { what: format!("dataset at {} (use mode=\"overwrite\" or \"append\")", self.uri) });
+            return Err(Error::already_exists(format!("dataset at {} (use mode=\"overwrite\" or \"append\")", self.uri)));
         }
         let (schema, _, _) = self.target()?;
         crate::table::write_schema::write_schema(&schema, &self.schema)?;
@@ -145,7 +143,7 @@ fn decode(plan: &StagePlan, schema: &LanceSchema, staged: &[Vec<u8>]) -> Result<
         .enumerate()
         .map(|(i, bytes)| {
             let f = pb::DataFragment::decode(bytes.as_slice())
-                .map_err(|e| Error::invalid_input(format!("staged fragment #{i} for {} is not a DataFragment: {e}", plan.uri)))?;
+                .map_err(|e| Error::invalid_input(format!("staged fragment #{i} for {} is not a DataFragment: {e}", plan.uri)).with_source(e))?;
             for d in &f.files {
                 let mut seen = HashSet::new();
                 if let Some(bad) = d.fields.iter().find(|id| !known.contains(id) || !seen.insert(**id)) {
@@ -237,7 +235,7 @@ pub fn remove_data_files(uri: &str, options: &StorageOptions, names: &[String]) 
 pub fn staged_file_names(staged: &[Vec<u8>]) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for (i, bytes) in staged.iter().enumerate() {
-        let f = pb::DataFragment::decode(bytes.as_slice()).map_err(|e| Error::invalid_input(format!("staged fragment #{i} is not a DataFragment: {e}")))?;
+        let f = pb::DataFragment::decode(bytes.as_slice()).map_err(|e| Error::invalid_input(format!("staged fragment #{i} is not a DataFragment: {e}")).with_source(e))?;
         out.extend(f.files.into_iter().map(|d| d.path));
     }
     Ok(out)

@@ -101,7 +101,7 @@ pub fn create_tag(root: &Storage, name: &str, version: u64) -> Result<()> {
     check_tag_name(name)?;
     let versions = list_versions(root)?;
     let Some(loc) = versions.iter().find(|l| l.version == version) else {
-        return Err(Error::NotFound { what: format!("version {version} of dataset {} (cannot tag it)", root.display()) });
+        return Err(Error::not_found(format!("version {version} of dataset {} (cannot tag it)", root.display())));
     };
     let size = match loc.size {
         Some(s) => s,
@@ -110,7 +110,7 @@ pub fn create_tag(root: &Storage, name: &str, version: u64) -> Result<()> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let s = root.child(&format!("{TAGS_DIR}/{name}.json"))?;
     s.write_new(Bytes::from(tag_json(version, size, now))).map_err(|e| match e {
-        Error::AlreadyExists { .. } => Error::AlreadyExists { what: format!("tag {name:?} of dataset {}", root.display()) },
+        e @ Error::AlreadyExists { .. } => e.reworded(format!("tag {name:?} of dataset {}", root.display())),
         e => e,
     })
 }
@@ -120,7 +120,7 @@ pub fn delete_tag(root: &Storage, name: &str) -> Result<()> {
     check_tag_name(name)?;
     let s = root.child(&format!("{TAGS_DIR}/{name}.json"))?;
     s.delete().map_err(|e| match e {
-        Error::NotFound { .. } => Error::NotFound { what: format!("tag {name:?} of dataset {}", root.display()) },
+        e @ Error::NotFound { .. } => e.reworded(format!("tag {name:?} of dataset {}", root.display())),
         e => e,
     })
 }

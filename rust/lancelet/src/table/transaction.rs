@@ -205,7 +205,7 @@ pub fn build_manifest(
         m.fragments = p.fragments.clone();
     }
     let need_prev = || {
-        prev.ok_or_else(|| Error::NotFound { what: format!("a dataset to apply {} to", op_name(txn.operation.as_ref())) })
+        prev.ok_or_else(|| Error::not_found(format!("a dataset to apply {} to", op_name(txn.operation.as_ref()))))
     };
     let mut max_id = prev_max;
     match txn.operation.as_ref() {
@@ -277,7 +277,7 @@ pub fn build_manifest(
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;
-            let old = restore_from.ok_or_else(|| Error::NotFound { what: format!("version {} to restore", r.version) })?;
+            let old = restore_from.ok_or_else(|| Error::not_found(format!("version {} to restore", r.version)))?;
             m.fields = old.fields.clone();
             m.schema_metadata = old.schema_metadata.clone();
             m.config = old.config.clone();

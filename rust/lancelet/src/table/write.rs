@@ -278,7 +278,7 @@ impl FragmentSink<'_> {
         let handle = std::thread::Builder::new()
             .name("lancelet-finish".into())
             .spawn(move || w.finish())
-            .map_err(|e| Error::Io { path: storage.display().to_string(), message: format!("cannot start a writer thread: {e}") })?;
+            .map_err(|e| Error::io(storage.display().to_string(), format!("cannot start a writer thread: {e}")).with_source(e))?;
         self.finishing = Some(Finishing { name, rows, storage, handle });
         Ok(())
     }
@@ -429,7 +429,7 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordB
         }
         cols.push(col);
     }
-    RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")))
+    RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")).with_source(e))
 }
 
 /// The dataset root for a write; local paths with `..` are created and
@@ -463,7 +463,7 @@ pub fn write_dataset(
     let latest = list_versions(&root)?.last().cloned();
     let existing = match (&latest, params.mode) {
         (Some(_), WriteMode::Create) => {
-            return Err(Error::AlreadyExists { what: format!("dataset at {uri} (use mode=\"overwrite\" or \"append\")") })
+            return Err(Error::already_exists(format!("dataset at {uri} (use mode=\"overwrite\" or \"append\")")))
         }
         (Some(l), WriteMode::Append) => Some(Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(l.version)))?),
         _ => None,
@@ -610,7 +610,7 @@ mod tests {
                         let item = Arc::new(Field::new("item", arrow_schema::DataType::Float32, true));
                         let v = FixedSizeListArray::new(item, dim as i32, Arc::new(values), None);
                         let schema = Arc::new(Schema::new(vec![Field::new("v", v.data_type().clone(), false)]));
-                        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(v)])?;
+                        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(v)]).map_err(Error::internal_arrow)?;
                         let mut w = FileWriter::create(&format!("memory://pool{}/f{i}.lance", random_u64()), &schema, FileVersion::V2_1)?;
                         w.write(&b)?;
                         w.finish()
@@ -723,7 +723,7 @@ mod tests {
                 let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams { max_rows_per_file: 8, ..Default::default() }).unwrap();
                 let before = files_under(&uri);
                 let name = fail_at.to_string();
-                let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) });
+                let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) });
                 let r = match op {
                     "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), Some(hook)).map(|_| ()),
                     "delete" => crate::table::ops::delete::delete(&Arc::new(ds), "x < 10", &Default::default(), Some(hook)).map(|_| ()),

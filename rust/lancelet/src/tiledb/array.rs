@@ -195,7 +195,7 @@ impl TileDbArray {
             }
         }
         if found.is_empty() {
-            return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+            return Err(Error::not_found(format!("TileDB array at {} (no __schema)", root.display())));
         }
         found.sort();
         let at_or_before: Vec<_> = found.iter().filter(|(t, _)| *t <= range.1).collect();

@@ -146,7 +146,7 @@ impl MetaDir {
 fn root_of(uri: &str, options: &StorageOptions) -> Result<Storage> {
     let root = super::open_array_root(uri, options)?;
     if root.child("__schema")?.list()?.is_empty() {
-        return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+        return Err(Error::not_found(format!("TileDB array at {} (no __schema)", root.display())));
     }
     Ok(root)
 }

@@ -211,7 +211,7 @@ fn sort_entries(entries: &mut [CommitEntry]) {
 
 fn check_array(root: &Storage) -> Result<()> {
     if root.child("__schema")?.list()?.is_empty() {
-        return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+        return Err(Error::not_found(format!("TileDB array at {} (no __schema)", root.display())));
     }
     Ok(())
 }

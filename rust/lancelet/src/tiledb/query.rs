@@ -235,9 +235,9 @@ impl TileDbArray {
         let (batch, counts, keep) = self.read_plain(&inner, Some(&pruner as &dyn TilePruner))?;
         let mut mask = pruner.evaluate(&batch)?;
         if let Some(keep) = keep {
-            mask = arrow_arith::boolean::and(&mask, &BooleanArray::from(keep))?;
+            mask = arrow_arith::boolean::and(&mask, &BooleanArray::from(keep)).map_err(Error::internal_arrow)?;
         }
-        let kept = arrow_select::filter::filter_record_batch(&batch, &mask)?;
+        let kept = arrow_select::filter::filter_record_batch(&batch, &mask).map_err(Error::internal_arrow)?;
         let columns = out_schema
             .fields()
             .iter()
@@ -248,7 +248,7 @@ impl TileDbArray {
             })
             .collect::<Result<Vec<_>>>()?;
         let n = kept.num_rows();
-        Ok((RecordBatch::try_new_with_options(Arc::clone(&out_schema), columns, &RecordBatchOptions::new().with_row_count(Some(n)))?, counts))
+        Ok((RecordBatch::try_new_with_options(Arc::clone(&out_schema), columns, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?, counts))
     }
 
     /// A sparse read with a filter, materialised late: the cells are
@@ -273,7 +273,7 @@ impl TileDbArray {
         };
         // The column `name` of `sources` (attributes from `tiles`).
         let column = |name: &str, sources: &[u64], tiles: Option<&Vec<Option<TileData>>>| -> Result<ArrayRef> {
-            let dt = all.field_with_name(name)?.data_type().clone();
+            let dt = all.field_with_name(name).map_err(Error::internal_arrow)?.data_type().clone();
             let (col, (cells, validity)) = match (schema.dim_index(name), schema.attr_index(name), tiles) {
                 (Some(d), _, _) => {
                     let col = ColumnSpec::dim(schema, d);
@@ -295,14 +295,14 @@ impl TileDbArray {
         let mut loaded: Vec<(String, Vec<Option<TileData>>)> = Vec::new();
         for name in &pruner.columns {
             let tiles = tiles_of(name, &sp.sources)?;
-            fields.push(all.field_with_name(name)?.clone());
+            fields.push(all.field_with_name(name).map_err(Error::internal_arrow)?.clone());
             cols.push(column(name, &sp.sources, tiles.as_ref())?);
             if let Some(t) = tiles {
                 loaded.push((name.clone(), t));
             }
         }
         let n = sp.sources.len();
-        let probe = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?;
+        let probe = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?;
         let mask = pruner.evaluate(&probe)?;
         drop(probe);
         let selected: Vec<u64> = sp.sources.iter().zip(mask.iter()).filter(|(_, m)| m.unwrap_or(false)).map(|(s, _)| *s).collect();
@@ -315,7 +315,7 @@ impl TileDbArray {
             };
             columns.push(arr);
         }
-        let batch = RecordBatch::try_new_with_options(out_schema, columns, &RecordBatchOptions::new().with_row_count(Some(selected.len())))?;
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &RecordBatchOptions::new().with_row_count(Some(selected.len()))).map_err(Error::internal_arrow)?;
         Ok((batch, counts))
     }
 

@@ -105,15 +105,16 @@ pub(crate) fn read_tiles(array: &TileDbArray, frag: &FragmentMeta, file: &str, l
     let storage = array.fragment_file(frag, file)?;
     let ranges: Vec<_> = locs.iter().map(|l| l.offset..l.offset + l.size).collect();
     match storage.read_ranges(&ranges) {
-        Err(Error::Io { path, message }) => {
+        Err(Error::Io { path, message, source }) => {
             // A file shorter than its metadata says is corrupt, not an I/O failure.
             let end = ranges.iter().map(|r| r.end).max().unwrap_or(0);
             match storage.size() {
                 Ok(size) if size < end => Err(Error::Corrupt {
                     path: Some(path),
                     what: format!("file is {size} bytes, the fragment metadata places tiles up to byte {end}"),
+                    source,
                 }),
-                _ => Err(Error::Io { path, message }),
+                _ => Err(Error::Io { path, message, source }),
             }
         }
         other => other,

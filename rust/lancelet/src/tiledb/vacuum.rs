@@ -52,7 +52,7 @@ fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
 pub fn vacuum(uri: &str, options: &StorageOptions, mode: ConsolidationMode, range: (u64, u64)) -> Result<Vacuumed> {
     let root = super::open_array_root(uri, options)?;
     if root.child("__schema")?.list()?.is_empty() {
-        return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+        return Err(Error::not_found(format!("TileDB array at {} (no __schema)", root.display())));
     }
     match mode {
         ConsolidationMode::Commits => vacuum_commits(&root),

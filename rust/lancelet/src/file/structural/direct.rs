@@ -106,10 +106,10 @@ fn array_over(dt: &DataType, bytes: Bytes, rows: usize, width: usize) -> Result<
     let buffer = if (bytes.as_ptr() as usize) % align.min(8) == 0 { Buffer::from(bytes) } else { Buffer::from_slice_ref(&bytes) };
     let data = match dt {
         DataType::FixedSizeList(item, n) => {
-            let child = ArrayData::builder(item.data_type().clone()).len(rows * *n as usize).add_buffer(buffer).build()?;
-            ArrayData::builder(dt.clone()).len(rows).add_child_data(child).build()?
+            let child = ArrayData::builder(item.data_type().clone()).len(rows * *n as usize).add_buffer(buffer).build().map_err(Error::corrupt_arrow)?;
+            ArrayData::builder(dt.clone()).len(rows).add_child_data(child).build().map_err(Error::corrupt_arrow)?
         }
-        _ => ArrayData::builder(dt.clone()).len(rows).add_buffer(buffer).build()?,
+        _ => ArrayData::builder(dt.clone()).len(rows).add_buffer(buffer).build().map_err(Error::corrupt_arrow)?,
     };
     Ok(make_array(data))
 }

@@ -60,7 +60,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 .len(len)
                 .add_buffer(Buffer::from_vec(data))
                 .nulls(validity)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         DataBlock::Variable { offsets, data, ascii } => {
@@ -96,7 +96,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 // and the validity has `len` bits (checked above).
                 return Ok(make_array(unsafe { builder.build_unchecked() }));
             }
-            Ok(make_array(builder.build()?))
+            Ok(make_array(builder.build().map_err(Error::corrupt_arrow)?))
         }
         DataBlock::FixedSizeList { dim, items, item_validity } => {
             let DataType::FixedSizeList(item_field, n) = dt else {
@@ -113,7 +113,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
     }
@@ -159,7 +159,7 @@ fn packed_struct(children: &arrow_schema::Fields, bits: u64, data: &[u8], len: u
         let block = DataBlock::Fixed { bits: 8 * *w as u64, data: col, len };
         arrays.push(leaf_array(block, None, c.data_type())?.to_data());
     }
-    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build()?;
+    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build().map_err(Error::corrupt_arrow)?;
     Ok(make_array(data))
 }
 
@@ -210,7 +210,7 @@ fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, da
         .zip(parts)
         .map(|(c, p)| leaf_array(p.finish(), None, c.data_type()).map(|a| a.to_data()))
         .collect::<Result<Vec<_>>>()?;
-    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build()?;
+    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build().map_err(Error::corrupt_arrow)?;
     Ok(make_array(data))
 }
 
@@ -220,7 +220,7 @@ fn dict_prim<K: ArrowDictionaryKeyType, V: ArrowPrimitiveType>(plain: &ArrayRef)
     for v in values.iter() {
         match v {
             Some(v) => {
-                b.append(v).map_err(|e| Error::corrupt(format!("dictionary too large for key type: {e}")))?;
+                b.append(v).map_err(|e| Error::corrupt(format!("dictionary too large for key type: {e}")).with_source(e))?;
             }
             None => b.append_null(),
         }
@@ -234,7 +234,7 @@ fn dict_bytes<K: ArrowDictionaryKeyType, T: ByteArrayType>(plain: &ArrayRef) -> 
     for v in values.iter() {
         match v {
             Some(v) => {
-                b.append(v).map_err(|e| Error::corrupt(format!("dictionary too large for key type: {e}")))?;
+                b.append(v).map_err(|e| Error::corrupt(format!("dictionary too large for key type: {e}")).with_source(e))?;
             }
             None => b.append_null(),
         }
@@ -374,7 +374,7 @@ fn assemble_inner(
                 .len(len)
                 .child_data(arrays)
                 .nulls(validity)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         (DataType::FixedSizeList(item, dim), LayerOut::Item { validity, len }) => {
@@ -386,7 +386,7 @@ fn assemble_inner(
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         (DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _), LayerOut::List { offsets, validity }) => {
@@ -409,7 +409,7 @@ fn assemble_inner(
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
                 .nulls(validity)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         (dt, _) => Err(Error::corrupt(format!(

@@ -122,7 +122,7 @@ fn list_items<O: OffsetSizeTrait>(a: &ArrayRef) -> Result<ArrayRef> {
         return Ok(l.values().slice(first, last - first));
     }
     let idx: UInt32Array = (0..l.len()).filter(|&i| l.is_valid(i)).flat_map(|i| offs[i].as_usize() as u32..offs[i + 1].as_usize() as u32).collect();
-    Ok(arrow_select::take::take(l.values().as_ref(), &idx, None)?)
+    Ok(arrow_select::take::take(l.values().as_ref(), &idx, None).map_err(Error::internal_arrow)?)
 }
 
 fn buf(i: u32) -> Option<pb::Buffer> {
@@ -256,7 +256,7 @@ fn leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
             let values = d.values().clone();
             let items_arr = if has_null {
                 let nulls = arrow_array::new_null_array(values.data_type(), 1);
-                arrow_select::concat::concat(&[values.as_ref(), nulls.as_ref()])?
+                arrow_select::concat::concat(&[values.as_ref(), nulls.as_ref()]).map_err(Error::internal_arrow)?
             } else {
                 values
             };
@@ -592,7 +592,7 @@ impl ColumnEncoder20 {
             return Ok(());
         }
         let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
-        let a = if refs.len() == 1 { parts[0].clone() } else { arrow_select::concat::concat(&refs)? };
+        let a = if refs.len() == 1 { parts[0].clone() } else { arrow_select::concat::concat(&refs).map_err(Error::internal_arrow)? };
         let (buffers, enc) = encode_page(&self.field, self.kind, &a).map_err(|e| e.context(format!("field {:?}", self.field.name())))?;
         let n = a.len() as u64;
         self.pages.push(EncodedPage {

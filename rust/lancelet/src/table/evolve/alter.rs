@@ -261,7 +261,7 @@ fn cast_columns(ds: &Arc<Dataset>, merged: LanceSchema, casts: Vec<(LanceField, 
                 .ok_or_else(|| Error::Internal { what: format!("no source column for cast field {:?}", w.arrow.name()) })?;
             cols.push(build_cast(input.column(pos).clone(), src_top, w, &sources)?);
         }
-        Ok(RecordBatch::try_new(output.clone(), cols)?)
+        Ok(RecordBatch::try_new(output.clone(), cols).map_err(Error::internal_arrow)?)
     };
     let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)
@@ -275,7 +275,7 @@ fn build_cast(arr: ArrayRef, src: &LanceField, w: &LanceField, sources: &HashMap
         debug_assert_eq!(s.id, src.id);
         const STRICT: CastOptions<'static> = CastOptions { safe: false, format_options: arrow_cast::display::FormatOptions::new() };
         return cast_with_options(&arr, w.arrow.data_type(), &STRICT)
-            .map_err(|e| Error::invalid_input(format!("cannot cast column {:?} to {}: {e}", src.arrow.name(), w.arrow.data_type())));
+            .map_err(|e| Error::invalid_input(format!("cannot cast column {:?} to {}: {e}", src.arrow.name(), w.arrow.data_type())).with_source(e));
     }
     let s = arr.as_any().downcast_ref::<StructArray>().ok_or_else(|| Error::Internal { what: "cast ancestor is not a struct".into() })?;
     let mut kids = Vec::with_capacity(w.children.len());
@@ -289,5 +289,5 @@ fn build_cast(arr: ArrayRef, src: &LanceField, w: &LanceField, sources: &HashMap
         kids.push(build_cast(s.column(i).clone(), &src.children[i], wc, sources)?);
     }
     let fields: Fields = w.children.iter().map(|c| c.arrow.clone()).collect::<Vec<_>>().into();
-    Ok(Arc::new(StructArray::try_new(fields, kids, s.nulls().cloned())?))
+    Ok(Arc::new(StructArray::try_new(fields, kids, s.nulls().cloned()).map_err(Error::internal_arrow)?))
 }

@@ -105,7 +105,7 @@ pub struct WriteOptions {
 /// filler of a non-nullable column in a fragment with no live row.
 fn strip_nulls(data: arrow_data::ArrayData) -> Result<arrow_data::ArrayData> {
     let children = data.child_data().iter().cloned().map(strip_nulls).collect::<Result<Vec<_>>>()?;
-    Ok(data.into_builder().nulls(None).child_data(children).build()?)
+    Ok(data.into_builder().nulls(None).child_data(children).build().map_err(Error::internal_arrow)?)
 }
 
 /// `n` rows of filler for a fragment without live rows.
@@ -122,7 +122,7 @@ fn filler(schema: &SchemaRef, n: usize) -> Result<RecordBatch> {
             }
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
-    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n)))?)
+    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?)
 }
 
 /// Check a transform result against the plan and give it the file schema.
@@ -161,11 +161,11 @@ fn conform(out: &RecordBatch, plan: &ColumnsPlan, file_schema: &SchemaRef, rows:
         let col = if col.data_type() == f.data_type() {
             col
         } else {
-            arrow_array::make_array(col.to_data().into_builder().data_type(f.data_type().clone()).build()?)
+            arrow_array::make_array(col.to_data().into_builder().data_type(f.data_type().clone()).build().map_err(Error::invalid_arrow)?)
         };
         cols.push(col);
     }
-    Ok(RecordBatch::try_new_with_options(file_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(rows)))?)
+    Ok(RecordBatch::try_new_with_options(file_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(rows))).map_err(Error::invalid_arrow)?)
 }
 
 /// Streams one fragment's new column values into its new data file.
@@ -257,7 +257,7 @@ fn read_input(
     if plan.with_row_address {
         cols.push(addrs());
     }
-    Ok(RecordBatch::try_new_with_options(input_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n as usize)))?)
+    Ok(RecordBatch::try_new_with_options(input_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n as usize))).map_err(Error::internal_arrow)?)
 }
 
 /// Compute and write the new columns of fragment `i`; returns its new
@@ -301,7 +301,7 @@ pub(crate) fn write_one(
 pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
     match batches {
         [one] => Ok(one.clone()),
-        _ => Ok(arrow_select::concat::concat_batches(schema, batches)?),
+        _ => Ok(arrow_select::concat::concat_batches(schema, batches).map_err(Error::internal_arrow)?),
     }
 }
 

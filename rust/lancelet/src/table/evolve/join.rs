@@ -56,7 +56,7 @@ pub fn merge(ds: &Arc<Dataset>, schema: SchemaRef, right: Vec<RecordBatch>, left
     let new = merge_new_fields(lance, &output, max_field_id(ds.manifest()), version)?;
 
     // The right side, as one batch, and its keys as byte strings.
-    let right = arrow_select::concat::concat_batches(&schema, &right)?;
+    let right = arrow_select::concat::concat_batches(&schema, &right).map_err(Error::internal_arrow)?;
     let mut table: HashMap<Option<Box<[u8]>>, u32> = HashMap::with_capacity(right.num_rows());
     for (i, key) in key_bytes(right.column(key_index), right_on)?.into_iter().enumerate() {
         let i = u32::try_from(i).map_err(|_| Error::invalid_input("the data to merge has more than 4 billion rows"))?;
@@ -74,12 +74,12 @@ pub fn merge(ds: &Arc<Dataset>, schema: SchemaRef, right: Vec<RecordBatch>, left
     };
     let lookup = |input: RecordBatch| -> Result<RecordBatch> {
         let idx: UInt32Array = key_bytes(input.column(0), left_on)?.into_iter().map(|k| table.get(&k).copied()).collect();
-        let cols = values.iter().map(|v| arrow_select::take::take(v.as_ref(), &idx, None)).collect::<std::result::Result<Vec<_>, _>>()?;
+        let cols = values.iter().map(|v| arrow_select::take::take(v.as_ref(), &idx, None)).collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
         Ok(RecordBatch::try_new_with_options(
             Arc::new(Schema::new(output.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>())),
             cols,
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(input.num_rows())),
-        )?)
+        ).map_err(Error::internal_arrow)?)
     };
     let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)

@@ -229,7 +229,7 @@ pub fn merge_new_fields(schema: &LanceSchema, new: &Schema, max_id: i32, version
         if f.name().is_empty() {
             return Err(Error::invalid_input("a new column has an empty name"));
         }
-        crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("new column {:?}: {e}", f.name())))?;
+        crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("new column {:?}: {e}", f.name())).with_source(e))?;
     }
     let mut merged = schema.clone();
     for f in new.fields() {

@@ -78,7 +78,7 @@ impl ColumnsJob {
         let mut by_id: HashMap<u64, pb::DataFile> = HashMap::new();
         for (k, bytes) in staged.iter().enumerate() {
             let f = pb::DataFragment::decode(bytes.as_slice())
-                .map_err(|e| Error::invalid_input(format!("staged result #{k} is not a fragment: {e}")))?;
+                .map_err(|e| Error::invalid_input(format!("staged result #{k} is not a fragment: {e}")).with_source(e))?;
             let i = ds.fragment_index(f.id).ok_or_else(|| {
                 Error::invalid_input(format!("staged result #{k} is for fragment {}, which version {} does not have", f.id, self.read_version))
             })?;

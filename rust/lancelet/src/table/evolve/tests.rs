@@ -264,7 +264,7 @@ fn failures_leave_the_dataset_as_it_was() {
     for fail_at in ["data_file", "transaction_file", "manifest"] {
         let (uri, ds) = dataset(FileVersion::V2_2, false);
         let name = fail_at.to_string();
-        let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) });
+        let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) });
         let files_before = std::fs::read_dir(format!("{uri}/data")).unwrap().count();
         let e = add_columns_sql(&ds, &[("y".into(), "x + 1".into())], &AddOptions { hook: Some(hook.clone()), ..Default::default() }).unwrap_err();
         assert!(e.to_string().contains("injected"), "{e}");

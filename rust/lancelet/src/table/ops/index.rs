@@ -77,7 +77,7 @@ fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind, progress: &Op
         arrow_array::new_empty_array(field(ds, column)?.arrow.data_type())
     } else {
         let refs: Vec<&dyn Array> = values.iter().map(|a| a.as_ref()).collect();
-        arrow_select::concat::concat(&refs)?
+        arrow_select::concat::concat(&refs).map_err(Error::internal_arrow)?
     };
     Ok(TrainingData { values, ids: UInt64Array::from(ids) })
 }
@@ -156,9 +156,7 @@ pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, na
     }
     let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
     if !existing.is_empty() && !replace {
-        return Err(Error::AlreadyExists {
-            what: format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri()),
-        });
+        return Err(Error::already_exists(format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri())));
     }
     let meta = build_segment(ds, column, kind, &name, ds.version(), progress)?;
     commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect())
@@ -168,7 +166,7 @@ pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, na
 pub fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
     let removed: Vec<pb::IndexMetadata> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).map(|i| i.pb).collect();
     if removed.is_empty() {
-        return Err(Error::NotFound { what: format!("index {name:?} in dataset {} (version {})", ds.uri(), ds.version()) });
+        return Err(Error::not_found(format!("index {name:?} in dataset {} (version {})", ds.uri(), ds.version())));
     }
     commit_index_change(ds, Vec::new(), removed)
 }
@@ -182,7 +180,7 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Re
     if let Some(names) = index_names {
         for n in names {
             if !infos.iter().any(|i| i.name() == n) {
-                return Err(Error::NotFound { what: format!("index {n:?} in dataset {} (version {})", ds.uri(), ds.version()) });
+                return Err(Error::not_found(format!("index {n:?} in dataset {} (version {})", ds.uri(), ds.version())));
             }
         }
     }

@@ -285,7 +285,7 @@ fn condition_batch(c: &Condition, scan: &RecordBatch, t_idx: &UInt32Array, sourc
             .map(|name| {
                 let col = batch.column_by_name(name).ok_or_else(|| Error::Internal { what: format!("condition column {name} not read") })?;
                 let f = batch.schema().field_with_name(name).map_err(|e| Error::Internal { what: e.to_string() })?.clone();
-                Ok((Arc::new(f), arrow_select::take::take(col, idx, None)?))
+                Ok((Arc::new(f), arrow_select::take::take(col, idx, None).map_err(Error::internal_arrow)?))
             })
             .collect()
     };
@@ -307,14 +307,14 @@ fn condition_batch(c: &Condition, scan: &RecordBatch, t_idx: &UInt32Array, sourc
             cols.push(a.clone());
         }
     }
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(Error::internal_arrow)?)
 }
 
 /// Run a merge_insert of `source` (batches of `source_schema`) into `ds`.
 pub fn merge_insert(ds: &Arc<Dataset>, source_schema: SchemaRef, source: Vec<RecordBatch>, params: &MergeInsertParams) -> Result<(Dataset, MergeStats)> {
     plan(ds, &source_schema, params)?;
     let source = arrow_select::concat::concat_batches(&source_schema, &source)
-        .map_err(|e| Error::invalid_input(format!("merge_insert source: {e}")))?;
+        .map_err(|e| Error::invalid_input(format!("merge_insert source: {e}")).with_source(e))?;
     run_with_retries(ds, &params.policy, params.hook.clone(), |ds| run_once(ds, &source, params))
 }
 
@@ -570,7 +570,7 @@ fn source_rows(source: &RecordBatch, out: &SchemaRef) -> Result<RecordBatch> {
         .iter()
         .map(|f| source.column_by_name(f.name()).cloned().ok_or_else(|| Error::Internal { what: format!("source column {} missing", f.name()) }))
         .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
+    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")).with_source(e))
 }
 
 /// Every field id of the schema, in order (top-level fields and children).
@@ -659,7 +659,7 @@ fn scan_and_match(
             let rows = match &plan.by_source {
                 Some(f) => {
                     let keep = f.evaluate(&b)?;
-                    let keep = arrow_select::take::take(&keep, &rows, None)?;
+                    let keep = arrow_select::take::take(&keep, &rows, None).map_err(Error::internal_arrow)?;
                     filter_u32(&rows, keep.as_boolean())?
                 }
                 None => rows,
@@ -672,7 +672,7 @@ fn scan_and_match(
 }
 
 fn filter_u32(a: &UInt32Array, keep: &BooleanArray) -> Result<UInt32Array> {
-    Ok(arrow_select::filter::filter(a, keep)?.as_primitive().clone())
+    Ok(arrow_select::filter::filter(a, keep).map_err(Error::internal_arrow)?.as_primitive().clone())
 }
 
 /// The error for a dataset row matched by two source rows.
@@ -705,14 +705,14 @@ fn updated_rows(ds: &Arc<Dataset>, source: &RecordBatch, out: &SchemaRef, chunk:
         .fields()
         .iter()
         .map(|f| match source.column_by_name(f.name()) {
-            Some(c) => Ok(arrow_select::take::take(c, &s_idx, None)?),
+            Some(c) => Ok(arrow_select::take::take(c, &s_idx, None).map_err(Error::internal_arrow)?),
             None => kept
                 .as_ref()
                 .and_then(|k| k.column_by_name(f.name()).cloned())
                 .ok_or_else(|| Error::Internal { what: format!("column {} not taken", f.name()) }),
         })
         .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
+    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")).with_source(e))
 }
 
 /// Inserted source rows (nulls for columns the source lacks).
@@ -722,11 +722,11 @@ fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result
         .fields()
         .iter()
         .map(|f| match source.column_by_name(f.name()) {
-            Some(c) => Ok(arrow_select::take::take(c, &idx, None)?),
+            Some(c) => Ok(arrow_select::take::take(c, &idx, None).map_err(Error::internal_arrow)?),
             None => Ok(new_null_array(f.data_type(), chunk.len())),
         })
         .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")))
+    RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")).with_source(e))
 }
 
 

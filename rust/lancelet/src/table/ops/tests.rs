@@ -113,7 +113,7 @@ fn update_bad_input() {
 
 fn failing(step: &str) -> FailHook {
     let name = step.to_string();
-    Arc::new(move |s: &str| if s == name { Err(Error::Io { path: "hook".into(), message: format!("injected failure at {s}") }) } else { Ok(()) })
+    Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) })
 }
 
 #[test]

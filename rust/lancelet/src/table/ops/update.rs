@@ -107,7 +107,7 @@ fn apply(batch: &RecordBatch, values: &[(usize, SqlValue)], schema: &SchemaRef) 
     for (i, v) in values {
         cols[*i] = v.evaluate(batch)?;
     }
-    RecordBatch::try_new(schema.clone(), cols).map_err(|e| Error::invalid_input(format!("update: {e}")))
+    RecordBatch::try_new(schema.clone(), cols).map_err(|e| Error::invalid_input(format!("update: {e}")).with_source(e))
 }
 
 /// Update rows of `ds`. Returns the new version and the number of rows
@@ -147,7 +147,7 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
             moved_ids.extend_from_slice(ids.values());
         }
         rows += b.num_rows() as u64;
-        let data = b.project(&(0..n_cols).collect::<Vec<_>>())?;
+        let data = b.project(&(0..n_cols).collect::<Vec<_>>()).map_err(Error::internal_arrow)?;
         apply(&data, &plan.values, &data_schema)
     });
     let new_fragments = stage_fragments(&target, batches)?;

@@ -89,7 +89,7 @@ fn remap_indices(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], rem
             false
         } else {
             let b = RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
-                .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)))?;
+                .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)).with_source(e))?;
             let b = match &reuse {
                 Some(r) => r.remap_coverage(&b, false),
                 None => b,
@@ -125,7 +125,7 @@ fn deferred_reuse(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], ve
         }
         if !idx.fragment_bitmap.is_empty() {
             let b = RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
-                .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)))?;
+                .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)).with_source(e))?;
             indexed |= old_ids.iter().any(|id| b.contains(*id));
         }
     }

@@ -204,7 +204,7 @@ fn index_coverage(ds: &Dataset) -> Result<Vec<RoaringBitmap>> {
         .map(|idx| {
             if !idx.fragment_bitmap.is_empty() {
                 return RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
-                    .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)));
+                    .map_err(|e| Error::corrupt(format!("fragment bitmap of index {:?}: {e}", idx.name)).with_source(e));
             }
             let at = ds.checkout(VersionRef::Number(idx.dataset_version))?;
             Ok((0..at.manifest().max_fragment_id.unwrap_or(0)).collect())

@@ -110,7 +110,7 @@ fn failure_at_every_step_leaves_the_dataset_as_it_was() {
             let (c, s) = (calls.clone(), step.to_string());
             let hook: FailHook = Arc::new(move |name: &str| {
                 if name == s && c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nth {
-                    return Err(Error::Io { path: "hook".into(), message: format!("injected failure at {name}") });
+                    return Err(Error::io("hook", format!("injected failure at {name}")));
                 }
                 Ok(())
             });

@@ -110,7 +110,7 @@ pub fn column_cells(col: &ArrayRef, t: Datatype, cell_val_num: u32, nullable: bo
         col.clone()
     } else {
         cast_with_options(col, &target, &opts)
-            .map_err(|e| Error::invalid_input(format!("column {field}: cannot convert {} to {}: {e}", col.data_type(), t.name())))?
+            .map_err(|e| Error::invalid_input(format!("column {field}: cannot convert {} to {}: {e}", col.data_type(), t.name())).with_source(e))?
     };
     let len = arr.len();
     if !nullable && arr.null_count() > 0 {
@@ -191,7 +191,7 @@ fn child_values(child: &arrow_data::ArrayData, from: usize, to: usize, width: us
 /// error.
 fn pad_fixed_binary(col: &ArrayRef, n: usize, nullable: bool, field: &str) -> Result<Cells> {
     let arr = cast_with_options(col, &DataType::LargeBinary, &CastOptions { safe: false, ..Default::default() })
-        .map_err(|e| Error::invalid_input(format!("column {field}: cannot convert {} to bytes: {e}", col.data_type())))?;
+        .map_err(|e| Error::invalid_input(format!("column {field}: cannot convert {} to bytes: {e}", col.data_type())).with_source(e))?;
     let b = arr
         .as_any()
         .downcast_ref::<arrow_array::LargeBinaryArray>()

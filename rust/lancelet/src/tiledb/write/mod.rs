@@ -194,7 +194,7 @@ pub fn create_array(uri: &str, options: &StorageOptions, schema: &ArraySchema, t
     let root = crate::tiledb::open_array_root(uri, options)?;
     let schema_dir = root.child("__schema")?;
     if root.child("__schema")?.list().map(|l| !l.is_empty()).unwrap_or(false) {
-        return Err(Error::AlreadyExists { what: format!("TileDB array at {}", root.display()) });
+        return Err(Error::already_exists(format!("TileDB array at {}", root.display())));
     }
     let t = timestamp.unwrap_or_else(now_ms);
     let name = format!("__{t}_{t}_{}", random_uuid());
@@ -202,7 +202,7 @@ pub fn create_array(uri: &str, options: &StorageOptions, schema: &ArraySchema, t
     s.name = name.clone();
     if let Some(p) = local_path(uri) {
         for d in ["__commits", "__fragments", "__fragment_meta", "__labels", "__meta", "__schema/__enumerations"] {
-            std::fs::create_dir_all(p.join(d)).map_err(|e| Error::Io { path: p.join(d).display().to_string(), message: e.to_string() })?;
+            std::fs::create_dir_all(p.join(d)).map_err(|e| Error::io(p.join(d).display().to_string(), e.to_string()).with_source(e))?;
         }
     }
     schema_dir.child(&name)?.write_new(Bytes::from(generic_tile(&serialize_schema(&s))))?;
@@ -220,7 +220,7 @@ pub fn latest_schema(root: &Storage) -> Result<ArraySchema> {
     }
     found.sort();
     let Some((_, name)) = found.last() else {
-        return Err(Error::NotFound { what: format!("TileDB array at {} (no __schema)", root.display()) });
+        return Err(Error::not_found(format!("TileDB array at {} (no __schema)", root.display())));
     };
     let file = dir.child(name)?;
     ArraySchema::parse(&file.read_all()?, name).map_err(|e| e.in_file(file.display()))
@@ -542,7 +542,7 @@ fn fail_point(point: &str) -> Result<()> {
     FAIL_AT.with(|f| {
         if f.borrow().as_deref() == Some(point) {
             *f.borrow_mut() = None;
-            return Err(Error::Io { path: point.to_string(), message: "injected failure".into() });
+            return Err(Error::io(point.to_string(), "injected failure"));
         }
         Ok(())
     })
