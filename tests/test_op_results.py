@@ -88,10 +88,6 @@ def _merge_source() -> pa.Table:
                      "s": ["a", "b", "c", "d"]})
 
 
-def _index(mod, ds):
-    ds.create_scalar_index("id", "BTREE")
-
-
 OPS = {
     "delete": lambda m, ds: ds.delete("id < 4 OR id = 100"),
     "delete-nothing": lambda m, ds: ds.delete("id > 1000"),
@@ -112,7 +108,7 @@ OPS = {
     "alter_columns-cast": lambda m, ds: ds.alter_columns({"path": "v", "data_type": pa.float32()}),
     "drop_columns": lambda m, ds: ds.drop_columns(["s"]),
     "merge": lambda m, ds: ds.merge(pa.table({"id": pa.array([0, 2, 7], pa.int64()), "z": [1, 2, 3]}), "id"),
-    "create_scalar_index": _index,
+    "create_scalar_index": lambda m, ds: ds.create_scalar_index("id", "BTREE"),
     "compact_files": lambda m, ds: ds.optimize.compact_files(),
     "compact_files-deletions": lambda m, ds: (ds.delete("id % 2 = 0"),
                                               ds.optimize.compact_files(target_rows_per_fragment=4))[1],
