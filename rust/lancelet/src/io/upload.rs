@@ -256,7 +256,7 @@ mod tests {
     /// every later call, naming why it stopped.
     #[test]
     fn abort_removes_the_staged_upload_and_stops_the_writer() {
-        let dir = std::env::temp_dir().join(format!("lancelet-abort-{}", crate::table::transaction::new_uuid()));
+        let dir = std::env::temp_dir().join(format!("lancelet-abort-{}", crate::ids::new_uuid()));
         let storage = Storage::open(dir.join("object.bin").to_str().unwrap()).unwrap();
         let mut w = storage.writer();
         w.put(Bytes::from(vec![1u8; PART_BYTES + 1])).unwrap();

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::file::{FileReader, FileVersion, FileWriter};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lancelet-poison-{name}-{}", crate::table::transaction::new_uuid()));
+    let dir = std::env::temp_dir().join(format!("lancelet-poison-{name}-{}", crate::ids::new_uuid()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
