@@ -187,7 +187,7 @@ def main() -> None:
 
         def delete_check() -> bool:
             pl, pp = fresh(), fresh()
-            nl = lancelet.dataset(pl).delete("small = 5")
+            nl = lancelet.dataset(pl).delete("small = 5")["num_deleted_rows"]
             lance.dataset(pp).delete("small = 5")
             want = a.rows - pds.count_rows(filter="small = 5")
             ok = (lance.dataset(pl).count_rows() == lance.dataset(pp).count_rows() == want == a.rows - nl

@@ -304,7 +304,7 @@ def run_table(label: str, table: pa.Table, systems: List[System], a, d: str, bw:
             values = len(draws) * TAKE_ROWS * len(table.column_names)
             extra = {"requests_per_value": round((after["requests"] - before["requests"]) / values, 4),
                      "bytes_read_per_take": (after["bytes"] - before["bytes"]) // len(draws)}
-        record(sys_.name, f"take {TAKE_ROWS}", timed(lambda ix: sys_.take(h, ix), a.takes, setup=lambda: next(it)),
+        record(sys_.name, f"take {TAKE_ROWS}", timed(lambda ix, h=h: sys_.take(h, ix), a.takes, setup=lambda: next(it)),
                take_bytes, **extra)
         del h
         if not a.keep:

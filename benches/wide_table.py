@@ -94,7 +94,7 @@ class Generator:
         ids = rng.choice(len(self.vocab), (n, width), p=self.word_p)
         ids[np.arange(width)[None, :] >= nw[:, None]] = -1
         rows = np.arange(n)
-        for j, (w, p) in enumerate(PLANTED.items()):
+        for j, p in enumerate(PLANTED.values()):
             hit = rows[rng.random(n) < p]
             end = nw[hit]
             pos = (rng.random(len(hit)) * (end + 1)).astype(np.int64)

@@ -41,7 +41,7 @@ class Raw:
 writers = {"alt": [("lancelet", lancelet), ("pylance", lance)], "solo": [("lancelet", lancelet)],
            "sleep": [("lancelet", lancelet), ("sleep", None)], "raw": [("raw", Raw)]}[mode]
 cpu = {}
-for i in range(int(os.environ.get("N", 6))):
+for _ in range(int(os.environ.get("N", 6))):
     for name, mod in writers:
         if mod is None:
             time.sleep(1.5)

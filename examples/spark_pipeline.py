@@ -110,7 +110,7 @@ def main(argv=None):
 
     def delete():
         ds = lancelet.dataset(uri)
-        n = ds.delete(predicate)
+        n = ds.delete(predicate)["num_deleted_rows"]
         return f"{n:,} rows deleted, version {ds.version}"
 
     steps.run(f"delete where {predicate}", delete)

@@ -8,5 +8,6 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # see Cargo.toml) so that it and `cargo test` share one set of artifacts.
 LANCELET_PROFILE="${LANCELET_PROFILE:-dev}" bash scripts/setup.sh
 cargo test -p lancelet --quiet
+cargo test -p lancelet-python --quiet  # the extension's allocator (bigalloc)
 # Run pytest from outside the source tree so it imports the installed package.
 cd tests && python3 -m pytest -q -p no:cacheprovider --rootdir=.. -c ../pyproject.toml . "$@"

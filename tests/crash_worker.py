@@ -119,7 +119,7 @@ def soak(lib: str, uri: str, seed: int, worker: int, commits: int) -> None:
             lo, hi = base + n, base + n + k
             n += k
             op = {"append": [lo, hi]}
-        for attempt in range(200):
+        for _attempt in range(200):
             try:
                 if lib == "lancelet":
                     import lancelet

@@ -195,8 +195,9 @@ def test_writer_context_manager(tmp_path):
 def test_abandoned_large_writer_leaves_no_file(tmp_path):
     """Pages are streamed while the file is written (past 8 MiB a staged
     multipart upload starts); a writer abandoned by an exception leaves
-    nothing in the directory, staged parts included, and a bad batch after
-    streaming began does not spoil a file that is then closed."""
+    nothing in the directory, staged parts included; so does a bad batch
+    after streaming began (the writer is abandoned: later calls raise,
+    see test_file_writer_poison.py)."""
     import numpy as np
     n = 60_000
     vec = pa.FixedSizeListArray.from_arrays(pa.array(np.random.default_rng(3).random(n * 64, dtype=np.float32)), 64)
@@ -211,10 +212,16 @@ def test_abandoned_large_writer_leaves_no_file(tmp_path):
     gc.collect()
     assert list(tmp_path.iterdir()) == []
 
+    with pytest.raises(lancelet.InvalidInputError, match="failed earlier.*1 columns"):
+        with lancelet.file.LanceFileWriter(str(p), schema=t.schema) as w:
+            w.write(t)
+            with pytest.raises(lancelet.InvalidInputError, match="1 columns"):
+                w.write(pa.table({"id": pa.array([1], pa.int64())}))
+            assert list(tmp_path.iterdir()) == []  # removed at once, not when the writer is dropped
+    assert list(tmp_path.iterdir()) == []
+
     with lancelet.file.LanceFileWriter(str(p), schema=t.schema) as w:
         w.write(t)
-        with pytest.raises(lancelet.InvalidInputError):
-            w.write(pa.table({"id": pa.array([1], pa.int64())}))
         w.write(t)
     assert [x.name for x in tmp_path.iterdir()] == ["big.lance"]
     want = pa.concat_tables([t, t])

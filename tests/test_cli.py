@@ -184,7 +184,7 @@ def written(tmp_path):
     ds = lancelet.write_dataset(t, path, max_rows_per_file=10)
     ds.insert(pa.table({"id": pa.array([100, 101], pa.int64()), "name": ["a,b", "line\nbreak"],
                         "score": [1.5, None]}))
-    assert ds.delete("id >= 8 AND id < 12") == 4
+    assert ds.delete("id >= 8 AND id < 12")["num_deleted_rows"] == 4
     ds.tags.create("before-delete", 2)
     return path
 

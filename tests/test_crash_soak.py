@@ -161,7 +161,7 @@ def test_soak_lancelet_and_pylance_writers(tmp_path, lance_mod, capsys):
     assert len(acks) == len(workers) * SOAK_COMMITS
     # the expected content: every worker's appends minus its deletes, in its order
     want = set(range(1000))
-    for lib, w in workers:
+    for _lib, w in workers:
         for e in (a for a in acks if a["worker"] == w):
             op = e["ack"]
             if "append" in op:

@@ -84,7 +84,7 @@ def test_file_versions(tmp_path, version):
 def test_delete_files_like_pylance(tmp_path):
     p = str(tmp_path / "ds")
     ds = lancelet.write_dataset(tbl(0, 100), p)
-    assert ds.delete("x < 3 or x = 50") == 4
+    assert ds.delete("x < 3 or x = 50")["num_deleted_rows"] == 4
     assert ds.version == 2
     [f] = ds.get_fragments()
     name = f.deletion_file()
@@ -97,10 +97,10 @@ def test_delete_files_like_pylance(tmp_path):
 
     p2 = str(tmp_path / "big")
     ds = lancelet.write_dataset(tbl(0, 6000), p2)
-    assert ds.delete("x < 4999") == 4999
+    assert ds.delete("x < 4999")["num_deleted_rows"] == 4999
     assert lance.dataset(p2).get_fragments()[0].deletion_file().endswith(".arrow") if hasattr(lance.LanceFragment, "deletion_file") else True
     assert ds.get_fragments()[0].deletion_file().endswith(".arrow")
-    assert ds.delete("x = 4999") == 1
+    assert ds.delete("x = 4999")["num_deleted_rows"] == 1
     assert ds.get_fragments()[0].deletion_file().endswith(".bin")
     with open(os.path.join(p2, ds.get_fragments()[0].deletion_file()), "rb") as fh:
         assert fh.read(4) == b"\x3a\x30\x00\x00"
@@ -194,7 +194,7 @@ def test_lancelet_continues_on_pylance_dataset(tmp_path):
     lance.write_dataset(tbl(0, 10), p)
     ds = lancelet.dataset(p)
     ds.insert(tbl(10, 10))
-    assert ds.delete("x >= 5 and x < 15") == 10
+    assert ds.delete("x >= 5 and x < 15")["num_deleted_rows"] == 10
     check_every_version(p)
     assert lance.dataset(p).to_table()["x"].to_pylist() == list(range(5)) + list(range(15, 20))
     # with a btree index present, the index survives our commits
@@ -265,11 +265,11 @@ def test_bad_batch_mid_stream_leaves_dataset_unchanged(tmp_path):
 def test_delete_predicates(tmp_path):
     p = str(tmp_path / "ds")
     ds = lancelet.write_dataset(tbl(0, 20), p)
-    assert ds.delete("s is null") == 3
-    assert ds.delete("s in ('v1', 'v2')") == 2
-    assert ds.delete("x > 100") == 0
+    assert ds.delete("s is null")["num_deleted_rows"] == 3
+    assert ds.delete("s in ('v1', 'v2')")["num_deleted_rows"] == 2
+    assert ds.delete("x > 100")["num_deleted_rows"] == 0
     assert ds.version == 4  # a delete matching nothing still commits, as pylance's
-    assert ds.delete("s LIKE 'v1%' AND x BETWEEN 10 AND 12") == 3
+    assert ds.delete("s LIKE 'v1%' AND x BETWEEN 10 AND 12")["num_deleted_rows"] == 3
     assert ds.version == 5
     with pytest.raises(lancelet.InvalidInputError):
         ds.delete("no_such_column = 1")
@@ -333,12 +333,12 @@ def test_conflicts_and_rebase(tmp_path):
     p = str(tmp_path / "ds")
     lancelet.write_dataset(tbl(0, 20), p, max_rows_per_file=10)
     a, b, c, c2 = (lancelet.dataset(p) for _ in range(4))
-    assert a.delete("x = 1") == 1                       # v2, fragment 0
-    assert b.delete("x = 15") == 1                      # other fragment: rebased -> v3
-    assert c.delete("x = 2") == 1                       # fragment 0, other row: deletions merged -> v4
+    assert a.delete("x = 1")["num_deleted_rows"] == 1                       # v2, fragment 0
+    assert b.delete("x = 15")["num_deleted_rows"] == 1                      # other fragment: rebased -> v3
+    assert c.delete("x = 2")["num_deleted_rows"] == 1                       # fragment 0, other row: deletions merged -> v4
     with pytest.raises(lancelet.CommitConflictError):
         c2.delete("x = 1", conflict_retries=0)          # the same row: must re-run, not allowed to
-    assert c2.delete("x = 1") == 0                      # re-run on v4: nothing left to delete -> v5
+    assert c2.delete("x = 1")["num_deleted_rows"] == 0                      # re-run on v4: nothing left to delete -> v5
     d = lancelet.dataset(p, version=1)
     d.insert(tbl(100, 1))                               # append over deletes: rebased -> v6
     e = lancelet.dataset(p, version=6)

@@ -136,6 +136,13 @@ def _garbage_file(env: Env):
     lancelet.file.LanceFileReader(str(p))
 
 
+def _writer_failed_earlier(env: Env):
+    w = lancelet.file.LanceFileWriter(str(env.root / "w.lance"), table(1).schema)
+    with pytest.raises(InvalidInputError):
+        w.write(table(3).set_column(2, "x", pa.array(["a", "b", "c"])))
+    w.close()
+
+
 def _staged_garbage(env: Env):
     plan = lancelet.distributed.plan_write(env.uri, table(1).schema, mode="append")
     plan.commit([b"\xff\x00garbage"])
@@ -201,6 +208,8 @@ CASES = {
     "tag-name-path": (lambda e: e.ds.tags.create("../x", 1), InvalidInputError, ["bad tag name", "../x"]),
     "staged-garbage": (_staged_garbage, InvalidInputError, ["staged fragment #0", "not a DataFragment"]),
     "take-out-of-range": (lambda e: e.ds.take([10 ** 9]), InvalidInputError, ["1000000000", "150"]),
+    "file-writer-failed-earlier": (_writer_failed_earlier, InvalidInputError,
+                                   ["w.lance", "failed earlier", "first failure", '"x"', "Utf8"]),
     # missing things
     "missing-dataset": (lambda e: lancelet.dataset(e.new), NotFoundError, ["new"]),
     "missing-version": (lambda e: lancelet.dataset(e.uri, version=99), NotFoundError, ["version 99"]),

@@ -415,7 +415,7 @@ def test_types_equal_pylance(tmp_path, version):
             assert_index_files_equal(index_files(str(ours), name), index_files(str(theirs), name), kind)
     for path in (ours, theirs):
         ld = lancelet.dataset(str(path))
-        for col, flts in TYPED_FILTERS.items():
+        for flts in TYPED_FILTERS.values():
             for flt in flts:
                 try:
                     want = ld.to_table(filter=flt, use_scalar_index=False).sort_by("id")

@@ -89,7 +89,7 @@ def test_data_file_alone(legacy_dict):
 def test_lancelet_commits_keep_the_dictionaries(legacy_dict):
     p = legacy_dict
     ds = lancelet.dataset(p)
-    assert ds.delete("x < 5") == 4
+    assert ds.delete("x < 5")["num_deleted_rows"] == 4
     lancelet.dataset(p).tags.create("t", 3)
     lancelet.dataset(p, version=2).restore()
     for m in glob.glob(os.path.join(p, "_versions", "*.manifest")):

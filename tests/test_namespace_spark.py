@@ -45,11 +45,11 @@ def test_missing_table_and_bad_options(spark, tmp_path):
         spark.read.format("lancelet").option("namespace.root", root).option("table_id", "p.nope").load().collect()
     with pytest.raises(Exception, match="go together"):
         spark.read.format("lancelet").option("table_id", "p.nope").load().collect()
-    with pytest.raises(Exception, match="not both"):
+    with pytest.raises(Exception, match="not both"):  # noqa: B017 (Spark wraps the source's error in its own class)
         spark.read.format("lancelet").option("namespace.root", root).option("table_id", "p.t").load(root).collect()
     # a failed write to a new id takes the declaration back
     lancelet.write_dataset(table(), namespace_client=lns.DirectoryNamespace(root=root), table_id=["p", "ok"])
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (Spark's own exception class)
         (spark.createDataFrame([(1,)], "x int").selectExpr("raise_error('boom') as x").write.format("lancelet")
          .mode("append").option("namespace.root", root).option("table_id", "p.fails").save())
     assert lns.DirectoryNamespace(root=root).list_tables(id=["p"]).tables == ["ok"]

@@ -84,7 +84,7 @@ def test_append_delete_and_pylance_on_top(uri, so):
     assert ds.version == 2
     ds.insert(tbl(25, 5))
     ds = lancelet.dataset(uri, storage_options=so)
-    assert ds.delete("x % 4 = 0") == 8
+    assert ds.delete("x % 4 = 0")["num_deleted_rows"] == 8
     assert ds.version == 4
     ds.tags.create("before", 3)
     lance.write_dataset(tbl(100, 3), uri, mode="append", storage_options=so)

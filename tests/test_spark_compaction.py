@@ -58,7 +58,7 @@ def test_failed_spark_job_commits_nothing(spark, tmp_path):
     last = ds.get_fragments()[-1].data_files()[0].path
     victim = os.path.join(path, "data", last)
     os.rename(victim, victim + ".moved")
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (raised in a Spark task)
         ls.compact_files(path, spark=spark, target_rows_per_fragment=100)
     os.rename(victim + ".moved", victim)
     assert lancelet.dataset(path).version == ds.version

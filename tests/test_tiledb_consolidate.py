@@ -16,6 +16,7 @@ import pytest
 import tiledb
 
 import lancelet.tiledb as lt
+from lancelet.exceptions import LanceletIOError
 from lancelet.exceptions import CorruptFileError, InvalidInputError, NotFoundError, UnsupportedError
 from test_tiledb_ops import SPARSE_COLS, _dense_array, _sparse_array, _table_rows, _tiledb_table
 
@@ -376,7 +377,7 @@ def test_failed_fragment_consolidation_leaves_the_array_unchanged(tmp_path):
     listing = sorted(str(p.relative_to(uri)) for p in Path(uri).rglob("*"))
     _native._tiledb_fail_point("before_commit")
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(LanceletIOError, match="injected failure"):
             lt.consolidate(uri)
     finally:
         _native._tiledb_fail_point(None)

@@ -330,7 +330,7 @@ def test_stale_operations_over_compaction_rerun(tmp_path):
     ids = sorted(lance.dataset(p).to_table()["id"].to_pylist())
     assert ids == sorted([i for i in range(40) if i % 3] + [99])
     stale2 = lancelet.dataset(p, version=2)
-    assert stale2.delete("id = 2") == 1
+    assert stale2.delete("id = 2")["num_deleted_rows"] == 1
     assert 2 not in lance.dataset(p).to_table()["id"].to_pylist()
 
 
@@ -361,7 +361,7 @@ def test_overwrite_is_refused_and_retry_arguments(tmp_path):
             lancelet.dataset(p).update({"s": "'x'"}, conflict_retries=bad)
     with pytest.raises(InvalidInputError):
         lancelet.dataset(p).delete("id = 1", retry_timeout=-datetime.timedelta(seconds=1))
-    assert lancelet.dataset(p).delete("id = 1", conflict_retries=0, retry_timeout=datetime.timedelta(seconds=1)) == 1
+    assert lancelet.dataset(p).delete("id = 1", conflict_retries=0, retry_timeout=datetime.timedelta(seconds=1)) == {"num_deleted_rows": 1}
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])

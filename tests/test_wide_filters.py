@@ -61,7 +61,7 @@ def test_wide_filter_every_path(uri, case, lance_mod):
     assert sum(b.num_rows for b in ds.to_batches(filter=sql, columns=["id"])) == expected
     ref = lance_mod.dataset(uri)
     assert sorted(t.column("id").to_pylist()) == sorted(ref.to_table(filter=sql, columns=["id"]).column("id").to_pylist())
-    assert ds.delete(sql) == expected
+    assert ds.delete(sql)["num_deleted_rows"] == expected
     assert lancelet.dataset(uri).count_rows() == N - expected
     assert lance_mod.dataset(uri).count_rows() == N - expected
 
@@ -146,5 +146,5 @@ def test_deepest_accepted_filter_every_path(uri, case):
     assert sum(b.num_rows for b in ds.to_batches(filter=sql, columns=["x"])) == expected
     with pytest.raises(InvalidInputError, match="nests more than 128 levels"):
         ds.count_rows(filter=make(127))
-    assert ds.delete(sql) == expected
+    assert ds.delete(sql)["num_deleted_rows"] == expected
     assert lancelet.dataset(uri).count_rows() == N - expected

@@ -430,21 +430,21 @@ class Dataset:
         self._native = native_ds
         self._schema = pa.schema(self._native.schema())
 
-    def insert(self, data: Any, **kwargs: Any) -> "Dataset":
+    def insert(self, data: Any, **kwargs: Any) -> None:
         """Append ``data`` (a pyarrow Table, RecordBatchReader, pandas
         DataFrame or any Arrow stream) as a new version; this object moves
-        to the new version."""
+        to the new version. Returns None, as pylance 14's does."""
         for k, v in kwargs.items():
             if v is not None:
                 raise UnsupportedError(f"insert option {k!r} is not implemented yet")
         self._become(_native.dataset_insert(self._native, _stream(data, convert_schema=self._schema)))
-        return self
 
     def delete(self, predicate: Any, *, conflict_retries: int = 10,
-               retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30)) -> int:
-        """Delete the rows matching a SQL predicate; returns how many were
-        deleted. This object moves to the new version (a delete matching
-        nothing still commits one, as pylance's does).
+               retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30)) -> Dict[str, int]:
+        """Delete the rows matching a SQL predicate; returns
+        ``{"num_deleted_rows": n}`` (pylance 14's ``DeleteResult``). This
+        object moves to the new version (a delete matching nothing still
+        commits one, as pylance's does).
 
         If a concurrent commit removed rows this delete read, it runs again
         on the latest version, at most ``conflict_retries`` more times and
@@ -455,7 +455,7 @@ class Dataset:
             raise TypeError(f"the delete predicate must be an SQL string, got {type(predicate).__name__}")
         native_ds, n = _native.dataset_delete(self._native, predicate, *_retry_args(conflict_retries, retry_timeout))
         self._become(native_ds)
-        return n
+        return {"num_deleted_rows": n}
 
     def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
                retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30),
@@ -533,10 +533,12 @@ class Dataset:
 
     # -- scalar indices (lancelet.indices) ---------------------------------
     def create_scalar_index(self, column: str, index_type: str, name: Optional[str] = None, *, replace: bool = True,
-                            **kwargs: Any) -> "Dataset":
-        """Build a BTREE, BITMAP or LABEL_LIST index (see :mod:`lancelet.indices`)."""
+                            **kwargs: Any) -> None:
+        """Build a BTREE, BITMAP or LABEL_LIST index (see
+        :mod:`lancelet.indices`); this object moves to the new version
+        (returns None, as pylance 14's does)."""
         from lancelet.indices import create_scalar_index
-        return create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
+        create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
 
     def list_indices(self) -> List[Dict[str, Any]]:
         from lancelet.indices import list_indices
@@ -546,16 +548,16 @@ class Dataset:
         from lancelet.indices import describe_indices
         return describe_indices(self)
 
-    def drop_index(self, name: str) -> "Dataset":
+    def drop_index(self, name: str) -> None:
+        """Remove the index ``name``; this object moves to the new version."""
         from lancelet.indices import drop_index
         drop_index(self, name)
-        return self
 
-    def restore(self) -> "Dataset":
+    def restore(self) -> None:
         """Make this (old) version the latest one by committing a new version
-        with its content."""
+        with its content; this object moves to it (returns None, as
+        pylance 14's does)."""
         self._become(_native.dataset_restore(self._native))
-        return self
 
     # -- maintenance (lancelet.optimize) ------------------------------------
     @property

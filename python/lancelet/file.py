@@ -122,6 +122,27 @@ def _as_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchR
     )
 
 
+def _fields(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _checked_batches(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """``reader`` with each batch checked against its schema: a pyarrow
+    reader made from batches (``RecordBatchReader.from_batches``) does not
+    check them, and the Arrow C stream carries only the stream's schema, so
+    a batch of other types would be read as the stream's types (a double
+    taken for an integer) or fail in the importer."""
+    schema = reader.schema
+
+    def batches():
+        for i, b in enumerate(reader, 1):
+            if not b.schema.equals(schema):
+                raise InvalidInputError(f"batch {i} of the stream does not have its schema: expected "
+                                        f"({_fields(schema)}), got ({_fields(b.schema)})")
+            yield b
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
 def read_table(path: PathLike, columns: Optional[Sequence[str]] = None) -> pa.Table:
     """Read a whole Lance data file into a table."""
     return LanceFileReader(path).read(columns=columns)
@@ -133,6 +154,13 @@ class LanceFileWriter:
     ``schema`` may be omitted; it is then taken from the first write. The
     file is written when the writer is closed (or the ``with`` block ends
     without an exception); until then nothing appears at ``path_or_uri``.
+
+    A failed :meth:`write` (data that does not fit the schema, a bad batch
+    in the middle of a stream, an encoding or storage error) abandons the
+    writer: the rows of that call may be partly written, so the partial
+    file is removed at once and every later ``write`` or ``close`` raises
+    :class:`~lancelet.exceptions.InvalidInputError` naming the first
+    failure (chained as its ``__cause__``). No file is left at the path.
     """
 
     def __init__(self, path_or_uri: PathLike, schema: Optional[pa.Schema] = None, version: str = "2.2",
@@ -143,6 +171,8 @@ class LanceFileWriter:
         self._native = None
         self._closed = False
         self._schema = None
+        #: The exception of the first failed call, once the writer was abandoned.
+        self._failure: Optional[BaseException] = None
         if schema is not None:
             self._open(schema)
 
@@ -155,28 +185,59 @@ class LanceFileWriter:
     def schema(self) -> Optional[pa.Schema]:
         return self._schema
 
+    def _check_usable(self) -> None:
+        first = self._failure
+        if first is not None:
+            raise InvalidInputError(f"the writer of {self._path} failed earlier and was abandoned (its partial file "
+                                    f"removed); first failure: {type(first).__name__}: {first}") from first
+        if self._closed:
+            raise InvalidInputError(f"writer for {self._path} is already closed")
+
+    def _abandon(self, failure: BaseException) -> None:
+        """Remember the first failure and drop the partial file."""
+        if self._failure is None:
+            self._failure = failure
+        native, self._native = self._native, None
+        if native is not None:
+            native.abort(f"{type(failure).__name__}: {failure}")
+
     def write(self, data: Any) -> None:
         """Append a Table, RecordBatch, RecordBatchReader, pandas DataFrame or
         any object with ``__arrow_c_stream__``. Each batch's schema must equal
-        the writer's (names, types, nullability)."""
-        if self._closed:
-            raise InvalidInputError(f"writer for {self._path} is already closed")
-        reader = _as_reader(data, self._schema)
-        if self._native is None:
-            self._open(reader.schema)
-        self._native.write(reader)
+        the writer's (names, types, nullability). A failure abandons the
+        writer (see the class docs)."""
+        self._check_usable()
+        try:
+            reader = _as_reader(data, self._schema)
+            if isinstance(data, pa.RecordBatchReader):
+                reader = _checked_batches(reader)
+            if self._native is None:
+                self._open(reader.schema)
+            self._native.write(reader)
+        except BaseException as e:
+            self._abandon(e)
+            raise
 
     # pylance's spelling
     write_batch = write
 
-    def close(self) -> int:
-        """Write the file; returns its size in bytes."""
-        if self._closed:
-            return 0
+    def close(self) -> Optional[int]:
+        """Write the file; returns the number of rows written, as pylance
+        14's does (None when already closed). Raises, writing nothing, if a
+        write failed before."""
+        if self._failure is None and self._closed:
+            return None
+        self._check_usable()
         if self._native is None:
             raise InvalidInputError(f"nothing written to {self._path} and no schema given")
+        rows = self._native.num_rows
+        try:
+            self._native.close()
+        except BaseException as e:
+            self._abandon(e)
+            raise
         self._closed = True
-        return self._native.close()
+        return rows
 
     def __enter__(self) -> "LanceFileWriter":
         return self
@@ -184,15 +245,14 @@ class LanceFileWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.close()
-        else:
+        elif self._failure is None and not self._closed:
             # Abandon: nothing was stored yet, so the path stays untouched.
-            self._closed = True
-            self._native = None
+            self._abandon(exc)
 
 
 def write_table(table: Any, path: PathLike, version: str = "2.2") -> int:
     """Write ``table`` (anything :class:`LanceFileWriter.write` accepts) as one
-    Lance data file; returns the file size in bytes."""
+    Lance data file; returns the file size in bytes (0 when not local)."""
     reader = _as_reader(table)
     with LanceFileWriter(path, reader.schema, version=version) as w:
         w.write(reader)

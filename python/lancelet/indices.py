@@ -77,7 +77,7 @@ class IndexDescription:
 
 
 def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optional[str] = None, *,
-                        replace: bool = True, progress: Any = None, **kwargs: Any) -> "Dataset":
+                        replace: bool = True, progress: Any = None, **kwargs: Any) -> None:
     """Build a scalar index on ``column`` and commit it (``ds`` moves to the
     new version). ``index_type``: ``"BTREE"``, ``"BITMAP"`` or
     ``"LABEL_LIST"``; ``name`` defaults to ``f"{column}_idx"``; an existing
@@ -101,7 +101,6 @@ def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optio
     native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace),
                                                   progress_callback(progress))
     ds._become(native)
-    return ds
 
 
 def _rows(ds: "Dataset"):

@@ -145,6 +145,11 @@ class RewriteResult:
         return [FragmentMetadata._decode(b) for b in self.old_fragments_data]
 
     @property
+    def original_fragments(self) -> List[FragmentMetadata]:
+        """pylance 14's name of :attr:`old_fragments`."""
+        return self.old_fragments
+
+    @property
     def new_fragments(self) -> List[FragmentMetadata]:
         return [FragmentMetadata._decode(b) for b in self.new_fragments_data]
 

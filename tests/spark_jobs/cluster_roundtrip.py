@@ -5,6 +5,7 @@ Prints one JSON object of observations on its last line."""
 import json
 import os
 import sys
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +25,6 @@ spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("lancele
          .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 out = {}
-import time
 # executors register asynchronously; the map counts the driver too
 deadline = time.time() + 120
 while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.time() < deadline:

@@ -126,10 +126,18 @@ impl RecordBatchReader for BatchIter {
 
 /// A Lance data file being written. Nothing is stored until `close()`, so
 /// a failed write leaves no file behind.
+///
+/// A failed `write` (a schema mismatch, a bad batch of the input stream,
+/// an encoding or storage error) abandons the writer: pages of the failed
+/// call may already be in the file, so its upload is aborted at once (the
+/// partial file is removed) and every later `write` or `close` raises
+/// `InvalidInputError` naming that first failure.
 #[pyclass(module = "lancelet._native", name = "FileWriter")]
 pub struct NativeFileWriter {
     inner: Option<lancelet::file::FileWriter>,
     path: String,
+    /// The first failure, once the writer was abandoned.
+    failed: Option<String>,
 }
 
 impl Drop for NativeFileWriter {
@@ -143,6 +151,46 @@ impl Drop for NativeFileWriter {
             Python::attach(|py| py.detach(move || drop(w)));
         }
     }
+}
+
+impl NativeFileWriter {
+    /// The writer, or the error of a call on an abandoned or closed one.
+    fn usable(&mut self) -> PyResult<&mut lancelet::file::FileWriter> {
+        if let Some(first) = &self.failed {
+            return Err(crate::errors::to_py(lancelet::Error::invalid_input(format!(
+                "the writer of {} failed earlier and was abandoned (its partial file removed); first failure: {first}",
+                self.path
+            ))));
+        }
+        let path = &self.path;
+        self.inner
+            .as_mut()
+            .ok_or_else(|| crate::errors::to_py(lancelet::Error::invalid_input(format!("writer for {path} is already closed"))))
+    }
+
+    /// Abandon the writer (see the type's docs); the first reason stays.
+    /// The upload is aborted with the GIL released (see `Drop`).
+    fn abandon(&mut self, py: Python<'_>, why: String) {
+        self.failed.get_or_insert(why);
+        if let Some(w) = self.inner.take() {
+            py.detach(move || drop(w));
+        }
+    }
+}
+
+/// Append every batch of `reader` to `writer`; returns the rows written.
+fn write_stream(py: Python<'_>, writer: &mut lancelet::file::FileWriter, path: &str, reader: impl Iterator<Item = Result<RecordBatch, ArrowError>>) -> PyResult<u64> {
+    let mut rows = 0;
+    let mut reader = reader;
+    // The importer asserts what a producer's batches look like (a batch
+    // with another number of columns panics): under the guard, that is an
+    // error of this write, not an unwind into Python.
+    while let Some(batch) = crate::errors::guard(|| Ok(reader.next())).py_err()? {
+        let batch = batch.map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(format!("reading input batch: {e}")).with_source(e)))?;
+        rows += batch.num_rows() as u64;
+        py.detach(|| crate::errors::guard(|| writer.write(&batch))).map_err(|e| e.in_file(path).context(format!("writing {path}"))).py_err()?;
+    }
+    Ok(rows)
 }
 
 #[pymethods]
@@ -160,24 +208,26 @@ impl NativeFileWriter {
         let version = lancelet::file::FileVersion::parse(&version).py_err()?;
         let options = storage_options.unwrap_or_default();
         let inner = py.detach(|| crate::errors::guard(|| lancelet::file::FileWriter::create_with(&uri, &schema, version, &options))).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
-        Ok(NativeFileWriter { inner: Some(inner), path: uri })
+        Ok(NativeFileWriter { inner: Some(inner), path: uri, failed: None })
     }
 
-    /// Append every batch of an Arrow stream.
+    /// Append every batch of an Arrow stream; returns the rows appended. A
+    /// failure abandons the writer (see the type's docs).
     fn write(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         let path = self.path.clone();
-        let writer = self
-            .inner
-            .as_mut()
-            .ok_or_else(|| crate::errors::to_py(lancelet::Error::invalid_input(format!("writer for {path} is already closed"))))?;
-        let reader = crate::arrow_ffi::import_stream(data)?;
-        let mut rows = 0;
-        for batch in reader {
-            let batch = batch.map_err(|e| crate::errors::to_py(lancelet::Error::invalid_input(format!("reading input batch: {e}")).with_source(e)))?;
-            rows += batch.num_rows() as u64;
-            py.detach(|| crate::errors::guard(|| writer.write(&batch))).map_err(|e| e.in_file(&path).context(format!("writing {path}"))).py_err()?;
+        let writer = self.usable()?;
+        let result = crate::arrow_ffi::import_stream(data).and_then(|reader| write_stream(py, writer, &path, reader));
+        if let Err(e) = &result {
+            self.abandon(py, e.to_string());
         }
-        Ok(rows)
+        result
+    }
+
+    /// Abandon the writer: nothing is stored (a partial upload is removed)
+    /// and later calls raise naming `reason`.
+    #[pyo3(signature = (reason=None))]
+    fn abort(&mut self, py: Python<'_>, reason: Option<String>) {
+        self.abandon(py, reason.unwrap_or_else(|| "the write was aborted".to_string()));
     }
 
     /// Rows written so far.
@@ -186,17 +236,31 @@ impl NativeFileWriter {
         self.inner.as_ref().map_or(0, |w| w.num_rows())
     }
 
-    /// Write the file; returns its size in bytes.
+    /// Write the file; returns its size in bytes (0 when already closed).
+    /// A failure abandons the writer too.
     fn close(&mut self, py: Python<'_>) -> PyResult<u64> {
-        match self.inner.take() {
-            Some(w) => py.detach(|| crate::errors::guard(|| w.finish())).map_err(|e| e.in_file(&self.path).context(format!("writing {}", self.path))).py_err(),
-            None => Ok(0),
+        if self.failed.is_none() && self.inner.is_none() {
+            return Ok(0);
         }
+        self.usable()?;
+        let Some(w) = self.inner.take() else { return Ok(0) };
+        let path = self.path.clone();
+        let result = py.detach(|| crate::errors::guard(|| w.finish())).map_err(|e| e.in_file(&path).context(format!("writing {path}"))).py_err();
+        if let Err(e) = &result {
+            self.abandon(py, e.to_string());
+        }
+        result
     }
 
-    /// True once `close()` has been called.
+    /// True once `close()` has been called (or the writer was abandoned).
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_none()
+    }
+
+    /// The first failure, once the writer was abandoned.
+    #[getter]
+    fn failure(&self) -> Option<String> {
+        self.failed.clone()
     }
 }

@@ -4,6 +4,8 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+#[cfg(target_os = "linux")]
+mod bigalloc;
 mod callback;
 mod dataset;
 mod errors;
@@ -27,12 +29,12 @@ use pyo3::prelude::*;
 /// faults (with the common `defrag=madvise` setting) compact memory on the
 /// spot and made a write's system time swing from 0.07 to 0.9 s. On Linux,
 /// blocks of 1 MiB and more get mappings of their own, reused through a
-/// bounded cache ([`lancelet::bigalloc`]): in mimalloc's arena the freed
+/// bounded cache ([`bigalloc`]): in mimalloc's arena the freed
 /// holes of a write's page buffers kept the resident set far above the
 /// live data (session 9).
 #[cfg(target_os = "linux")]
 #[global_allocator]
-static ALLOCATOR: lancelet::bigalloc::BigMapped<mimalloc::MiMalloc> = lancelet::bigalloc::BigMapped(mimalloc::MiMalloc);
+static ALLOCATOR: bigalloc::BigMapped<mimalloc::MiMalloc> = bigalloc::BigMapped(mimalloc::MiMalloc);
 /// mimalloc (see the Linux variant above).
 #[cfg(not(target_os = "linux"))]
 #[global_allocator]

@@ -4,8 +4,6 @@
 //! codecs, no I/O, no format versions), [`file`] (the `.lance` container and
 //! each file version's composition of encodings).
 
-#[cfg(target_os = "linux")]
-pub mod bigalloc;
 pub mod encoding;
 pub mod error;
 pub mod expr;

@@ -80,6 +80,12 @@ pub struct FileWriter {
     /// `(position, size)` of global buffers 1.. (buffer 0, the schema, is
     /// written at the end).
     extra_globals: Vec<(u64, u64)>,
+    /// The first failure of a write, once one failed. A write can fail
+    /// after some of its pages went out and into `pages` (an encoder or an
+    /// upload failing half way), so a file finished afterwards would not
+    /// hold what its metadata says: the writer is poisoned instead, its
+    /// upload aborted, and every later call fails naming this failure.
+    failed: Option<String>,
 }
 
 /// Write finished pages to `out` (`done[c]`: new pages of leaf column `c`)
@@ -394,7 +400,7 @@ impl FileWriter {
             Columns::Structural(c) => c.iter().map(Vec::len).sum(),
             Columns::V20(c) => c.iter().map(Vec::len).sum(),
         };
-        Ok(FileWriter { out: storage.writer(), pages: vec![Vec::new(); num_columns], schema, arrow_schema, version, columns, num_rows: 0, extra_globals: Vec::new() })
+        Ok(FileWriter { out: storage.writer(), pages: vec![Vec::new(); num_columns], schema, arrow_schema, version, columns, num_rows: 0, extra_globals: Vec::new(), failed: None })
     }
 
     /// Rows written so far.
@@ -436,7 +442,46 @@ impl FileWriter {
     /// as with one [`Self::write`] per batch but for the order of pages
     /// in it; a caller holding many small batches (an Arrow table's
     /// chunks) keeps both cores busy this way.
+    ///
+    /// A failed write (a schema mismatch, a batch that cannot be encoded,
+    /// a storage error) poisons the writer: its partial object is removed
+    /// at once and every later call fails naming this first failure.
     pub fn write_batches(&mut self, batches: &[RecordBatch]) -> Result<()> {
+        self.check_usable()?;
+        let result = self.write_batches_unchecked(batches);
+        self.poison_on(result)
+    }
+
+    /// Why the writer is poisoned (`None` while it is usable).
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// The error of any call on a poisoned writer.
+    fn check_usable(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(first) => Err(Error::invalid_input(format!(
+                "the writer of {} failed earlier and was abandoned (its partial file removed); first failure: {first}",
+                self.out.display()
+            ))),
+        }
+    }
+
+    /// Poison the writer if `result` is an error (see [`FileWriter::write_batches`]).
+    fn poison_on<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result {
+            let why = e.to_string();
+            self.out.abort(&why);
+            self.failed = Some(why);
+            // The buffered pages and their metadata will never be written.
+            self.pages = Vec::new();
+            self.columns = Columns::V20(Vec::new());
+        }
+        result
+    }
+
+    fn write_batches_unchecked(&mut self, batches: &[RecordBatch]) -> Result<()> {
         let want = self.arrow_schema.fields();
         for batch in batches {
             let got = batch.schema();
@@ -554,13 +599,18 @@ impl FileWriter {
     /// Write a global buffer now (64-byte aligned) and return its index
     /// (1, 2, ...; buffer 0 is the schema). Added before the first batch,
     /// it lands at offset 0, as pylance writes label-list null sets.
+    /// A failure poisons the writer (see [`FileWriter::write_batches`]).
     pub fn add_global_buffer(&mut self, bytes: Bytes) -> Result<u32> {
-        self.pad()?;
-        let pos = self.out.position();
-        let len = bytes.len() as u64;
-        self.out.put(bytes)?;
-        self.extra_globals.push((pos, len));
-        Ok(self.extra_globals.len() as u32)
+        self.check_usable()?;
+        let result = (|| {
+            self.pad()?;
+            let pos = self.out.position();
+            let len = bytes.len() as u64;
+            self.out.put(bytes)?;
+            self.extra_globals.push((pos, len));
+            Ok(self.extra_globals.len() as u32)
+        })();
+        self.poison_on(result)
     }
 
     /// Write finished pages (`done[c]`: new pages of leaf column `c`) and
@@ -575,8 +625,11 @@ impl FileWriter {
     }
 
     /// Encode the remaining data, write the metadata tail and make the file
-    /// visible. Returns the file size in bytes.
+    /// visible. Returns the file size in bytes. A poisoned writer fails
+    /// naming its first failure; a failure here leaves no file either
+    /// (the upload is aborted as the writer is dropped).
     pub fn finish(mut self) -> Result<u64> {
+        self.check_usable()?;
         let columns: Vec<Vec<EncodedPage>> = match &mut self.columns {
             Columns::Structural(cols) => {
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();

@@ -55,6 +55,11 @@ pub struct ObjectWriter {
     /// it); it is reached through `&mut self`, never locked.
     upload: Option<Mutex<WriteMultipart>>,
     written: u64,
+    /// Why the writer stopped (a failed put, or [`ObjectWriter::abort`]):
+    /// its upload is aborted and every later call fails with this reason,
+    /// since the bytes already handed in cannot be taken back and an
+    /// object finished after a gap would not hold what its writer meant.
+    failed: Option<String>,
 }
 
 /// `data` as consecutive zero-copy slices of at most `max` bytes each.
@@ -85,7 +90,37 @@ impl std::fmt::Debug for ObjectWriter {
 impl ObjectWriter {
     /// A writer for the object of `storage` (nothing is stored yet).
     pub fn new(storage: Storage) -> Self {
-        ObjectWriter { storage, pending: Vec::new(), pending_bytes: 0, upload: None, written: 0 }
+        ObjectWriter { storage, pending: Vec::new(), pending_bytes: 0, upload: None, written: 0, failed: None }
+    }
+
+    /// The object's location, for messages.
+    pub fn display(&self) -> &str {
+        self.storage.display()
+    }
+
+    /// Give up the object: abort the upload (its staged parts, or the
+    /// local temporary file, are removed now rather than when the writer
+    /// is dropped) and drop the bytes pending. Every later call fails,
+    /// naming `why`. Calling it again keeps the first reason.
+    pub fn abort(&mut self, why: &str) {
+        if self.failed.is_none() {
+            self.failed = Some(why.to_string());
+        }
+        self.pending.clear();
+        self.pending_bytes = 0;
+        if let Some(up) = self.upload.take() {
+            // Best effort: nothing of the object is visible yet, and a
+            // staged part that cannot be removed is all that is left.
+            let _ = block_on(up.into_inner().unwrap_or_else(|p| p.into_inner()).abort());
+        }
+    }
+
+    /// The error of a call on a writer that stopped.
+    fn stopped(&self, why: &str) -> crate::error::Error {
+        crate::error::Error::io(
+            self.storage.display(),
+            format!("the write was abandoned after an earlier failure ({why}); nothing was stored"),
+        )
     }
 
     /// Bytes handed to the writer so far (the position of the next byte).
@@ -94,22 +129,30 @@ impl ObjectWriter {
     }
 
     /// Append `data` (not copied).
+    /// A failure stops the writer (see [`ObjectWriter::abort`]).
     pub fn put(&mut self, data: Bytes) -> Result<()> {
+        if let Some(why) = &self.failed {
+            return Err(self.stopped(why));
+        }
         for piece in write_pieces(&self.storage, data) {
-            self.put_unsplit(piece)?;
+            if let Err(e) = self.put_unsplit(piece) {
+                self.abort(&e.to_string());
+                return Err(e);
+            }
         }
         Ok(())
     }
 
     fn put_unsplit(&mut self, data: Bytes) -> Result<()> {
-        self.written += data.len() as u64;
         if let Some(up) = self.upload.as_mut().map(inner) {
             block_on(up.wait_for_capacity(MAX_PARTS_IN_FLIGHT)).map_err(|e| io_err(self.storage.display(), e))?;
+            self.written += data.len() as u64;
             // Parts are spawned as tasks of the I/O runtime.
             let _rt = runtime().enter();
             up.put(data);
             return Ok(());
         }
+        self.written += data.len() as u64;
         self.pending_bytes += data.len();
         self.pending.push(data);
         if self.pending_bytes >= PART_BYTES {
@@ -133,6 +176,9 @@ impl ObjectWriter {
 
     /// Store everything and make the object visible; returns its size.
     pub fn finish(mut self) -> Result<u64> {
+        if let Some(why) = &self.failed {
+            return Err(self.stopped(why));
+        }
         let display = self.storage.display().to_string();
         match self.upload.take() {
             Some(up) => {
@@ -204,6 +250,29 @@ mod tests {
         assert!(got_b.unwrap() == data, "write_new changed the bytes");
         assert_eq!(got_c.unwrap(), Vec::<u8>::new());
         assert!(matches!(again, Err(crate::error::Error::AlreadyExists { .. })), "{again:?}");
+    }
+
+    /// An aborted writer removes its staged upload at once and refuses
+    /// every later call, naming why it stopped.
+    #[test]
+    fn abort_removes_the_staged_upload_and_stops_the_writer() {
+        let dir = std::env::temp_dir().join(format!("lancelet-abort-{}", crate::ids::new_uuid()));
+        let storage = Storage::open(dir.join("object.bin").to_str().unwrap()).unwrap();
+        let mut w = storage.writer();
+        w.put(Bytes::from(vec![1u8; PART_BYTES + 1])).unwrap();
+        let staged = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        w.abort("the encoder failed");
+        let left = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        let put = w.put(Bytes::from_static(b"x"));
+        let finished = w.finish();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((staged, left), (1, 0), "the staged upload is removed by abort");
+        for r in [put.map(|_| 0), finished] {
+            match r {
+                Err(crate::error::Error::Io { message, .. }) => assert!(message.contains("the encoder failed"), "{message}"),
+                other => panic!("expected an I/O error naming the reason, got {other:?}"),
+            }
+        }
     }
 
     /// Buffers larger than a write call, around and past the size that

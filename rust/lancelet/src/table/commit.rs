@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::proto::table as pb;
 use crate::table::conflict::{AffectedRows, Conflict, Kind, Rebase};
+use crate::table::hooks::{step, FailHook};
 use crate::table::manifest::{frame_sections_after, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
 use crate::table::transaction::{build_manifest, transaction_file_name, BuildOptions};
 
@@ -41,19 +42,6 @@ use crate::table::transaction::{build_manifest, transaction_file_name, BuildOpti
 pub const TRANSACTIONS_DIR: &str = "_transactions";
 /// How many times a commit retries after losing a race for a version.
 pub const MAX_ATTEMPTS: usize = 100;
-
-/// Test hook: called with the name of each step just before it runs
-/// (`"data_file"`, `"deletion_file"`, `"transaction_file"`, `"manifest"`);
-/// an error returned from it aborts the write there.
-pub type FailHook = Arc<dyn Fn(&str) -> Result<()> + Send + Sync>;
-
-/// Run the hook, if any.
-pub fn step(hook: &Option<FailHook>, name: &str) -> Result<()> {
-    match hook {
-        Some(h) => h(name),
-        None => Ok(()),
-    }
-}
 
 /// How to commit.
 #[derive(Clone, Default)]

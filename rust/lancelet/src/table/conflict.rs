@@ -41,7 +41,7 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::proto::table as pb;
-use crate::table::commit::{step, FailHook};
+use crate::table::hooks::{step, FailHook};
 use crate::table::deletion::{decode_deletions, deletion_file_path};
 use crate::table::fragment::resolve;
 
@@ -407,7 +407,7 @@ impl<'a> Rebase<'a> {
                     now_empty.push(id);
                     continue;
                 }
-                let (kind, bytes) = crate::table::write::encode_deletions(&merged)?;
+                let (kind, bytes) = crate::table::deletion::encode_deletions(&merged)?;
                 let d = pb::DeletionFile {
                     file_type: kind as i32,
                     read_version: latest.version,

@@ -120,6 +120,21 @@ pub fn encode_arrow(offsets: &[u32]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Deleted rows per fragment from which a `.bin` bitmap is written.
+pub const BITMAP_THRESHOLD: u64 = 5000;
+
+/// Encode a fragment's deleted offsets as pylance would.
+pub fn encode_deletions(set: &RoaringBitmap) -> Result<(pb::deletion_file::DeletionFileType, Vec<u8>)> {
+    if set.len() < BITMAP_THRESHOLD {
+        let vals: Vec<u32> = set.iter().collect();
+        Ok((pb::deletion_file::DeletionFileType::ArrowArray, encode_arrow(&vals)?))
+    } else {
+        let mut out = Vec::with_capacity(set.serialized_size());
+        set.serialize_into(&mut out).map_err(|e| Error::Internal { what: format!("serializing a deletion bitmap: {e}") })?;
+        Ok((pb::deletion_file::DeletionFileType::Bitmap, out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

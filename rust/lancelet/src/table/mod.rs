@@ -24,6 +24,7 @@
 //! * [`branches`]: reading the branch records pylance writes.
 
 pub mod branches;
+pub mod apply_rewrite;
 pub mod cleanup;
 pub mod commit;
 pub mod conflict;
@@ -34,6 +35,7 @@ pub mod evolve;
 pub mod explain;
 pub mod features;
 pub mod file_cache;
+pub mod hooks;
 pub mod filter_index;
 pub mod fragment;
 pub mod index_section;

@@ -14,7 +14,7 @@
 //! | `Restore{version}` | restore | the restored version's schema, fragments, config |
 //! | `Merge{fragments, schema, …}` | add_columns, merge, casts | its schema and complete fragment list (see [`crate::table::evolve`]) |
 //! | `Project{schema}` | drop / rename / nullability | the latest fragments under its schema |
-//! | `ReserveFragments{n}`, `Rewrite{groups, ...}` | compaction | see [`crate::table::optimize::apply`] |
+//! | `ReserveFragments{n}`, `Rewrite{groups, ...}` | compaction | see [`crate::table::apply_rewrite`] |
 //! | `CreateIndex{new_indices, removed_indices}` | index create / replace / optimize / drop | latest manifest; only the index section changes |
 //!
 //! Fragments inside an Append/Overwrite transaction carry id 0 and no row
@@ -255,20 +255,25 @@ pub fn build_manifest(
         }
         Some(Operation::Merge(op)) => {
             need_prev()?;
-            crate::table::evolve::apply_merge(&mut m, op)?;
+            // The Merge's schema and complete fragment list replace the
+            // previous ones.
+            m.fields = op.schema.clone();
+            m.schema_metadata = op.schema_metadata.clone();
+            m.fragments = op.fragments.clone();
             max_id = m.fragments.iter().map(|f| f.id).max().max(prev_max);
         }
         Some(Operation::Project(op)) => {
             need_prev()?;
-            crate::table::evolve::apply_project(&mut m, op)?;
+            // Only the schema changes (metadata stays).
+            m.fields = op.schema.clone();
         }
         Some(Operation::ReserveFragments(r)) => {
             need_prev()?;
-            max_id = crate::table::optimize::apply::reserve(prev_max, r.num_fragments);
+            max_id = crate::table::apply_rewrite::reserve(prev_max, r.num_fragments);
         }
         Some(Operation::Rewrite(r)) => {
             need_prev()?;
-            crate::table::optimize::apply::apply_rewrite(&mut m.fragments, r)?;
+            crate::table::apply_rewrite::apply_rewrite(&mut m.fragments, r)?;
             max_id = prev_max.max(m.fragments.iter().map(|f| f.id).max());
         }
         Some(Operation::CreateIndex(_)) => {

@@ -34,16 +34,14 @@ use crate::file::{FileVersion, FileWriter};
 use crate::io::{Storage, StorageOptions};
 use crate::table::write_schema::write_schema;
 use crate::proto::table as pb;
-use crate::table::commit::{commit, remove_files, step, CommitOptions, FailHook};
+use crate::table::commit::{commit, remove_files, CommitOptions};
+use crate::table::hooks::{step, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::deletion::encode_arrow;
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::{new_data_file_name, new_transaction, BuildOptions};
 
 use pb::transaction::Operation;
 
-/// Deleted rows per fragment from which a `.bin` bitmap is written.
-pub const BITMAP_THRESHOLD: u64 = 5000;
 
 /// How `write_dataset` treats an existing dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -522,18 +520,6 @@ pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, 
     let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
     let v = commit(ds.root(), &txn, &CommitOptions { hook, owned_files, ..Default::default() })?;
     ds.checkout(VersionRef::Number(v))
-}
-
-/// Encode a fragment's deleted offsets as pylance would.
-pub fn encode_deletions(set: &RoaringBitmap) -> Result<(pb::deletion_file::DeletionFileType, Vec<u8>)> {
-    if set.len() < BITMAP_THRESHOLD {
-        let vals: Vec<u32> = set.iter().collect();
-        Ok((pb::deletion_file::DeletionFileType::ArrowArray, encode_arrow(&vals)?))
-    } else {
-        let mut out = Vec::with_capacity(set.serialized_size());
-        set.serialize_into(&mut out).map_err(|e| Error::Internal { what: format!("serializing a deletion bitmap: {e}") })?;
-        Ok((pb::deletion_file::DeletionFileType::Bitmap, out))
-    }
 }
 
 /// Write the deletion files that remove `per_frag` (physical row offsets

@@ -26,6 +26,8 @@ pub mod vectors;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod poison_tests;
 
 use arrow_array::ArrayRef;
 use arrow_schema::Field;

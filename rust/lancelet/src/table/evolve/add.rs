@@ -13,7 +13,7 @@ use super::{max_field_id, merge_new_fields};
 use crate::error::{Error, Result};
 use crate::expr::SqlValue;
 use crate::file::schema::LanceField;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
 use crate::table::ops::Progress;
 use crate::table::scan::{ROW_ADDR, ROW_ID};

@@ -22,7 +22,7 @@ use super::{field_at, field_at_mut, find_path, max_field_id, preserves_nullabili
 use crate::error::{Error, Result};
 use crate::file::schema::{LanceField, LanceSchema};
 use crate::proto::table as pb;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
 use crate::table::scan::{ScanOptions, Scanner};
 

@@ -18,7 +18,7 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use super::columns::{commit_merge, write_columns, ColumnsPlan, Transform, WriteOptions, DEFAULT_BATCH_SIZE};
 use super::{max_field_id, merge_new_fields};
 use crate::error::{Error, Result};
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
 use crate::table::write::dataset_file_version;
 

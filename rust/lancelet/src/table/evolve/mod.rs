@@ -258,20 +258,5 @@ pub fn merge_new_fields(schema: &LanceSchema, new: &Schema, max_id: i32, version
     Ok(NewFields { merged, written: LanceSchema { fields: written_fields, metadata: Default::default() }, new_ids })
 }
 
-/// Apply a `Merge` to the manifest being built: its schema and its
-/// fragment list replace the previous ones.
-pub fn apply_merge(m: &mut pb::Manifest, op: &pb::transaction::Merge) -> Result<()> {
-    m.fields = op.schema.clone();
-    m.schema_metadata = op.schema_metadata.clone();
-    m.fragments = op.fragments.clone();
-    Ok(())
-}
-
-/// Apply a `Project`: only the schema changes (metadata stays).
-pub fn apply_project(m: &mut pb::Manifest, op: &pb::transaction::Project) -> Result<()> {
-    m.fields = op.schema.clone();
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests;

@@ -15,7 +15,7 @@ use super::join::merge;
 use super::*;
 use crate::error::Error;
 use pb::transaction::Operation;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::ids::random_u64;

@@ -19,7 +19,8 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::{remove_files, step, FailHook};
+use crate::table::commit::remove_files;
+use crate::table::hooks::{step, FailHook};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
@@ -27,7 +28,7 @@ use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
 use crate::table::scan::{RowFilter, ScanOptions, Scanner};
 use crate::ids::random_u64;
 use crate::table::transaction::new_transaction;
-use crate::table::write::encode_deletions;
+use crate::table::deletion::encode_deletions;
 
 use pb::transaction::Operation;
 

@@ -50,7 +50,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::expr::SqlFilter;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::hashing::FxMap;

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::{commit_or_rerun, CommitOptions, FailHook, Outcome};
+use crate::table::commit::{commit_or_rerun, CommitOptions, Outcome};
+use crate::table::hooks::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::{Dataset, VersionRef};
 

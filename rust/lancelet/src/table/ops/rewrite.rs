@@ -9,7 +9,8 @@
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::{remove_files, FailHook};
+use crate::table::commit::remove_files;
+use crate::table::hooks::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::table::ops::delete::mark_deleted;

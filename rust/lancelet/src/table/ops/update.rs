@@ -32,7 +32,7 @@ use arrow_schema::SchemaRef;
 
 use crate::error::{Error, Result};
 use crate::expr::SqlValue;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};

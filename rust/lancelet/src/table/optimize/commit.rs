@@ -9,7 +9,7 @@
 //! 3. The new fragments get those ids (in task order); indices covering
 //!    rewritten fragments are offered to the remap hook ([`super::remap`]).
 //! 4. `Rewrite{groups, rewritten_indices}` is committed through the normal
-//!    commit loop (rebased over compatible commits, see [`super::apply`]).
+//!    commit loop (rebased over compatible commits, see [`crate::table::apply_rewrite`]).
 //!
 //! If anything fails, the new data files are removed; at most the
 //! ReserveFragments version stays (it changes no data, as in pylance).
@@ -22,12 +22,13 @@ use roaring::{RoaringBitmap, RoaringTreemap};
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::index::frag_reuse;
-use crate::table::commit::{commit, commit_with_frag_reuse, transaction_of, CommitOptions, FailHook};
+use crate::table::commit::{commit, commit_with_frag_reuse, transaction_of, CommitOptions};
+use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::new_transaction;
 
-use super::apply::check_compaction;
+use crate::table::apply_rewrite::check_compaction;
 use super::execute::{CompactionMetrics, RewriteResult};
 use super::plan::CompactionOptions;
 use super::remap::{IndexRemapper, RowAddressMap};

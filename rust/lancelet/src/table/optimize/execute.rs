@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{dataset_file_version, stage_fragments_sized, StageTarget};

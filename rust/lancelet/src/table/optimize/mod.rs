@@ -20,10 +20,10 @@
 //! with stable row ids they keep the rows' ids and versions
 //! ([`sequences`]). A plan with no task commits nothing. How the two
 //! transactions change manifests and index sections, and which concurrent
-//! commits they survive, is in [`apply`]; index remapping plugs in through
+//! commits they survive, is in [`crate::table::apply_rewrite`]; index remapping plugs in through
 //! [`remap`].
 
-pub mod apply;
+
 pub mod commit;
 pub mod execute;
 pub mod plan;
@@ -39,7 +39,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::ops::{report, Progress};
 

@@ -8,7 +8,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
 use crate::error::Error;
-use crate::table::commit::FailHook;
+use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::ids::random_u64;
