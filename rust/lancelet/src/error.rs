@@ -10,10 +10,13 @@
 //! zstd/lz4/JSON error ...) keeps it as its [`std::error::Error::source`]
 //! and is classified where it arises: the code that calls the library knows
 //! whether the bytes came from a file (corrupt), from the caller (invalid
-//! input) or from lancelet itself (a bug). There is no blanket `From` that
-//! would pick one class for all of them. The message keeps the source's
-//! text as well, so what users read does not depend on a reporter walking
-//! the chain.
+//! input) or from lancelet itself (a bug), and says so with
+//! [`Error::with_source`] or one of [`Error::corrupt_arrow`],
+//! [`Error::invalid_arrow`], [`Error::internal_arrow`],
+//! [`Error::bad_protobuf`]. No blanket `From` picks one class for all of
+//! them (the two left at the end of this file serve two files only; see
+//! there). The message keeps the source's text as well, so what users read
+//! does not depend on a reporter walking the chain.
 
 use std::fmt;
 
@@ -69,8 +72,8 @@ pub enum Error {
     Conflict { what: String },
     /// A bug in lancelet (e.g. a caught panic); never a data problem. It
     /// keeps no source (the message holds the text of the error it came
-    /// from): code in `file/v2_0.rs` and `tiledb/read.rs` still builds it
-    /// as `Error::Internal { what }`.
+    /// from) while code (`tiledb/read.rs` among others) builds it as
+    /// `Error::Internal { what }` rather than with [`Error::internal`].
     #[error("internal error (a bug in lancelet, please report it): {what}")]
     Internal { what: String },
     /// The storage layer failed.

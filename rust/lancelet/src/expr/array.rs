@@ -94,7 +94,7 @@ pub fn eval(func: ArrayFunc, lists: &ArrayRef, values: &ArrayRef) -> Result<Bool
         .map(|i| {
             let v = values.slice(i, 1);
             let v = arrow_array::Scalar::new(v);
-            Ok(cmp::not_distinct(&elements, &v).map_err(Error::invalid_arrow)?)
+            cmp::not_distinct(&elements, &v).map_err(Error::invalid_arrow)
         })
         .collect::<Result<Vec<BooleanArray>>>()?;
     let any_in = |m: &BooleanArray, r: usize| (offsets[r]..offsets[r + 1]).any(|e| m.value(e));
@@ -120,7 +120,11 @@ pub fn check_values(func: ArrayFunc, element: &DataType, values: ArrayRef) -> Re
         return Ok(values);
     }
     let opts = arrow_cast::CastOptions { safe: false, format_options: arrow_cast::display::FormatOptions::new() };
-    arrow_cast::cast_with_options(&values, element, &opts).map_err(|e| Error::invalid_input(format!("{}: cannot compare list elements of type {element} with values of type {}: {e}", func.name(), values.data_type())).with_source(e))
+    arrow_cast::cast_with_options(&values, element, &opts)
+        .map_err(|e| {
+            let what = format!("{}: cannot compare list elements of type {element} with values of type {}: {e}", func.name(), values.data_type());
+            Error::invalid_input(what).with_source(e)
+        })
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ impl Val {
         match self {
             Val::Array(a) => Ok(a),
             Val::Scalar(a) if n == 1 => Ok(a),
-            Val::Scalar(a) => Ok(arrow_select::take::take(&a, &UInt32Array::from(vec![0u32; n]), None).map_err(Error::internal_arrow)?),
+            Val::Scalar(a) => arrow_select::take::take(&a, &UInt32Array::from(vec![0u32; n]), None).map_err(Error::internal_arrow),
         }
     }
 
@@ -283,7 +283,11 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
         }
         Kind::Neg(x) => {
             let v = one(a)?;
-            let out = if matches!(x.data_type, DataType::Null) { v.array().clone() } else { numeric::neg_wrapping(v.array()).map_err(Error::invalid_arrow)? };
+            let out = if matches!(x.data_type, DataType::Null) {
+                v.array().clone()
+            } else {
+                numeric::neg_wrapping(v.array()).map_err(Error::invalid_arrow)?
+            };
             Val::like(out, v.is_scalar())
         }
         Kind::InList { set, .. } => {
@@ -353,9 +357,10 @@ fn call(c: &Call, out_type: &DataType, batch: &RecordBatch) -> Result<Val> {
 
 /// The rows `idx` of `batch` (also for batches without columns).
 fn take_rows(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
-    let cols = batch.columns().iter().map(|c| arrow_select::take::take(c, idx, None)).collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
+    let cols = batch.columns().iter().map(|c| arrow_select::take::take(c, idx, None)).collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(Error::internal_arrow)?;
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(idx.len()));
-    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &opts).map_err(Error::internal_arrow)?)
+    RecordBatch::try_new_with_options(batch.schema(), cols, &opts).map_err(Error::internal_arrow)
 }
 
 /// `CASE` (arguments `[condition, value]*` then an optional `ELSE` value,
@@ -407,7 +412,7 @@ fn case(args: &[Expr], out_type: &DataType, batch: &RecordBatch) -> Result<Array
         return Ok(new_empty_array(out_type));
     }
     let refs: Vec<&dyn Array> = values.iter().map(|v| v.as_ref()).collect();
-    Ok(arrow_select::interleave::interleave(&refs, &pick).map_err(Error::internal_arrow)?)
+    arrow_select::interleave::interleave(&refs, &pick).map_err(Error::internal_arrow)
 }
 
 /// Evaluate a boolean expression to one value per row.

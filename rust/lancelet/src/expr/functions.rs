@@ -467,7 +467,7 @@ fn is_true(b: &BooleanArray) -> BooleanArray {
 /// Keep `a` where it is not null, else `b` (same type).
 fn fill(a: &ArrayRef, b: &ArrayRef) -> Result<ArrayRef> {
     let keep = arrow_arith::boolean::is_not_null(a).map_err(Error::invalid_arrow)?;
-    Ok(arrow_select::zip::zip(&keep, a, b).map_err(Error::invalid_arrow)?)
+    arrow_select::zip::zip(&keep, a, b).map_err(Error::invalid_arrow)
 }
 
 /// Evaluate a call on its argument arrays (each of `n` rows).
@@ -609,9 +609,11 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
         B::Greatest | B::Least => {
             let mut acc = args[0].clone();
             for a in &args[1..] {
-                let better = if call.func == B::Greatest { arrow_ord::cmp::gt(a, &acc).map_err(Error::invalid_arrow)? } else { arrow_ord::cmp::lt(a, &acc).map_err(Error::invalid_arrow)? };
+                let better = if call.func == B::Greatest { arrow_ord::cmp::gt(a, &acc) } else { arrow_ord::cmp::lt(a, &acc) };
+                let better = better.map_err(Error::invalid_arrow)?;
                 let better = is_true(&better);
-                let take_new = arrow_arith::boolean::or(&better, &arrow_arith::boolean::is_null(&acc).map_err(Error::invalid_arrow)?).map_err(Error::invalid_arrow)?;
+                let take_new = arrow_arith::boolean::or(&better, &arrow_arith::boolean::is_null(&acc).map_err(Error::invalid_arrow)?)
+                    .map_err(Error::invalid_arrow)?;
                 acc = arrow_select::zip::zip(&take_new, a, &acc).map_err(Error::invalid_arrow)?;
             }
             acc

@@ -123,7 +123,8 @@ impl InSet {
     /// A set of the values of `list` (one type; nulls allowed).
     pub fn new(list: &ArrayRef) -> Result<InSet> {
         let has_null = list.null_count() > 0;
-        let non_null = arrow_select::filter::filter(list, &arrow_arith::boolean::is_not_null(list).map_err(Error::invalid_arrow)?).map_err(Error::invalid_arrow)?;
+        let non_null = arrow_select::filter::filter(list, &arrow_arith::boolean::is_not_null(list).map_err(Error::invalid_arrow)?)
+            .map_err(Error::invalid_arrow)?;
         let (values, sorted) = match arrow_ord::sort::sort(&non_null, None).and_then(|s| dedup_sorted(&s)) {
             Ok(v) => (v, true),
             Err(_) => (non_null.clone(), false),
@@ -163,7 +164,8 @@ impl InSet {
             Lookup::Scan => {
                 let mut acc = BooleanBuffer::new_unset(n);
                 for i in 0..self.values.len() {
-                    let eq = arrow_ord::cmp::eq(x, &Scalar::new(self.values.slice(i, 1))).map_err(|e| Error::invalid_input(e.to_string()).with_source(e))?;
+                    let eq = arrow_ord::cmp::eq(x, &Scalar::new(self.values.slice(i, 1)))
+                        .map_err(|e| Error::invalid_input(e.to_string()).with_source(e))?;
                     acc = &acc | eq.values();
                 }
                 acc

@@ -685,7 +685,8 @@ fn fold(e: Expr) -> Result<Expr> {
     if !e.children_literal() {
         return Ok(e);
     }
-    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1))).map_err(Error::internal_arrow)?;
+    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &RecordBatchOptions::new().with_row_count(Some(1)))
+        .map_err(Error::internal_arrow)?;
     let v = eval::eval(&e, &batch)?.into_array(1)?;
     debug_assert_eq!(v.len(), 1);
     Ok(Expr::literal(v))

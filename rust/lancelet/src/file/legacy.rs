@@ -375,11 +375,11 @@ impl LegacyFileReader {
         let rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         let schema =
             Arc::new(Schema::new(fields).with_metadata(self.arrow_schema.metadata().clone()));
-        Ok(RecordBatch::try_new_with_options(
+        RecordBatch::try_new_with_options(
             schema,
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows as usize)),
-        ).map_err(Error::corrupt_arrow)?)
+        ).map_err(Error::corrupt_arrow)
     }
 
     fn page(&self, f: &LanceField, batch: usize) -> Result<(u64, u64)> {
@@ -418,7 +418,8 @@ impl LegacyFileReader {
                     ArrayDataBuilder::new(dt.clone())
                         .len(len)
                         .child_data(children)
-                        .build().map_err(Error::corrupt_arrow)?,
+                        .build()
+                        .map_err(Error::corrupt_arrow)?,
                 ))
             }
             DataType::Dictionary(key, _) => {
@@ -474,7 +475,8 @@ impl LegacyFileReader {
                         .len(len)
                         .add_buffer(offsets)
                         .add_child_data(child.to_data())
-                        .build().map_err(Error::corrupt_arrow)?,
+                        .build()
+                        .map_err(Error::corrupt_arrow)?,
                 ))
             }
             _ => {
@@ -522,7 +524,8 @@ impl LegacyFileReader {
                     .add_buffer(offsets)
                     .add_buffer(Buffer::from_slice_ref(&data[..]))
                     .nulls(nulls)
-                    .build().map_err(Error::corrupt_arrow)?;
+                    .build()
+                    .map_err(Error::corrupt_arrow)?;
                 Ok(make_array(data))
             }
             _ => {
@@ -607,7 +610,8 @@ fn read_plain(
                 ArrayDataBuilder::new(DataType::Boolean)
                     .len(len)
                     .add_buffer(bits.sliced())
-                    .build().map_err(Error::corrupt_arrow)?,
+                    .build()
+                    .map_err(Error::corrupt_arrow)?,
             ))
         }
         DataType::FixedSizeList(item, dim) => {
@@ -621,7 +625,8 @@ fn read_plain(
                 ArrayDataBuilder::new(dt.clone())
                     .len(len)
                     .add_child_data(child.to_data())
-                    .build().map_err(Error::corrupt_arrow)?,
+                    .build()
+                    .map_err(Error::corrupt_arrow)?,
             ))
         }
         dt => {
@@ -634,7 +639,8 @@ fn read_plain(
                 ArrayDataBuilder::new(dt.clone())
                     .len(len)
                     .add_buffer(Buffer::from_slice_ref(&b[..]))
-                    .build().map_err(Error::corrupt_arrow)?,
+                    .build()
+                    .map_err(Error::corrupt_arrow)?,
             ))
         }
     }

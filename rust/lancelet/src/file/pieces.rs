@@ -81,7 +81,7 @@ impl ColumnPieces {
 }
 
 fn batch(schema: SchemaRef, arrays: Vec<ArrayRef>, num_rows: usize) -> Result<RecordBatch> {
-    Ok(RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(num_rows))).map_err(Error::corrupt_arrow)?)
+    RecordBatch::try_new_with_options(schema, arrays, &RecordBatchOptions::new().with_row_count(Some(num_rows))).map_err(Error::corrupt_arrow)
 }
 
 fn concat(pieces: &[ArrayRef]) -> Result<ArrayRef> {
@@ -89,7 +89,7 @@ fn concat(pieces: &[ArrayRef]) -> Result<ArrayRef> {
         [one] => Ok(one.clone()),
         _ => {
             let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
-            Ok(arrow_select::concat::concat(&refs).map_err(Error::internal_arrow)?)
+            arrow_select::concat::concat(&refs).map_err(Error::internal_arrow)
         }
     }
 }

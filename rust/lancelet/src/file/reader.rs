@@ -170,7 +170,8 @@ impl FileReader {
             Some(b) => b,
             None => storage.read_range(gb0.clone())?,
         };
-        let desc = FileDescriptor::decode(gb0_bytes).map_err(|e| Error::corrupt(format!("file descriptor (global buffer 0): bad protobuf: {e}")).with_source(e))?;
+        let desc = FileDescriptor::decode(gb0_bytes)
+            .map_err(|e| Error::corrupt(format!("file descriptor (global buffer 0): bad protobuf: {e}")).with_source(e))?;
         let pb_schema = desc.schema.ok_or_else(|| Error::corrupt("file descriptor has no schema"))?;
         let schema = LanceSchema::from_pb(&pb_schema.fields, &pb_schema.metadata)?;
         let arrow_schema = Arc::new(schema.to_arrow());
@@ -355,8 +356,10 @@ impl FileReader {
             .columns()
             .iter()
             .map(|c| arrow_select::take::take(c.as_ref(), &positions, None))
-            .collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
-        Ok(RecordBatch::try_new_with_options(batch.schema(), columns, &RecordBatchOptions::new().with_row_count(Some(indices.len()))).map_err(Error::internal_arrow)?)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Error::internal_arrow)?;
+        RecordBatch::try_new_with_options(batch.schema(), columns, &RecordBatchOptions::new().with_row_count(Some(indices.len())))
+            .map_err(Error::internal_arrow)
     }
 
     /// Per-row-group statistics of the field with id `field_id`, if the
@@ -689,14 +692,14 @@ fn page_layout(page: &Page) -> Result<PageLayout> {
     if any.type_url != type_url::PAGE_LAYOUT {
         return Err(Error::unsupported(format!("page encoding {:?} in a 2.1+ file", any.type_url)));
     }
-    Ok(crate::proto::encodings21::PageLayout::decode(any.value.as_slice()).map_err(Error::bad_protobuf)?)
+    crate::proto::encodings21::PageLayout::decode(any.value.as_slice()).map_err(Error::bad_protobuf)
 }
 
 /// The `google.protobuf.Any` holding a page's encoding.
 pub(crate) fn page_encoding_any(page: &Page) -> Result<prost_types::Any> {
     let enc = page.encoding.as_ref().and_then(|e| e.location.as_ref()).ok_or_else(|| Error::corrupt("page without encoding"))?;
     match enc {
-        Location::Direct(d) => Ok(prost_types::Any::decode(d.encoding.as_slice()).map_err(Error::bad_protobuf)?),
+        Location::Direct(d) => prost_types::Any::decode(d.encoding.as_slice()).map_err(Error::bad_protobuf),
         Location::Indirect(_) => Err(Error::unsupported("deferred (indirect) page encodings")),
         Location::None(_) => Err(Error::corrupt("page with empty encoding")),
     }

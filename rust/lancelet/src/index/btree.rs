@@ -97,7 +97,8 @@ pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result
     let step = 1 << 20;
     for start in (0..n).step_by(step) {
         let len = step.min(n - start);
-        w.write(&RecordBatch::try_new(schema.clone(), vec![values.slice(start, len), Arc::new(ids.slice(start, len))]).map_err(Error::internal_arrow)?)?;
+        let batch = RecordBatch::try_new(schema.clone(), vec![values.slice(start, len), Arc::new(ids.slice(start, len))]);
+        w.write(&batch.map_err(Error::internal_arrow)?)?;
     }
     let data_size = w.finish()?;
 
@@ -215,7 +216,10 @@ impl BTreeIndex {
         let values = b.column(0).clone();
         let nulls = values.null_count();
         if nulls != self.null_counts[k] as usize || (0..nulls).any(|i| values.is_valid(i)) {
-            return Err(Error::corrupt_in(self.data.path().to_string(), format!("page {p}: its nulls do not lead the page as the lookup says ({} nulls)", self.null_counts[k])));
+            return Err(Error::corrupt_in(
+                self.data.path().to_string(),
+                format!("page {p}: its nulls do not lead the page as the lookup says ({} nulls)", self.null_counts[k]),
+            ));
         }
         let page = Arc::new(Page { values, ids, nulls });
         self.pages.lock().unwrap_or_else(|e| e.into_inner()).insert(p, page.clone());

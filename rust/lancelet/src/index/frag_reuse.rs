@@ -110,7 +110,8 @@ impl FragReuse {
             Some(frd::Content::External(f)) => {
                 let s = dir.child(&f.path)?;
                 let bytes = s.read_range(f.offset..f.offset + f.size)?;
-                frd::InlineContent::decode(bytes).map_err(|e| Error::corrupt(format!("fragment reuse details in {}: {e}", s.display())).with_source(e))?
+                frd::InlineContent::decode(bytes)
+                    .map_err(|e| Error::corrupt(format!("fragment reuse details in {}: {e}", s.display())).with_source(e))?
             }
             None => return Err(Error::corrupt("fragment reuse index details have no content")),
         };
@@ -207,7 +208,8 @@ pub fn deferred_entry(previous: Option<&pb::IndexMetadata>, dir: &Storage, datas
             let covered = if p.fragment_bitmap.is_empty() {
                 RoaringBitmap::new()
             } else {
-                RoaringBitmap::deserialize_from(p.fragment_bitmap.as_slice()).map_err(|e| Error::corrupt(format!("fragment reuse index bitmap: {e}")).with_source(e))?
+                RoaringBitmap::deserialize_from(p.fragment_bitmap.as_slice())
+                    .map_err(|e| Error::corrupt(format!("fragment reuse index bitmap: {e}")).with_source(e))?
             };
             (FragReuse::from_details(d, dir)?, covered)
         }

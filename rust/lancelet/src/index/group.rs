@@ -102,7 +102,8 @@ pub(crate) fn group(values: &ArrayRef, pairs: impl Iterator<Item = (usize, u64)>
     let taken = arrow_select::take::take(values.as_ref(), &arrow_array::UInt64Array::from(pos), None).map_err(Error::internal_arrow)?;
     let data = super::TrainingData { values: taken, ids: arrow_array::UInt64Array::from(ids) };
     let (sorted, ids) = super::btree::sorted(&data)?;
-    let runs = if sorted.is_empty() { Vec::new() } else { arrow_ord::partition::partition(&[sorted.clone()]).map_err(Error::internal_arrow)?.ranges() };
+    let runs =
+        if sorted.is_empty() { Vec::new() } else { arrow_ord::partition::partition(&[sorted.clone()]).map_err(Error::internal_arrow)?.ranges() };
     let starts = UInt32Array::from_iter_values(runs.iter().map(|r| r.start as u32));
     let keys = arrow_select::take::take(sorted.as_ref(), &starts, None).map_err(Error::internal_arrow)?;
     let mut offsets = vec![0];

@@ -135,7 +135,9 @@ impl Snapshot {
 fn flags(md: &HashMap<String, String>, key: &str, root: &Storage) -> Result<u64> {
     match md.get(key) {
         None => Ok(0),
-        Some(v) => v.trim().parse::<u64>().map_err(|_| Error::unsupported_in(root.display().to_string(), format!("catalog table metadata {key} = {v:?} is not a number"))),
+        Some(v) => v.trim().parse::<u64>().map_err(|_| {
+            Error::unsupported_in(root.display().to_string(), format!("catalog table metadata {key} = {v:?} is not a number"))
+        }),
     }
 }
 
@@ -144,7 +146,10 @@ fn flags(md: &HashMap<String, String>, key: &str, root: &Storage) -> Result<u64>
 fn check_flags(snap: &Snapshot, key: &str, doing: &str, root: &Storage) -> Result<()> {
     let f = flags(&snap.table_metadata, key, root)?;
     if f != 0 {
-        return Err(Error::unsupported_in(root.display().to_string(), format!("the namespace catalog needs feature flags {f} ({key}) to {doing}, which lancelet does not know")));
+        return Err(Error::unsupported_in(
+            root.display().to_string(),
+            format!("the namespace catalog needs feature flags {f} ({key}) to {doing}, which lancelet does not know"),
+        ));
     }
     Ok(())
 }
@@ -263,7 +268,7 @@ fn build_rows(snap: &Snapshot, add: &[NewRow]) -> Result<RecordBatch> {
         }
         cols.push(col);
     }
-    Ok(RecordBatch::try_new(schema, cols).map_err(Error::internal_arrow)?)
+    RecordBatch::try_new(schema, cols).map_err(Error::internal_arrow)
 }
 
 /// Commit one change decided on `snap`: remove rows (indexes into

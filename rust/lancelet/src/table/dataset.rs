@@ -214,7 +214,13 @@ impl Dataset {
             // A row address is `fragment id << 32 | offset`: neither may
             // need more than 32 bits.
             if f.id > u64::from(u32::MAX) || f.physical_rows > 1 << 32 {
-                return Err(Error::corrupt_in(mpath, format!("fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits", f.id, f.physical_rows)));
+                return Err(Error::corrupt_in(
+                    mpath,
+                    format!(
+                        "fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits",
+                        f.id, f.physical_rows
+                    ),
+                ));
             }
             if stable && f.row_id_sequence.is_none() {
                 return Err(Error::corrupt_in(mpath, format!("stable row ids are on but fragment {} has no row id sequence", f.id)));

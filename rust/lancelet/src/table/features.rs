@@ -75,10 +75,13 @@ pub fn flag_names(flags: u64) -> Vec<String> {
 pub fn check_reader_flags(flags: u64, manifest: &str) -> Result<()> {
     let unknown = flags & !KNOWN_READER_FLAGS;
     if unknown != 0 {
-        return Err(Error::unsupported_in(manifest.to_string(), format!(
+        return Err(Error::unsupported_in(
+            manifest,
+            format!(
                 "reader feature flags {flags:#x} include unknown bits {unknown:#x} \
                  (lancelet understands {KNOWN_READER_FLAGS:#x}); a newer Lance wrote this version"
-            )));
+            ),
+        ));
     }
     Ok(())
 }

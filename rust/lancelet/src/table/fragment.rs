@@ -99,11 +99,14 @@ impl FragmentReader {
                         let df = &fragment.files[fi];
                         let reader = open_file(df)?;
                         if reader.num_rows() != physical_rows {
-                            return Err(Error::corrupt_in(reader.path().to_string(), format!(
+                            return Err(Error::corrupt_in(
+                                reader.path(),
+                                format!(
                                     "data file has {} rows but fragment {} has {physical_rows}",
                                     reader.num_rows(),
                                     fragment.id
-                                )));
+                                ),
+                            ));
                         }
                         files.push((reader, Vec::new()));
                         opened[fi] = Some(files.len() - 1);
@@ -115,12 +118,15 @@ impl FragmentReader {
                 let Some(top) = top else {
                     // The file lists the id but its schema has no such
                     // top-level field: not a layout any writer produces.
-                    return Err(Error::unsupported_in(reader.path().to_string(), format!(
+                    return Err(Error::unsupported_in(
+                        reader.path(),
+                        format!(
                             "field {:?} (id {}) of fragment {} is not a top-level field of this data file",
                             field.arrow.name(),
                             field.id,
                             fragment.id
-                        )));
+                        ),
+                    ));
                 };
                 let file_field = reader.lance_schema().fields[top].clone();
                 let slot = match proj.iter().position(|&p| p == top) {
@@ -289,8 +295,9 @@ pub fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch>
         .columns()
         .iter()
         .map(|c| arrow_select::take::take(c.as_ref(), idx, None))
-        .collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
-    Ok(RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len()))).map_err(Error::internal_arrow)?)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(Error::internal_arrow)?;
+    RecordBatch::try_new_with_options(batch.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(idx.len()))).map_err(Error::internal_arrow)
 }
 
 /// Join the parts of a struct stored in several files into the dataset's

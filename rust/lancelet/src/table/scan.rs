@@ -715,8 +715,9 @@ impl Dataset {
                 let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
                 arrow_select::interleave::interleave(&arrays, &place)
             })
-            .collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
-        Ok(RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(addrs.len()))).map_err(Error::internal_arrow)?)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Error::internal_arrow)?;
+        RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(addrs.len()))).map_err(Error::internal_arrow)
     }
 }
 

@@ -52,7 +52,7 @@ impl Selection {
         if self.mask.true_count() == self.mask.len() {
             return Ok(col.clone());
         }
-        Ok(arrow_select::filter::filter(col.as_ref(), &self.mask).map_err(Error::internal_arrow)?)
+        arrow_select::filter::filter(col.as_ref(), &self.mask).map_err(Error::internal_arrow)
     }
 }
 

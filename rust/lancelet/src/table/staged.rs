@@ -91,7 +91,9 @@ impl StagePlan {
             0 => None,
             v => {
                 let root = open_root_with(&self.uri, &self.storage_options)?;
-                let loc = list_versions(&root)?.into_iter().find(|l| l.version == v).ok_or_else(|| Error::not_found(format!("version {v} of dataset {} (the version the write was planned on)", self.uri)))?;
+                let loc = list_versions(&root)?.into_iter().find(|l| l.version == v).ok_or_else(|| {
+                    Error::not_found(format!("version {v} of dataset {} (the version the write was planned on)", self.uri))
+                })?;
                 Some(dataset_file_version(&read_manifest(&root, &loc.name)?.manifest)?)
             }
         };
@@ -235,7 +237,8 @@ pub fn remove_data_files(uri: &str, options: &StorageOptions, names: &[String]) 
 pub fn staged_file_names(staged: &[Vec<u8>]) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for (i, bytes) in staged.iter().enumerate() {
-        let f = pb::DataFragment::decode(bytes.as_slice()).map_err(|e| Error::invalid_input(format!("staged fragment #{i} is not a DataFragment: {e}")).with_source(e))?;
+        let f = pb::DataFragment::decode(bytes.as_slice())
+            .map_err(|e| Error::invalid_input(format!("staged fragment #{i} is not a DataFragment: {e}")).with_source(e))?;
         out.extend(f.files.into_iter().map(|d| d.path));
     }
     Ok(out)

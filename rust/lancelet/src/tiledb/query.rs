@@ -248,7 +248,8 @@ impl TileDbArray {
             })
             .collect::<Result<Vec<_>>>()?;
         let n = kept.num_rows();
-        Ok((RecordBatch::try_new_with_options(Arc::clone(&out_schema), columns, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?, counts))
+        let batch = RecordBatch::try_new_with_options(Arc::clone(&out_schema), columns, &RecordBatchOptions::new().with_row_count(Some(n)));
+        Ok((batch.map_err(Error::internal_arrow)?, counts))
     }
 
     /// A sparse read with a filter, materialised late: the cells are
@@ -302,7 +303,8 @@ impl TileDbArray {
             }
         }
         let n = sp.sources.len();
-        let probe = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?;
+        let probe = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &RecordBatchOptions::new().with_row_count(Some(n)))
+            .map_err(Error::internal_arrow)?;
         let mask = pruner.evaluate(&probe)?;
         drop(probe);
         let selected: Vec<u64> = sp.sources.iter().zip(mask.iter()).filter(|(_, m)| m.unwrap_or(false)).map(|(s, _)| *s).collect();
@@ -315,7 +317,8 @@ impl TileDbArray {
             };
             columns.push(arr);
         }
-        let batch = RecordBatch::try_new_with_options(out_schema, columns, &RecordBatchOptions::new().with_row_count(Some(selected.len()))).map_err(Error::internal_arrow)?;
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &RecordBatchOptions::new().with_row_count(Some(selected.len())))
+            .map_err(Error::internal_arrow)?;
         Ok((batch, counts))
     }
 

@@ -60,7 +60,8 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 .len(len)
                 .add_buffer(Buffer::from_vec(data))
                 .nulls(validity)
-                .build().map_err(Error::corrupt_arrow)?;
+                .build()
+                .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         DataBlock::Variable { offsets, data, ascii } => {
@@ -113,7 +114,8 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
-                .build().map_err(Error::corrupt_arrow)?;
+                .build()
+                .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
     }
@@ -159,7 +161,13 @@ fn packed_struct(children: &arrow_schema::Fields, bits: u64, data: &[u8], len: u
         let block = DataBlock::Fixed { bits: 8 * *w as u64, data: col, len };
         arrays.push(leaf_array(block, None, c.data_type())?.to_data());
     }
-    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build().map_err(Error::corrupt_arrow)?;
+    let data = ArrayDataBuilder::new(DataType::Struct(children.clone()))
+        .align_buffers(true)
+        .len(len)
+        .child_data(arrays)
+        .nulls(validity)
+        .build()
+        .map_err(Error::corrupt_arrow)?;
     Ok(make_array(data))
 }
 
@@ -210,7 +218,13 @@ fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, da
         .zip(parts)
         .map(|(c, p)| leaf_array(p.finish(), None, c.data_type()).map(|a| a.to_data()))
         .collect::<Result<Vec<_>>>()?;
-    let data = ArrayDataBuilder::new(DataType::Struct(children.clone())).align_buffers(true).len(len).child_data(arrays).nulls(validity).build().map_err(Error::corrupt_arrow)?;
+    let data = ArrayDataBuilder::new(DataType::Struct(children.clone()))
+        .align_buffers(true)
+        .len(len)
+        .child_data(arrays)
+        .nulls(validity)
+        .build()
+        .map_err(Error::corrupt_arrow)?;
     Ok(make_array(data))
 }
 
@@ -374,7 +388,8 @@ fn assemble_inner(
                 .len(len)
                 .child_data(arrays)
                 .nulls(validity)
-                .build().map_err(Error::corrupt_arrow)?;
+                .build()
+                .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         (DataType::FixedSizeList(item, dim), LayerOut::Item { validity, len }) => {
@@ -386,7 +401,8 @@ fn assemble_inner(
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
-                .build().map_err(Error::corrupt_arrow)?;
+                .build()
+                .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         (DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _), LayerOut::List { offsets, validity }) => {
@@ -409,7 +425,8 @@ fn assemble_inner(
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
                 .nulls(validity)
-                .build().map_err(Error::corrupt_arrow)?;
+                .build()
+                .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         (dt, _) => Err(Error::corrupt(format!(

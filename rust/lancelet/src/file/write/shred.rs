@@ -508,7 +508,7 @@ fn plain_leaf(array: &ArrayRef) -> Result<ArrayRef> {
         if keys.iter().flatten().any(|k| k as usize >= n_values) {
             return Err(Error::invalid_input("dictionary key out of range of the dictionary values"));
         }
-        return Ok(arrow_select::take::take(dict.values().as_ref(), &keys, None).map_err(Error::internal_arrow)?);
+        return arrow_select::take::take(dict.values().as_ref(), &keys, None).map_err(Error::internal_arrow);
     }
     Ok(array.clone())
 }

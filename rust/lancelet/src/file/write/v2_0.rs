@@ -122,7 +122,7 @@ fn list_items<O: OffsetSizeTrait>(a: &ArrayRef) -> Result<ArrayRef> {
         return Ok(l.values().slice(first, last - first));
     }
     let idx: UInt32Array = (0..l.len()).filter(|&i| l.is_valid(i)).flat_map(|i| offs[i].as_usize() as u32..offs[i + 1].as_usize() as u32).collect();
-    Ok(arrow_select::take::take(l.values().as_ref(), &idx, None).map_err(Error::internal_arrow)?)
+    arrow_select::take::take(l.values().as_ref(), &idx, None).map_err(Error::internal_arrow)
 }
 
 fn buf(i: u32) -> Option<pb::Buffer> {

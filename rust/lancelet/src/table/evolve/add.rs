@@ -122,7 +122,7 @@ pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptio
     let f = |input: RecordBatch| -> Result<RecordBatch> {
         let n = input.num_rows();
         let cols = values.iter().map(|v| v.evaluate(&input)).collect::<Result<Vec<_>>>()?;
-        Ok(RecordBatch::try_new_with_options(out_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?)
+        RecordBatch::try_new_with_options(out_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)
     };
     let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
     commit_merge(ds, &plan.new, files, opts.hook.clone())
@@ -165,7 +165,7 @@ impl<I: Iterator<Item = Result<RecordBatch>>> Taker<I> {
             }
         }
         self.taken += n as u64;
-        Ok(arrow_select::concat::concat_batches(&self.schema, &parts).map_err(Error::internal_arrow)?)
+        arrow_select::concat::concat_batches(&self.schema, &parts).map_err(Error::internal_arrow)
     }
 
     /// True when the stream has no rows left.

@@ -261,7 +261,7 @@ fn cast_columns(ds: &Arc<Dataset>, merged: LanceSchema, casts: Vec<(LanceField, 
                 .ok_or_else(|| Error::Internal { what: format!("no source column for cast field {:?}", w.arrow.name()) })?;
             cols.push(build_cast(input.column(pos).clone(), src_top, w, &sources)?);
         }
-        Ok(RecordBatch::try_new(output.clone(), cols).map_err(Error::internal_arrow)?)
+        RecordBatch::try_new(output.clone(), cols).map_err(Error::internal_arrow)
     };
     let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)

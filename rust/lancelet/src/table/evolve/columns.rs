@@ -106,7 +106,7 @@ pub struct WriteOptions {
 /// filler of a non-nullable column in a fragment with no live row.
 fn strip_nulls(data: arrow_data::ArrayData) -> Result<arrow_data::ArrayData> {
     let children = data.child_data().iter().cloned().map(strip_nulls).collect::<Result<Vec<_>>>()?;
-    Ok(data.into_builder().nulls(None).child_data(children).build().map_err(Error::internal_arrow)?)
+    data.into_builder().nulls(None).child_data(children).build().map_err(Error::internal_arrow)
 }
 
 /// `n` rows of filler for a fragment without live rows.
@@ -123,7 +123,7 @@ fn filler(schema: &SchemaRef, n: usize) -> Result<RecordBatch> {
             }
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
-    Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?)
+    RecordBatch::try_new_with_options(schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)
 }
 
 /// Check a transform result against the plan and give it the file schema.
@@ -166,7 +166,7 @@ fn conform(out: &RecordBatch, plan: &ColumnsPlan, file_schema: &SchemaRef, rows:
         };
         cols.push(col);
     }
-    Ok(RecordBatch::try_new_with_options(file_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(rows))).map_err(Error::invalid_arrow)?)
+    RecordBatch::try_new_with_options(file_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(rows))).map_err(Error::invalid_arrow)
 }
 
 /// Streams one fragment's new column values into its new data file.
@@ -258,7 +258,8 @@ fn read_input(
     if plan.with_row_address {
         cols.push(addrs());
     }
-    Ok(RecordBatch::try_new_with_options(input_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n as usize))).map_err(Error::internal_arrow)?)
+    RecordBatch::try_new_with_options(input_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n as usize)))
+        .map_err(Error::internal_arrow)
 }
 
 /// Compute and write the new columns of fragment `i`; returns its new
@@ -302,7 +303,7 @@ pub(crate) fn write_one(
 pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
     match batches {
         [one] => Ok(one.clone()),
-        _ => Ok(arrow_select::concat::concat_batches(schema, batches).map_err(Error::internal_arrow)?),
+        _ => arrow_select::concat::concat_batches(schema, batches).map_err(Error::internal_arrow),
     }
 }
 

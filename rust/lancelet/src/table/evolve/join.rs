@@ -74,12 +74,13 @@ pub fn merge(ds: &Arc<Dataset>, schema: SchemaRef, right: Vec<RecordBatch>, left
     };
     let lookup = |input: RecordBatch| -> Result<RecordBatch> {
         let idx: UInt32Array = key_bytes(input.column(0), left_on)?.into_iter().map(|k| table.get(&k).copied()).collect();
-        let cols = values.iter().map(|v| arrow_select::take::take(v.as_ref(), &idx, None)).collect::<std::result::Result<Vec<_>, _>>().map_err(Error::internal_arrow)?;
-        Ok(RecordBatch::try_new_with_options(
+        let cols = values.iter().map(|v| arrow_select::take::take(v.as_ref(), &idx, None)).collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Error::internal_arrow)?;
+        RecordBatch::try_new_with_options(
             Arc::new(Schema::new(output.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>())),
             cols,
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(input.num_rows())),
-        ).map_err(Error::internal_arrow)?)
+        ).map_err(Error::internal_arrow)
     };
     let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)

@@ -307,7 +307,7 @@ fn condition_batch(c: &Condition, scan: &RecordBatch, t_idx: &UInt32Array, sourc
             cols.push(a.clone());
         }
     }
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(Error::internal_arrow)?)
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(Error::internal_arrow)
 }
 
 /// Run a merge_insert of `source` (batches of `source_schema`) into `ds`.
@@ -705,7 +705,7 @@ fn updated_rows(ds: &Arc<Dataset>, source: &RecordBatch, out: &SchemaRef, chunk:
         .fields()
         .iter()
         .map(|f| match source.column_by_name(f.name()) {
-            Some(c) => Ok(arrow_select::take::take(c, &s_idx, None).map_err(Error::internal_arrow)?),
+            Some(c) => arrow_select::take::take(c, &s_idx, None).map_err(Error::internal_arrow),
             None => kept
                 .as_ref()
                 .and_then(|k| k.column_by_name(f.name()).cloned())
@@ -722,7 +722,7 @@ fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result
         .fields()
         .iter()
         .map(|f| match source.column_by_name(f.name()) {
-            Some(c) => Ok(arrow_select::take::take(c, &idx, None).map_err(Error::internal_arrow)?),
+            Some(c) => arrow_select::take::take(c, &idx, None).map_err(Error::internal_arrow),
             None => Ok(new_null_array(f.data_type(), chunk.len())),
         })
         .collect::<Result<Vec<_>>>()?;

@@ -53,7 +53,10 @@ pub fn decode_fragments(frags: &[Vec<u8>]) -> Result<Vec<pb::DataFragment>> {
     frags
         .iter()
         .enumerate()
-        .map(|(i, b)| pb::DataFragment::decode(b.as_slice()).map_err(|e| Error::invalid_input(format!("fragment #{i} is not an encoded DataFragment: {e}")).with_source(e)))
+        .map(|(i, b)| {
+            pb::DataFragment::decode(b.as_slice())
+                .map_err(|e| Error::invalid_input(format!("fragment #{i} is not an encoded DataFragment: {e}")).with_source(e))
+        })
         .collect()
 }
 

@@ -185,7 +185,8 @@ pub struct OldRows {
 
 /// Decode a version sequence into runs of `(span values, version)`.
 pub fn decode_versions(bytes: &[u8]) -> Result<Vec<(Vec<u64>, u64)>> {
-    let seq = pb::RowDatasetVersionSequence::decode(bytes).map_err(|e| Error::corrupt(format!("row version sequence: bad protobuf: {e}")).with_source(e))?;
+    let seq = pb::RowDatasetVersionSequence::decode(bytes)
+        .map_err(|e| Error::corrupt(format!("row version sequence: bad protobuf: {e}")).with_source(e))?;
     seq.runs
         .iter()
         .map(|r| {
