@@ -5,7 +5,10 @@ set (``ru_maxrss``) of a fresh Python process that
   generated batch by batch) from a ``pyarrow.RecordBatchReader``, so the
   input is never held whole;
 - **scan**: streams that dataset back with ``to_batches()``, dropping each
-  batch, and counts the rows.
+  batch, and counts the rows;
+- **write100k**: the write again from a reader of 100,000-row batches (the
+  shape of issue 30: a streaming write of the wide table whose peak was
+  1.18x pylance's with these batches while 64k-row batches stayed below).
 
 Each run is its own process (``--child``), so nothing is shared between
 systems or runs; the process imports pyarrow, numpy and only the library
@@ -42,14 +45,19 @@ def _current_rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+# write100k last: the scan reads what "write" wrote.
+OPS = ("write", "scan", "write100k")
+
+
 def child(system: str, op: str, path: str, rows: int) -> None:
     import pyarrow  # noqa: F401
     import wide_table
     mod = __import__("lancelet" if system == "lancelet" else "lance")
     base = _current_rss_mb()
     t0 = time.perf_counter()
-    if op == "write":
-        mod.write_dataset(wide_table.reader(rows), path)
+    if op in ("write", "write100k"):
+        batch_rows = 100_000 if op == "write100k" else 65536
+        mod.write_dataset(wide_table.reader(rows, batch_rows=batch_rows), path)
         n = rows
     else:
         n = 0
@@ -89,10 +97,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=a.tmp) as d:
         for system in a.systems.split(","):
             path = os.path.join(d, system)
-            for op in ("write", "scan"):
+            for op in OPS:
                 runs = []
                 for _ in range(a.repeat):
-                    if op == "write":
+                    if op.startswith("write"):
                         shutil.rmtree(path, ignore_errors=True)
                     runs.append(measure(system, op, path, a.rows))
                 best = min(runs, key=lambda r: r["peak_mb"])
@@ -103,7 +111,7 @@ def main() -> None:
             shutil.rmtree(path, ignore_errors=True)
     meta["load_avg_after"] = load_avg()
     summary = {}
-    for op in ("write", "scan"):
+    for op in OPS:
         l = next((r for r in results if r["system"] == "lancelet" and r["figure"] == f"peak RSS {op}"), None)
         p = next((r for r in results if r["system"] == "pylance" and r["figure"] == f"peak RSS {op}"), None)
         if l and p:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import pyarrow as pa
 
-from lancelet import _native
+from lancelet import _inputs, _native
 from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError
 
@@ -21,30 +21,14 @@ __all__ = ["add_columns", "drop_columns", "alter_columns", "merge", "udf_caller"
 _ALTER_KEYS = {"path", "name", "nullable", "data_type"}
 
 
-def _is_dataframe(obj: Any) -> bool:
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        return False
-    return isinstance(obj, pd.DataFrame)
-
-
-def _from_pandas(df: Any, schema: Optional[pa.Schema] = None) -> pa.Table:
-    """A DataFrame as a table, without pandas' schema metadata (it would
-    otherwise end up in the dataset's schema)."""
-    t = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
-    md = {k: v for k, v in (t.schema.metadata or {}).items() if k != b"pandas"}
-    return t.replace_schema_metadata(md or None)
-
-
 def _as_table(result: Any) -> pa.Table:
     """What a UDF returned, as a table (RecordBatch, Table or DataFrame)."""
     if isinstance(result, pa.RecordBatch):
         return pa.Table.from_batches([result])
     if isinstance(result, pa.Table):
         return result
-    if _is_dataframe(result):
-        return _from_pandas(result)
+    if _inputs.is_dataframe(result):
+        return _inputs.from_pandas(result, pandas_metadata=False)
     raise InvalidInputError(f"the function returned a {type(result).__name__}; expected a pyarrow RecordBatch "
                             "(or Table) or a pandas DataFrame")
 
@@ -75,27 +59,6 @@ def _output_schema(ds: Any, func: Any, read_columns: Optional[List[str]]) -> pa.
         raise InvalidInputError("cannot learn the new columns' schema from a dataset without rows: "
                                 "give the function an `output_schema` attribute (a pyarrow.Schema)")
     return _as_table(func(sample)).schema
-
-
-def _stream(data: Any, schema: Optional[pa.Schema]) -> Any:
-    """Reader-like input (Table, RecordBatchReader, DataFrame, Arrow
-    stream, dataset, iterable of batches) as an Arrow stream."""
-    if _is_dataframe(data):
-        return _from_pandas(data, schema)
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    if isinstance(data, pa.Table):
-        return data.cast(schema) if schema is not None and data.schema != schema else data
-    if hasattr(data, "__arrow_c_stream__"):
-        return data
-    if hasattr(data, "to_table"):  # a pylance/pyarrow dataset or scanner
-        return data.to_table()
-    if isinstance(data, Iterable):
-        if schema is None:
-            raise InvalidInputError("an iterator of batches needs its schema (reader_schema=/schema=)")
-        return pa.RecordBatchReader.from_batches(schema, iter(data))
-    raise InvalidInputError(f"cannot read new column values from a {type(data).__name__}: expected a pyarrow "
-                            "Table/RecordBatchReader, a pandas DataFrame, an Arrow stream or batches")
 
 
 def add_columns(ds: Any, transforms: Any, read_columns: Optional[List[str]] = None,
@@ -129,7 +92,7 @@ def add_columns(ds: Any, transforms: Any, read_columns: Optional[List[str]] = No
         func = transforms.func if type(transforms).__name__ == "BatchUDF" else transforms
         schema = _output_schema(ds, transforms, read_columns)
         return _native.add_columns_udf(ds._native, udf_caller(func), schema, read_columns, bs, cb)
-    return _native.add_columns_stream(ds._native, _stream(transforms, reader_schema), bs, cb)
+    return _native.add_columns_stream(ds._native, _inputs.stream(transforms, reader_schema, pandas_metadata=False), bs, cb)
 
 
 def drop_columns(ds: Any, columns: Any) -> Any:
@@ -173,4 +136,4 @@ def merge(ds: Any, data: Any, left_on: str, right_on: Optional[str] = None, sche
     right_on = left_on if right_on is None else right_on
     if not isinstance(right_on, str):
         raise TypeError("right_on must be a column name")
-    return _native.merge(ds._native, _stream(data, schema), left_on, right_on)
+    return _native.merge(ds._native, _inputs.stream(data, schema, pandas_metadata=False), left_on, right_on)

@@ -41,11 +41,11 @@ def check_read_args(arr: Any, attrs: Optional[Sequence[str]], dims: bool, filter
 def plan_regions(arr: Any, subarray: Any, cells: int) -> List[list]:
     """Disjoint subarrays of about ``cells`` cells that together select
     what ``subarray`` does (plain Python values: picklable)."""
-    from lancelet.tiledb import _subarray
+    from lancelet import _inputs
 
     if not isinstance(cells, int) or isinstance(cells, bool) or cells <= 0:
         raise InvalidInputError(f"cells per region must be a positive integer, got {cells!r}")
-    sub = _subarray(subarray, arr.schema.ndim)
+    sub = _inputs.tiledb_subarray(subarray, arr.schema.ndim)
     return _native.tiledb_plan_regions(arr._native, sub, cells)
 
 

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 import pyarrow as pa
 
-from lancelet import _args, _native
+from lancelet import _args, _inputs, _native
 from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError, UnsupportedError
-_storage_options = _args.storage_options
 
 if TYPE_CHECKING:
     from lancelet.merge_insert import MergeInsertBuilder
@@ -32,7 +31,6 @@ __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-_uri = _args.uri
 _columns = _args.columns
 _non_negative = _args.non_negative
 _int_list = _args.int_list
@@ -300,10 +298,10 @@ class Dataset:
 
     def __init__(self, uri: PathLike, version: Union[int, str, None] = None,
                  storage_options: Optional[Dict[str, str]] = None, _native_ds: Any = None) -> None:
-        self._uri = _uri(uri)
+        self._uri = _inputs.uri(uri)
         if _native_ds is None:
             v, tag = _version_args(version)
-            _native_ds = _native.Dataset(self._uri, v, tag, _storage_options(storage_options))
+            _native_ds = _native.Dataset(self._uri, v, tag, _inputs.storage_options(storage_options))
         self._native = _native_ds
         self._schema = pa.schema(self._native.schema())
 
@@ -437,7 +435,7 @@ class Dataset:
         for k, v in kwargs.items():
             if v is not None:
                 raise UnsupportedError(f"insert option {k!r} is not implemented yet")
-        self._become(_native.dataset_insert(self._native, _stream(data, convert_schema=self._schema)))
+        self._become(_native.dataset_insert(self._native, _inputs.stream(data, convert_schema=self._schema)))
 
     def delete(self, predicate: Any, *, conflict_retries: int = 10,
                retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30)) -> Dict[str, int]:
@@ -453,7 +451,7 @@ class Dataset:
             if type(predicate).__module__.startswith("pyarrow"):
                 raise UnsupportedError("delete predicates must be SQL strings (pyarrow expressions are not supported)")
             raise TypeError(f"the delete predicate must be an SQL string, got {type(predicate).__name__}")
-        native_ds, n = _native.dataset_delete(self._native, predicate, *_retry_args(conflict_retries, retry_timeout))
+        native_ds, n = _native.dataset_delete(self._native, predicate, *_inputs.retry_args(conflict_retries, retry_timeout))
         self._become(native_ds)
         return {"num_deleted_rows": n}
 
@@ -483,7 +481,7 @@ class Dataset:
             pairs.append((k, v))
         if where is not None and not isinstance(where, str):
             raise UnsupportedError("update predicates must be SQL strings")
-        native_ds, n = _native.dataset_update(self._native, pairs, where, *_retry_args(conflict_retries, retry_timeout),
+        native_ds, n = _native.dataset_update(self._native, pairs, where, *_inputs.retry_args(conflict_retries, retry_timeout),
                                               progress_callback(progress))
         self._become(native_ds)
         return {"num_rows_updated": n}
@@ -599,80 +597,6 @@ class Dataset:
 LanceDataset = Dataset
 
 
-def _retry_args(conflict_retries: Any, retry_timeout: Any) -> Tuple[int, float]:
-    """``(conflict_retries, retry_timeout in seconds)`` checked."""
-    if isinstance(conflict_retries, bool) or not isinstance(conflict_retries, int) or conflict_retries < 0:
-        raise InvalidInputError(f"conflict_retries must be a non-negative integer, got {conflict_retries!r}")
-    if isinstance(retry_timeout, datetime.timedelta):
-        seconds = retry_timeout.total_seconds()
-    elif isinstance(retry_timeout, (int, float)) and not isinstance(retry_timeout, bool):
-        seconds = float(retry_timeout)
-    else:
-        raise InvalidInputError(f"retry_timeout must be a datetime.timedelta, got {type(retry_timeout).__name__}")
-    if not seconds >= 0:
-        raise InvalidInputError(f"retry_timeout must not be negative, got {retry_timeout!r}")
-    return min(conflict_retries, 2**32 - 1), seconds
-
-
-def _stream(data: Any, schema: Optional[pa.Schema] = None, convert_schema: Optional[pa.Schema] = None) -> Any:
-    """Any supported input as an object with ``__arrow_c_stream__`` (streamed,
-    not materialized, when it already is a stream). With ``schema``, the data
-    is given that schema: names must match, types are cast (a mismatch is
-    InvalidInputError naming the fields). ``convert_schema`` only guides the
-    conversion of pandas / Python data."""
-    if schema is not None:
-        _args.schema(schema)
-    with _args.input_errors("the data does not fit the schema given"):
-        if isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
-        elif not hasattr(data, "__arrow_c_stream__"):
-            data = _convert(data, schema or convert_schema)
-        if schema is None:
-            return data
-        have = _stream_schema(data)
-        if have is None or have == schema:
-            return data
-        _check_names(have, schema)
-        if isinstance(data, pa.Table):
-            return data.cast(schema)
-        if isinstance(data, pa.RecordBatchReader):
-            return data.cast(schema)
-        return pa.RecordBatchReader.from_stream(data).cast(schema)
-
-
-def _convert(data: Any, schema: Optional[pa.Schema]) -> Any:
-    try:
-        import pandas as pd  # noqa: F401
-        if isinstance(data, pd.DataFrame):
-            return pa.Table.from_pandas(data, schema=schema, preserve_index=False)
-    except ImportError:
-        pass
-    if isinstance(data, list):
-        return pa.Table.from_pylist(data, schema=schema)
-    if isinstance(data, dict):
-        return pa.table(data, schema=schema)
-    raise TypeError(f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatchReader, "
-                    "a pandas DataFrame or an object with __arrow_c_stream__")
-
-
-def _stream_schema(data: Any) -> Optional[pa.Schema]:
-    s = getattr(data, "schema", None)
-    return s if isinstance(s, pa.Schema) else None
-
-
-def _check_names(have: pa.Schema, want: pa.Schema) -> None:
-    """The data and ``schema=`` must name the same columns, in order."""
-    if have.names == want.names:
-        return
-    only_data = [n for n in have.names if n not in want.names]
-    only_schema = [n for n in want.names if n not in have.names]
-    if not only_data and not only_schema:
-        raise InvalidInputError(f"the data's columns {have.names} are not in the order of the schema given "
-                                f"({want.names})")
-    raise InvalidInputError(f"the schema given does not match the data: fields only in the data: {only_data}, "
-                            f"fields only in the schema: {only_schema}")
-
-
 # Arrow bytes of a resident input's chunks the writer encodes in one pass
 # (benches/RESULTS.md, session 12: a wide table's 64k-row chunks one by one
 # left a core idle between them).
@@ -715,7 +639,7 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
     if uri is None:
         raise InvalidInputError("write_dataset needs a uri, or namespace_client and table_id")
     uri = _args.uri(uri)
-    options = _storage_options(storage_options)
+    options = _inputs.storage_options(storage_options)
     for k, v in kwargs.items():
         if v is not None and v is not False:
             raise UnsupportedError(f"write_dataset option {k!r} is not implemented yet")
@@ -724,7 +648,7 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
         raise InvalidInputError(f"unknown mode {mode!r} (expected create, append or overwrite)")
     max_rows = _args.positive("max_rows_per_file", max_rows_per_file)
     version = _args.optional_string(data_storage_version, "data_storage_version")
-    stream = _stream(data, schema)
+    stream = _inputs.stream(data, schema)
     # A table's chunks are resident anyway: the writer may gather them into
     # larger units of work (a stream's batches would be held longer).
     group = _RESIDENT_GROUP_BYTES if isinstance(stream, pa.Table) else 0

@@ -30,10 +30,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 import pyarrow as pa
 
-from lancelet import _args, _native
-from lancelet.dataset import Dataset, _stream, _uri
+from lancelet import _args, _inputs, _native
+from lancelet.dataset import Dataset
 from lancelet.exceptions import CommitConflictError, InvalidInputError
-from lancelet.file import _storage_options
 
 __all__ = ["WritePlan", "plan_write", "AddColumnsPlan", "plan_add_columns"]
 
@@ -67,7 +66,7 @@ class WritePlan:
             data = pa.RecordBatchReader.from_batches(self.schema, data)
         so = self.storage_options
         staged = list(_native.staged_write(self.uri, self.mode, self.read_version, self.data_storage_version,
-                                           _stream(data, self.schema), self.max_rows_per_file, self.file_prefix, so))
+                                           _inputs.stream(data, self.schema), self.max_rows_per_file, self.file_prefix, so))
         if _native.staged_job_closed(self.uri, self.file_prefix, so):
             _native.staged_remove_files(self.uri, _native.staged_file_names(staged), so)
             raise CommitConflictError(f"write job {self.job_id} on {self.uri} was already committed or aborted; "
@@ -109,8 +108,8 @@ def plan_write(uri: Any, schema: pa.Schema, mode: str = "append", data_storage_v
     max_rows_per_file = _args.positive("max_rows_per_file", max_rows_per_file)
     _args.schema(schema)
     _args.optional_string(data_storage_version, "data_storage_version")
-    uri = _uri(uri)
-    so = _storage_options(storage_options)
+    uri = _inputs.uri(uri)
+    so = _inputs.storage_options(storage_options)
     rv = _native.staged_latest_version(uri, so) if read_version is None else int(read_version)
     plan = WritePlan(uri=uri, mode=mode, read_version=rv, schema=schema,
                      data_storage_version=data_storage_version, max_rows_per_file=int(max_rows_per_file),
@@ -192,8 +191,8 @@ def plan_add_columns(uri: Any, schema: pa.Schema, read_columns: Optional[Sequenc
         raise TypeError("read_columns must be a list of column names, not a string")
     if batch_size is not None and int(batch_size) <= 0:
         raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
-    uri = _uri(uri)
-    so = _storage_options(storage_options)
+    uri = _inputs.uri(uri)
+    so = _inputs.storage_options(storage_options)
     rv = _native.staged_latest_version(uri, so) if read_version is None else int(read_version)
     if rv == 0:
         from lancelet.exceptions import NotFoundError

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from lancelet import _args, _native
+from lancelet import _args, _inputs, _native
 from lancelet.exceptions import InvalidInputError
 
 __all__ = ["LanceFileReader", "LanceFileWriter", "read_table", "write_table"]
@@ -21,9 +21,7 @@ __all__ = ["LanceFileReader", "LanceFileWriter", "read_table", "write_table"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-_uri = _args.uri
 _columns = _args.columns
-_storage_options = _args.storage_options
 
 
 class LanceFileReader:
@@ -35,8 +33,8 @@ class LanceFileReader:
     """
 
     def __init__(self, path_or_uri: PathLike, storage_options: Optional[Dict[str, str]] = None) -> None:
-        self._path = _uri(path_or_uri)
-        self._native = _native.FileReader(self._path, _storage_options(storage_options))
+        self._path = _inputs.uri(path_or_uri)
+        self._native = _native.FileReader(self._path, _inputs.storage_options(storage_options))
         self._schema = pa.schema(self._native.schema())
 
     @property
@@ -122,25 +120,6 @@ def _as_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchR
     )
 
 
-def _fields(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name}: {f.type}" for f in schema)
-
-
-def _checked_batches(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
-    """``reader`` with each batch checked against its schema: a pyarrow
-    reader made from batches (``RecordBatchReader.from_batches``) does not
-    check them, and the Arrow C stream carries only the stream's schema, so
-    a batch of other types would be read as the stream's types (a double
-    taken for an integer) or fail in the importer."""
-    schema = reader.schema
-
-    def batches():
-        for i, b in enumerate(reader, 1):
-            if not b.schema.equals(schema):
-                raise InvalidInputError(f"batch {i} of the stream does not have its schema: expected "
-                                        f"({_fields(schema)}), got ({_fields(b.schema)})")
-            yield b
-    return pa.RecordBatchReader.from_batches(schema, batches())
 
 
 def read_table(path: PathLike, columns: Optional[Sequence[str]] = None) -> pa.Table:
@@ -165,9 +144,9 @@ class LanceFileWriter:
 
     def __init__(self, path_or_uri: PathLike, schema: Optional[pa.Schema] = None, version: str = "2.2",
                  storage_options: Optional[Dict[str, str]] = None) -> None:
-        self._path = _uri(path_or_uri)
+        self._path = _inputs.uri(path_or_uri)
         self._version = _args.string(version, "version")
-        self._storage_options = _storage_options(storage_options)
+        self._storage_options = _inputs.storage_options(storage_options)
         self._native = None
         self._closed = False
         self._schema = None
@@ -210,7 +189,7 @@ class LanceFileWriter:
         try:
             reader = _as_reader(data, self._schema)
             if isinstance(data, pa.RecordBatchReader):
-                reader = _checked_batches(reader)
+                reader = _inputs.checked_batches(reader)
             if self._native is None:
                 self._open(reader.schema)
             self._native.write(reader)
@@ -256,4 +235,4 @@ def write_table(table: Any, path: PathLike, version: str = "2.2") -> int:
     reader = _as_reader(table)
     with LanceFileWriter(path, reader.schema, version=version) as w:
         w.write(reader)
-    return os.path.getsize(path) if os.path.exists(_uri(path)) else 0
+    return os.path.getsize(path) if os.path.exists(_inputs.uri(path)) else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
-from lancelet import _native
+from lancelet import _inputs, _native
 from lancelet.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
@@ -92,11 +92,10 @@ class MergeInsertBuilder:
         "num_deleted_rows"}``. ``progress``: a callable receiving
         ``{"stage", "done", "total"}`` per fragment scanned, or ``True``."""
         from lancelet._progress import progress_callback
-        from lancelet.dataset import _retry_args, _stream
 
-        retries, timeout = _retry_args(self._conflict_retries, self._retry_timeout)
+        retries, timeout = _inputs.retry_args(self._conflict_retries, self._retry_timeout)
         native_ds, (inserted, updated, deleted) = _native.dataset_merge_insert(
-            self._ds._native, _stream(data, schema), self._on, self._matched, self._matched_condition,
+            self._ds._native, _inputs.stream(data, schema), self._on, self._matched, self._matched_condition,
             self._insert, self._by_source_delete, self._by_source_condition, retries, timeout, progress_callback(progress))
         self._ds._become(native_ds)
         return {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}

@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence
 
 import pyarrow as pa
 
+from lancelet import _inputs
 from lancelet._native import TileDBArray as _NativeArray
 from lancelet.exceptions import InvalidInputError
 
@@ -314,55 +315,6 @@ class FragmentInfo:
     has_delete_meta: bool
 
 
-def _scalar(v: Any) -> Any:
-    """Plain Python value from numpy scalars, datetimes and pyarrow scalars."""
-    if isinstance(v, (str, bytes, int, float)) and not isinstance(v, bool):
-        return v
-    if isinstance(v, pa.Scalar):
-        v = v.value if isinstance(v, pa.TimestampScalar) else v.as_py()
-        return _scalar(v)
-    try:
-        import numpy as np
-
-        if isinstance(v, np.datetime64):
-            return int(v.astype("int64"))
-        if isinstance(v, np.integer):
-            return int(v)
-        if isinstance(v, np.floating):
-            return float(v)
-        if isinstance(v, np.bytes_):
-            return bytes(v)
-        if isinstance(v, np.str_):
-            return str(v)
-    except ImportError:  # pragma: no cover - numpy ships with pyarrow users
-        pass
-    raise InvalidInputError(f"subarray bound {v!r} is not a number or string")
-
-
-def _subarray(sub: Any, ndim: int) -> Optional[list]:
-    if sub is None:
-        return None
-    if not isinstance(sub, (list, tuple)):
-        raise InvalidInputError("subarray must be a list with one entry per dimension")
-    if ndim == 1 and len(sub) == 2 and not isinstance(sub[0], (list, tuple)) and sub[0] is not None:
-        sub = [tuple(sub)]
-    if len(sub) != ndim:
-        raise InvalidInputError(f"subarray has {len(sub)} entries for {ndim} dimensions")
-    out = []
-    for entry in sub:
-        if entry is None:
-            out.append(None)
-            continue
-        ranges = [entry] if (isinstance(entry, tuple) and len(entry) == 2 and not isinstance(entry[0], (list, tuple))) else entry
-        rs = []
-        for r in ranges:
-            if not isinstance(r, (list, tuple)) or len(r) != 2:
-                raise InvalidInputError(f"subarray range {r!r} is not (lo, hi)")
-            rs.append((_scalar(r[0]), _scalar(r[1])))
-        out.append(rs)
-    return out
-
-
 class TileDBArray:
     """A TileDB array opened for reading at a timestamp range."""
 
@@ -420,7 +372,7 @@ class TileDBArray:
         dimension; a list of attribute names or None."""
         if isinstance(attrs, str):
             attrs = [attrs]
-        return _subarray(subarray, self.schema.ndim), (list(attrs) if attrs is not None else None)
+        return _inputs.tiledb_subarray(subarray, self.schema.ndim), (list(attrs) if attrs is not None else None)
 
     def read(
         self,
@@ -446,7 +398,7 @@ class TileDBArray:
         fragment metadata alone: ``{"fragments", "tiles_total",
         "tiles_read"}`` (data tiles; read = left after R-tree, space-tile
         and min/max pruning)."""
-        return dict(self._native.explain(_subarray(subarray, self.schema.ndim), filter))
+        return dict(self._native.explain(_inputs.tiledb_subarray(subarray, self.schema.ndim), filter))
 
     def to_batches(
         self,
@@ -484,7 +436,7 @@ class TileDBArray:
             if not isinstance(attr, str) or not all(isinstance(o, str) for o in ops):
                 raise InvalidInputError(f"aggregate request {attr!r}: {ops!r} is not attribute -> operation names")
             reqs.append((attr, list(ops)))
-        out = dict(self._native.aggregate(reqs, _subarray(subarray, self.schema.ndim)))
+        out = dict(self._native.aggregate(reqs, _inputs.tiledb_subarray(subarray, self.schema.ndim)))
         for attr, vals in out.items():
             a = self.schema.attr(attr)
             if a.tiledb_type.startswith("DATETIME_"):

@@ -145,9 +145,9 @@ def _reader(data: Any) -> Any:
             return pa.ipc.open_stream(pa.BufferReader(bytes(data)))
         except pa.ArrowInvalid as e:
             raise InvalidInputError(f"request_data is not an Arrow IPC stream: {e}") from None
-    from lancelet.dataset import _stream
+    from lancelet import _inputs
 
-    return _stream(data)
+    return _inputs.stream(data)
 
 
 class DirectoryNamespace(LanceNamespace):

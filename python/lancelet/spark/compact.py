@@ -20,9 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from pyspark.sql import SparkSession
 
 import lancelet
-from lancelet import _native
+from lancelet import _inputs, _native
 from lancelet.exceptions import CommitConflictError, InvalidInputError
-from lancelet.file import _storage_options
 from lancelet.optimize import Compaction, CompactionMetrics, CompactionTask, RewriteResult
 
 __all__ = ["compact_files"]
@@ -58,7 +57,7 @@ def compact_files(uri: str, *, spark: Optional[SparkSession] = None,
     session = spark or SparkSession.getActiveSession()
     if session is None:
         raise InvalidInputError("no active SparkSession: pass spark=...")
-    so = _storage_options(storage_options)
+    so = _inputs.storage_options(storage_options)
     ds = lancelet.dataset(uri, storage_options=so)
     plan = Compaction.plan(ds, options)
     if not plan.tasks:
