@@ -323,7 +323,7 @@ pub(super) fn decode_array(
             })
         }
         // A 2.0 blob column: (position u64, size u64) per row, resolved by
-        // `read_leaf`, which can reach the file.
+        // `super::read_leaf`, which fetches them.
         Enc::PackedStruct(ps) if *dt == DataType::LargeBinary => fixed_from(page_buf(&ps.buffer, bufs)?, 128, n),
         Enc::PackedStruct(ps) => {
             let DataType::Struct(fields) = dt else {
