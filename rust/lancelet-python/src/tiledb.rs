@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use lancelet::tiledb::cells::{cmp_values, output_schema};
 use lancelet::tiledb::datatype::Datatype;
 use lancelet::tiledb::filters::{Filter, FilterPipeline};
-use lancelet::tiledb::read::{cmp_values, output_schema};
 use lancelet::tiledb::schema::{float_value, int_value, VAR_NUM};
 use lancelet::tiledb::{Order, ReadOptions, TileDbArray};
 use pyo3::prelude::*;

@@ -2,7 +2,7 @@
 //! `to_lance`, the `lancelet_tiledb` Spark source): planning a read as
 //! disjoint regions and reading one region, optionally filtered.
 
-use lancelet::tiledb::read::{Bound as Value, DimRanges};
+use lancelet::tiledb::{Bound as Value, DimRanges};
 use lancelet::tiledb::{Order, ReadOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};

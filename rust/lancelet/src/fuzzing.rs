@@ -624,6 +624,7 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("page_constant", |d| data_file_with_pages(d, PageKind::Constant)),
         ("page_blob", |d| data_file_with_pages(d, PageKind::Blob)),
         ("tiledb_array", tiledb_array),
+        ("fsst_decode", fsst_decode),
     ]
 }
 
@@ -698,6 +699,7 @@ pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
             [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2].into_iter().map(seed_data_file).collect()
         }
         "tiledb_array" => tiledb_target::seeds(),
+        "fsst_decode" => fsst_target::seeds(),
         _ => Vec::new(),
     }
 }
@@ -747,6 +749,10 @@ fn seed_data_file(version: FileVersion) -> Vec<u8> {
 #[path = "fuzzing_tiledb.rs"]
 mod tiledb_target;
 pub use tiledb_target::tiledb_array;
+
+#[path = "fuzzing_fsst.rs"]
+mod fsst_target;
+pub use fsst_target::fsst_decode;
 
 #[cfg(test)]
 #[path = "fuzzing_tests.rs"]

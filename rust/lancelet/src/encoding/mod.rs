@@ -8,7 +8,6 @@
 pub mod bitpack;
 pub mod bss;
 pub mod fsst;
-pub(crate) mod fsst_rank;
 pub mod general;
 pub mod rle;
 

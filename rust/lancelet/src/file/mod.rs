@@ -7,6 +7,7 @@ pub mod legacy;
 pub mod pieces;
 pub mod reader;
 pub mod schema;
+pub(crate) mod source;
 pub mod stats;
 pub mod structural;
 pub mod v2_0;

@@ -22,6 +22,7 @@ use crate::file::fetch::{fetch, FetchedPage, PageCache, PageRequest};
 use crate::file::pieces::ColumnPieces;
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
 use crate::file::schema::LanceSchema;
+use crate::file::source::{page_encoding_any, pages_overlapping, FetchRanges};
 use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::blob::decode_blob_page;
 use crate::file::structural::direct::direct_pieces;
@@ -32,7 +33,7 @@ use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, 
 use crate::file::structural::unravel::{row_multiplier, unravel, Ancestor, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
 use crate::io::{Storage, StorageOptions};
-use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata};
+use crate::proto::file::v2::{column_metadata::Page, ColumnMetadata};
 use crate::proto::file::FileDescriptor;
 use crate::proto::type_url;
 
@@ -62,6 +63,17 @@ pub struct FileReader {
 impl std::fmt::Debug for FileReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileReader").field("path", &self.storage).field("version", &self.version).finish()
+    }
+}
+
+/// The 2.0 page reader fetches its pages (and blob values) through this.
+impl FetchRanges for FileReader {
+    fn file_size(&self) -> u64 {
+        self.size
+    }
+
+    fn fetch_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.storage.read_ranges(ranges)
     }
 }
 
@@ -269,9 +281,11 @@ impl FileReader {
     pub fn read_count(&self) -> u64 {
         self.storage.read_count()
     }
-    /// The storage handle of this file.
-    pub(crate) fn storage(&self) -> &Storage {
-        &self.storage
+    /// The column metadata of a 2.x file (for tests that drive a page
+    /// reader without the `FileReader`).
+    #[cfg(test)]
+    pub(crate) fn column_metadata(&self) -> &[ColumnMetadata] {
+        &self.columns
     }
 
     /// Where this file lives.
@@ -405,7 +419,7 @@ impl FileReader {
             PageFamily::ArrayEncoding => projection
                 .iter()
                 .map(|&fi| {
-                    crate::file::v2_0::read_field(self, &self.arrow_schema.fields()[fi], self.field_columns[fi].clone(), ranges)
+                    crate::file::v2_0::read_field(self, &self.columns, &self.arrow_schema.fields()[fi], self.field_columns[fi].clone(), ranges)
                         .map(|a| vec![a])
                         .map_err(|e| e.context(format!("column {:?}", self.arrow_schema.field(fi).name())))
                 })
@@ -417,40 +431,15 @@ impl FileReader {
     }
 
     /// The pages of `column` that overlap `ranges`, with their first rows.
+    #[cfg(test)]
     pub(crate) fn pages_for(&self, column: usize, ranges: &[Range<u64>]) -> Vec<(u64, &Page)> {
         let pages = &self.columns[column].pages;
         self.page_indices_for(column, ranges).into_iter().map(|(start, i)| (start, &pages[i])).collect()
     }
 
-    /// Like [`FileReader::pages_for`], with page indices.
+    /// The pages of `column` that overlap `ranges`: (first row, page index).
     fn page_indices_for(&self, column: usize, ranges: &[Range<u64>]) -> Vec<(u64, usize)> {
-        let mut out = Vec::new();
-        let mut start = 0u64;
-        let mut ri = 0;
-        for (i, p) in self.columns[column].pages.iter().enumerate() {
-            let end = start + p.length;
-            while ri < ranges.len() && ranges[ri].end <= start {
-                ri += 1;
-            }
-            let overlaps = ranges[ri..].iter().take_while(|r| r.start < end).any(|r| r.end > start && r.start < r.end);
-            if overlaps {
-                out.push((start, i));
-            }
-            start = end;
-        }
-        out
-    }
-
-    /// Fetch the buffers of the given pages with one coalesced request.
-    pub(crate) fn fetch_pages(&self, pages: &[&Page]) -> Result<Vec<Vec<Bytes>>> {
-        let mut ranges = Vec::new();
-        for p in pages {
-            for (o, s) in p.buffer_offsets.iter().zip(&p.buffer_sizes) {
-                ranges.push(*o..*o + *s);
-            }
-        }
-        let mut fetched = self.storage.read_ranges(&ranges)?.into_iter();
-        Ok(pages.iter().map(|p| (0..p.buffer_offsets.len()).map(|_| fetched.next().expect("one per range")).collect()).collect())
+        pages_overlapping(&self.columns[column].pages, ranges)
     }
 
     /// The projected columns, each as one array, or for a top-level column
@@ -693,16 +682,6 @@ fn page_layout(page: &Page) -> Result<PageLayout> {
         return Err(Error::unsupported(format!("page encoding {:?} in a 2.1+ file", any.type_url)));
     }
     crate::proto::encodings21::PageLayout::decode(any.value.as_slice()).map_err(Error::bad_protobuf)
-}
-
-/// The `google.protobuf.Any` holding a page's encoding.
-pub(crate) fn page_encoding_any(page: &Page) -> Result<prost_types::Any> {
-    let enc = page.encoding.as_ref().and_then(|e| e.location.as_ref()).ok_or_else(|| Error::corrupt("page without encoding"))?;
-    match enc {
-        Location::Direct(d) => prost_types::Any::decode(d.encoding.as_slice()).map_err(Error::bad_protobuf),
-        Location::Indirect(_) => Err(Error::unsupported("deferred (indirect) page encodings")),
-        Location::None(_) => Err(Error::corrupt("page with empty encoding")),
-    }
 }
 
 /// The layout of a 2.1+ page, as the page-layout fuzz targets pick their

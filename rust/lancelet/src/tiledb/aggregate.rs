@@ -29,7 +29,7 @@ use super::array::TileDbArray;
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr, TileStats};
 use super::query::TilePruner;
-use super::read::{cmp_bound, cmp_values, normalize_subarray, DimRanges, ReadOptions};
+use super::cells::{cmp_bound, cmp_values, normalize_subarray, DimRanges, ReadOptions};
 use super::schema::{float_value, int_value, Attribute};
 use crate::error::{Error, Result};
 
@@ -245,7 +245,7 @@ impl TileDbArray {
     /// Compute `ops` per attribute over `subarray`; results in the order
     /// asked, and the tiles read (those not summarised from metadata).
     #[allow(clippy::type_complexity)]
-    pub fn aggregate(&self, subarray: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)]) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::read::TileCounts)> {
+    pub fn aggregate(&self, subarray: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)]) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::cells::TileCounts)> {
         let schema = &self.schema;
         let sub = normalize_subarray(schema, subarray)?;
         let mut attrs: Vec<(usize, &Attribute)> = Vec::new();
@@ -292,13 +292,13 @@ impl TileDbArray {
     /// wrote take part only in `count`, which counts every cell of the
     /// subarray. With no value, `sum`, `min` and `max` are 0 and `mean` NaN.
     #[allow(clippy::type_complexity)]
-    fn dense_aggregate(&self, sub: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)], attrs: &[(usize, &Attribute)], mut accs: Vec<Acc>) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::read::TileCounts)> {
-        use super::read::{build_array, gather, unpack, FILL};
+    fn dense_aggregate(&self, sub: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)], attrs: &[(usize, &Attribute)], mut accs: Vec<Acc>) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::cells::TileCounts)> {
+        use super::cells::{build_array, gather, unpack, FILL};
         use super::schema::Layout;
         let schema = &self.schema;
         // The tile plan first: when every tile the read would copy from is
         // summarised from metadata, no per-cell work is needed at all.
-        let plan = self.dense_plan(sub, super::read::Order::RowMajor)?;
+        let plan = self.dense_plan(sub, super::cells::Order::RowMajor)?;
         let total_cells = plan.total as u64;
         let mut bases = vec![0usize];
         for &n in &plan.frag_tiles {
@@ -314,7 +314,7 @@ impl TileDbArray {
         let inside = |b: &[(i128, i128)]| {
             (0..nd).all(|d| match &sub[d] {
                 None => true,
-                Some(r) => r.iter().any(|(lo, hi)| matches!((lo, hi), (super::read::Bound::Int(lo), super::read::Bound::Int(hi)) if *lo <= b[d].0 && b[d].1 <= *hi)),
+                Some(r) => r.iter().any(|(lo, hi)| matches!((lo, hi), (super::cells::Bound::Int(lo), super::cells::Bound::Int(hi)) if *lo <= b[d].0 && b[d].1 <= *hi)),
             })
         };
         let meets = |a: &[(i128, i128)], b: &[(i128, i128)]| (0..nd).all(|d| a[d].0 <= b[d].1 && b[d].0 <= a[d].1);
@@ -372,16 +372,16 @@ impl TileDbArray {
         let all_meta = plan.jobs.iter().enumerate().all(|(f, jobs)| jobs.iter().all(|j| meta[bases[f] + j.tile]));
         let mut read_tiles = vec![false; total_tiles];
         if !all_meta {
-            let dense = self.dense_sources(sub, super::read::Order::RowMajor, None)?;
+            let dense = self.dense_sources(sub, super::cells::Order::RowMajor, None)?;
             let read_sources: Vec<u64> = dense.sources.iter().copied().filter(|&s| s != FILL && !meta[unpack(s).0]).collect();
             let per_tile = dense.cells_per_tile;
             let cells_of = |_f: usize, _t: usize| per_tile;
             read_sources.iter().for_each(|&s| read_tiles[unpack(s).0] = true);
             for (k, (a, at)) in attrs.iter().enumerate() {
                 let col = super::tiles::ColumnSpec::attr(schema, *a);
-                let tiles = super::read::load_used(self, &dense.ids, &col, &read_sources, &cells_of)?;
+                let tiles = super::cells::load_used(self, &dense.ids, &col, &read_sources, &cells_of)?;
                 let (cells, validity) = gather(&col, &tiles, &read_sources, &at.fill, at.fill_valid)?;
-                let dt = super::read::arrow_type(at.datatype, at.cell_val_num)?;
+                let dt = super::cells::arrow_type(at.datatype, at.cell_val_num)?;
                 let arr = build_array(&dt, at.datatype, at.cell_val_num, cells, validity)?;
                 let before = (accs[k].cells, accs[k].nulls);
                 add_column(&mut accs[k], &arr, at.datatype);
@@ -409,7 +409,7 @@ impl TileDbArray {
             }
             out.push((name.clone(), vals));
         }
-        let counts = super::read::TileCounts { fragments: self.fragments.len(), tiles_total: total_tiles, tiles_read: read_tiles.iter().filter(|x| **x).count() };
+        let counts = super::cells::TileCounts { fragments: self.fragments.len(), tiles_total: total_tiles, tiles_read: read_tiles.iter().filter(|x| **x).count() };
         Ok((out, counts))
     }
 

@@ -1,32 +1,14 @@
-//! The small TileDB codecs lancelet implements itself: byte shuffle, RLE of
-//! fixed-size values, delta, double delta, bit-width reduction windows,
-//! positive-delta windows, XOR and float scaling. Each function reverses
-//! one filter on bytes already split from its metadata (see `filters.rs`
-//! for the metadata layouts); values are little-endian.
+//! The small TileDB codecs lancelet implements itself: RLE of fixed-size
+//! values, delta, double delta, bit-width reduction windows, positive-delta
+//! windows, XOR and float scaling. Each function reverses one filter on
+//! bytes already split from its metadata (see `filters.rs` for the metadata
+//! layouts); values are little-endian. The byte shuffle is Lance's
+//! byte-stream split (`encoding::bss`, `decode_keep_tail`).
 //!
 //! Integer arithmetic is done on 64-bit values and truncated to the width
 //! of the stored type, which is what wrapping fixed-width arithmetic gives.
 
 use crate::error::{Error, Result};
-
-/// Undo a byte shuffle of `data` holding `width`-byte values: the shuffled
-/// form stores byte 0 of every value, then byte 1 of every value, ...; a
-/// trailing remainder shorter than one value is stored as is.
-pub fn byte_unshuffle(data: &[u8], width: usize) -> Vec<u8> {
-    if width <= 1 || data.len() < width {
-        return data.to_vec();
-    }
-    let n = data.len() / width;
-    let mut out = vec![0u8; data.len()];
-    for b in 0..width {
-        let plane = &data[b * n..(b + 1) * n];
-        for (i, &v) in plane.iter().enumerate() {
-            out[i * width + b] = v;
-        }
-    }
-    out[n * width..].copy_from_slice(&data[n * width..]);
-    out
-}
 
 /// Undo TileDB's RLE of fixed-size values: runs of `value_size` bytes
 /// followed by a big-endian u16 run length.
@@ -183,24 +165,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn shuffle(data: &[u8], width: usize) -> Vec<u8> {
-        let n = data.len() / width;
-        let mut out = Vec::new();
-        for b in 0..width {
-            for i in 0..n {
-                out.push(data[i * width + b]);
-            }
-        }
-        out.extend_from_slice(&data[n * width..]);
-        out
-    }
-
     proptest! {
-        #[test]
-        fn unshuffle_inverts_shuffle(data in proptest::collection::vec(any::<u8>(), 0..200), w in 1usize..9) {
-            prop_assert_eq!(byte_unshuffle(&shuffle(&data, w), w), data);
-        }
-
         #[test]
         fn delta_round_trips(vals in proptest::collection::vec(any::<i32>(), 1..100)) {
             let mut enc = (vals.len() as u64).to_le_bytes().to_vec();

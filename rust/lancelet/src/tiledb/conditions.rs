@@ -201,7 +201,7 @@ fn compare(op: CondOp, cell: CellValue, value: Option<&[u8]>, set: &[Vec<u8>]) -
     let ord = if cell.as_bytes || cell.datatype.is_bytes() {
         x.cmp(v)
     } else {
-        super::read::cmp_values(cell.datatype, x, v)
+        super::cells::cmp_values(cell.datatype, x, v)
     };
     match op {
         CondOp::Lt => ord == Ordering::Less,

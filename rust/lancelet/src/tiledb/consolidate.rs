@@ -349,9 +349,9 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
 /// Read `array` (opened on just the fragments to merge) over the box
 /// `boxed` row-major and write it as one dense fragment named for `range`.
 fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: Vec<(i128, i128)>, range: (u64, u64)) -> Result<super::write::WrittenFragment> {
-    use super::read::{Bound, ReadOptions};
+    use super::cells::{Bound, ReadOptions};
     let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
-    let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::read::Order::RowMajor, ..Default::default() })?;
+    let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::cells::Order::RowMajor, ..Default::default() })?;
     super::write::write_fragment_over(uri, options, std::slice::from_ref(&batch), Some(boxed), range, None, None)
 }
 

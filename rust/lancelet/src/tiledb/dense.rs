@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use super::array::TileDbArray;
 use super::datatype::Datatype;
 use super::filters::TileKind;
-use super::read::{dense_int_ranges, next_index, strides, DimRanges, Order};
+use super::cells::{dense_int_ranges, next_index, strides, DimRanges, Order};
 use super::schema::{int_value, Layout};
 use super::tiles::{read_tiles, ColumnSpec};
 use crate::error::{Error, Result};

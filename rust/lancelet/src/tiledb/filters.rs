@@ -32,6 +32,7 @@ use md5::Digest;
 use super::cursor::Cursor;
 use super::{bitshuffle, codecs, string_codecs};
 use super::datatype::Datatype;
+use crate::encoding::bss;
 use crate::error::{Error, Result};
 
 /// One filter with the options it was created with.
@@ -391,7 +392,7 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             for len in parts {
                 let part = d.take(len, "part")?;
                 match f {
-                    Filter::ByteShuffle => out.extend_from_slice(&codecs::byte_unshuffle(part, ty.size())),
+                    Filter::ByteShuffle => out.extend_from_slice(&bss::decode_keep_tail(ty.size(), part)),
                     Filter::Xor => out.extend_from_slice(&codecs::xor_decode(part, ty.size())?),
                     Filter::FloatScale { factor, offset, bytewidth } => {
                         if matches!(ty, Datatype::Float32 | Datatype::Float64) {

@@ -18,6 +18,7 @@ pub mod aggregate;
 pub mod array;
 pub mod array_meta;
 pub mod bitshuffle;
+pub mod cells;
 pub mod codecs;
 pub mod consolidate;
 pub mod conditions;
@@ -51,4 +52,4 @@ use crate::io::{Storage, StorageOptions};
 pub(crate) fn open_array_root(uri: &str, options: &StorageOptions) -> Result<Storage> {
     Storage::open_with(uri.strip_prefix("file://").unwrap_or(uri), options)
 }
-pub use read::{Bound, DimRanges, Order, ReadOptions, TileCounts};
+pub use cells::{Bound, DimRanges, Order, ReadOptions, TileCounts};

@@ -26,7 +26,7 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use super::array::TileDbArray;
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr, TileStats};
-use super::read::{build_array, gather, load_used, normalize_subarray, output_schema, CellBytes, ReadOptions, TileCounts};
+use super::cells::{build_array, gather, load_used, normalize_subarray, output_schema, CellBytes, ReadOptions, TileCounts};
 use super::tiles::{ColumnSpec, TileData};
 use super::schema::ArraySchema;
 use crate::error::{Error, Result};
@@ -168,7 +168,7 @@ impl Pruner {
                 }
             } else if let Some(d) = schema.dim_index(name) {
                 let dim = &schema.dims[d];
-                let dt = super::read::arrow_type(dim.datatype, dim.cell_val_num)?;
+                let dt = super::cells::arrow_type(dim.datatype, dim.cell_val_num)?;
                 let var = dim.is_var();
                 let lo: Vec<&[u8]> = which.iter().map(|&t| mbrs[t][d].0.as_slice()).collect();
                 let hi: Vec<&[u8]> = which.iter().map(|&t| mbrs[t][d].1.as_slice()).collect();
@@ -326,8 +326,8 @@ impl TileDbArray {
     /// involves, and how many tiles it reads after pruning (R-tree MBRs or
     /// space tiles for the subarray, tile statistics for the filter). Reads
     /// no data tile: only fragment metadata.
-    pub fn explain(&self, subarray: &[Option<super::read::DimRanges>], filter: Option<&str>) -> Result<TileCounts> {
-        let sub = super::read::normalize_subarray(&self.schema, subarray)?;
+    pub fn explain(&self, subarray: &[Option<super::cells::DimRanges>], filter: Option<&str>) -> Result<TileCounts> {
+        let sub = super::cells::normalize_subarray(&self.schema, subarray)?;
         let pruner = filter.map(|sql| Pruner::new(self, sql)).transpose()?;
         if self.schema.sparse {
             let leaves = self.all_leaves()?;

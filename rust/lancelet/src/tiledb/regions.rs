@@ -26,7 +26,7 @@ use arrow_array::RecordBatch;
 
 use super::array::TileDbArray;
 use super::datatype::Datatype;
-use super::read::{dense_domain_and_extents, dense_int_ranges, output_schema, Bound, DimRanges, ReadOptions};
+use super::cells::{dense_domain_and_extents, dense_int_ranges, output_schema, Bound, DimRanges, ReadOptions};
 use super::schema::{float_value, int_value, ArraySchema};
 use crate::error::{Error, Result};
 
@@ -118,7 +118,7 @@ impl TileDbArray {
         if target == 0 {
             return Err(Error::invalid_input("cells per region must be positive"));
         }
-        let sub = super::read::normalize_subarray(&self.schema, subarray)?;
+        let sub = super::cells::normalize_subarray(&self.schema, subarray)?;
         let mut out = Vec::new();
         if self.schema.sparse {
             SparsePlan::new(self, &sub)?.plan(target, &mut out)?;

@@ -31,7 +31,7 @@ use super::array::TileDbArray;
 use super::conditions::CellValue;
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr};
-use super::read::{cmp_bound, cmp_values, coord, in_ranges, load_used, pack, space_tile_index, unpack, DimRanges, Order, TileIds};
+use super::cells::{cmp_bound, cmp_values, coord, in_ranges, load_used, pack, space_tile_index, unpack, DimRanges, Order, TileIds};
 use super::schema::{Layout, VAR_NUM};
 use super::tiles::{load_tiles, ColumnSpec, TileData};
 use crate::error::{Error, Result};

@@ -21,7 +21,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use super::array::TileDbArray;
-use super::read::{dense_domain_and_extents, dense_int_ranges, normalize_subarray, output_schema, Bound, DimRanges, Order, ReadOptions};
+use super::cells::{dense_domain_and_extents, dense_int_ranges, normalize_subarray, output_schema, Bound, DimRanges, Order, ReadOptions};
 use super::regions::{clip, cmp_b, successor, to_bound};
 use super::schema::Layout;
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 //!
 //! Each column is first cast (checked: a value that does not fit is an
 //! error, never a null) to the Arrow type lancelet reads the column back
-//! as (`read::arrow_type`), then its buffers are taken apart into fixed
+//! as (`cells::arrow_type`), then its buffers are taken apart into fixed
 //! cells, or byte offsets plus values for var-sized cells, and one
 //! validity byte per cell for nullable attributes.
 
@@ -11,7 +11,7 @@ use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
 
 use super::super::datatype::Datatype;
-use super::super::read::arrow_type;
+use super::super::cells::arrow_type;
 use super::super::schema::VAR_NUM;
 use crate::error::{Error, Result};
 

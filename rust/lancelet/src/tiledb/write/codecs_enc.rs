@@ -1,26 +1,12 @@
 //! The encode side of the small TileDB codecs (`codecs.rs` reverses them):
-//! byte shuffle, XOR, float scaling, RLE of fixed-size values, delta,
-//! double delta, bit-width reduction and positive-delta windows. Values are
-//! little-endian integers of the tile's width; arithmetic wraps at that
-//! width as TileDB's fixed-width C++ arithmetic does.
+//! XOR, float scaling, RLE of fixed-size values, delta, double delta,
+//! bit-width reduction and positive-delta windows (the byte shuffle is
+//! `encoding::bss::encode_keep_tail`). Values are little-endian integers of
+//! the tile's width; arithmetic wraps at that width as TileDB's fixed-width
+//! C++ arithmetic does.
 
 use super::super::codecs::{read_int, write_int};
 use crate::error::{Error, Result};
-
-/// Byte shuffle: byte 0 of every value, then byte 1, ...; a trailing
-/// remainder shorter than a value stays as is.
-pub fn byte_shuffle(data: &[u8], width: usize) -> Vec<u8> {
-    if width <= 1 || data.len() < width {
-        return data.to_vec();
-    }
-    let n = data.len() / width;
-    let mut out = Vec::with_capacity(data.len());
-    for b in 0..width {
-        out.extend((0..n).map(|i| data[i * width + b]));
-    }
-    out.extend_from_slice(&data[n * width..]);
-    out
-}
 
 /// XOR each value with the previous original value.
 pub fn xor_encode(data: &[u8], width: usize) -> Result<Vec<u8>> {
@@ -273,6 +259,7 @@ pub fn positive_delta(data: &[u8], width: usize, signed: bool, max_window: usize
 mod tests {
     use super::super::super::codecs;
     use super::*;
+    use crate::encoding::bss;
     use proptest::prelude::*;
 
     fn ints(v: &[i32]) -> Vec<u8> {
@@ -283,7 +270,7 @@ mod tests {
         #[test]
         fn shuffle_and_xor_invert(vals in proptest::collection::vec(any::<i32>(), 0..100)) {
             let d = ints(&vals);
-            prop_assert_eq!(codecs::byte_unshuffle(&byte_shuffle(&d, 4), 4), d.clone());
+            prop_assert_eq!(bss::decode_keep_tail(4, &bss::encode_keep_tail(4, &d)), d.clone());
             prop_assert_eq!(codecs::xor_decode(&xor_encode(&d, 4).unwrap(), 4).unwrap(), d);
         }
 

@@ -23,6 +23,7 @@ use super::super::codecs::write_int;
 use super::super::datatype::Datatype;
 use super::super::filters::{Filter, FilterPipeline};
 use super::super::schema::{ArraySchema, Layout};
+use crate::encoding::bss;
 use crate::error::{Error, Result};
 
 /// The format version lancelet writes.
@@ -298,7 +299,7 @@ fn forward(f: &Filter, md: Vec<u8>, data: Vec<u8>, ty: Datatype, kind: EncodeKin
         }
         Filter::ByteShuffle | Filter::Xor => {
             let out = if matches!(f, Filter::ByteShuffle) {
-                super::codecs_enc::byte_shuffle(&data, ty.size())
+                bss::encode_keep_tail(ty.size(), &data)
             } else {
                 super::codecs_enc::xor_encode(&data, ty.size())?
             };

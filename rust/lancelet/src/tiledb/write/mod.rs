@@ -499,7 +499,7 @@ fn batches_cells(batches: &[RecordBatch], name: &str, t: super::datatype::Dataty
     match out {
         Some(c) => Ok(c),
         None => {
-            let empty = arrow_array::new_empty_array(&super::read::arrow_type(t, cell_val_num)?);
+            let empty = arrow_array::new_empty_array(&super::cells::arrow_type(t, cell_val_num)?);
             column_cells(&empty, t, cell_val_num, nullable, name)
         }
     }

@@ -1,11 +1,11 @@
-//! Ranking FSST training candidates (see [`super::fsst`]'s trainer).
+//! Ranking FSST training candidates (see [`super::train`]).
 //!
 //! Each training round scores a few thousand candidate symbols and keeps
 //! the best ones that fit the encoder's buckets; sorting all of them took
 //! about a seventh of training, so only the head is sorted unless it runs
 //! out.
 
-use super::fsst::Candidate;
+use super::train::Candidate;
 
 /// Candidates by gain, highest first, ties broken by the symbol (a total
 /// order, so the result does not depend on the map's order). Only the

@@ -1,7 +1,10 @@
 //! Tests of [`super`]: round trips, corrupt input, sizes against the
 //! reference compressor's, and (ignored) speed comparisons.
 
+use super::compress::SPLIT_INPUT_BYTES;
+use super::decode::{decode_pass, decode_stream, push_ends, LITERAL};
 use super::*;
+use crate::error::Error;
 use proptest::prelude::*;
 
 /// Strings back to back, with their u32 offsets.
