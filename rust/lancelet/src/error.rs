@@ -227,29 +227,6 @@ impl Error {
     }
 }
 
-// The two conversions below serve only the `?` operators of `file/v2_0.rs`
-// (ArrayData builds over decoded pages, an ArrayEncoding message) and
-// `tiledb/read.rs` (ArrayData and RecordBatch builds over decoded tiles),
-// files being split on another branch. Every other ArrowError and
-// DecodeError is classified where it arises (Error::corrupt_arrow,
-// invalid_arrow, internal_arrow, bad_protobuf). Delete both impls once those
-// two files name the classification at each `?`: the build then lists any
-// other code that leaned on them.
-
-/// Corrupt data, the ArrowError kept as the source (see above).
-impl From<arrow_schema::ArrowError> for Error {
-    fn from(e: arrow_schema::ArrowError) -> Self {
-        Error::corrupt_arrow(e)
-    }
-}
-
-/// Corrupt data, the DecodeError kept as the source (see above).
-impl From<prost::DecodeError> for Error {
-    fn from(e: prost::DecodeError) -> Self {
-        Error::bad_protobuf(e)
-    }
-}
-
 /// Shorthand for returning a corrupt-data error from a decoder.
 #[macro_export]
 macro_rules! corrupt {

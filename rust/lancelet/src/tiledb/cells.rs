@@ -261,7 +261,7 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
             .add_buffer(Buffer::from_vec(offsets))
             .add_buffer(Buffer::from_vec(cells.values))
             .nulls(nulls)
-            .build()?,
+            .build().map_err(Error::corrupt_arrow)?,
         (DataType::LargeUtf8 | DataType::LargeBinary, None) => {
             // One fixed byte per cell shown as a one-character string.
             let offsets: Vec<i64> = (0..=n as i64).collect();
@@ -270,7 +270,7 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
                 .add_buffer(Buffer::from_vec(offsets))
                 .add_buffer(Buffer::from_vec(cells.values))
                 .nulls(nulls)
-                .build()?
+                .build().map_err(Error::corrupt_arrow)?
         }
         (DataType::LargeList(f), Some(offsets)) => {
             let w = t.size() as i64;
@@ -282,17 +282,17 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
                 .add_buffer(Buffer::from_vec(elem_offsets))
                 .child_data(vec![child.to_data()])
                 .nulls(nulls)
-                .build()?
+                .build().map_err(Error::corrupt_arrow)?
         }
         (DataType::FixedSizeList(f, k), None) => {
             let child = build_array(f.data_type(), t, 1, CellBytes { values: cells.values, offsets: None, len: n * *k as usize }, None)?;
-            ArrayData::builder(dt.clone()).len(n).child_data(vec![child.to_data()]).nulls(nulls).build()?
+            ArrayData::builder(dt.clone()).len(n).child_data(vec![child.to_data()]).nulls(nulls).build().map_err(Error::corrupt_arrow)?
         }
         (DataType::Boolean, None) => {
             let bits = BooleanBuffer::collect_bool(n, |i| cells.values[i] != 0);
-            ArrayData::builder(DataType::Boolean).len(n).add_buffer(bits.into_inner()).nulls(nulls).build()?
+            ArrayData::builder(DataType::Boolean).len(n).add_buffer(bits.into_inner()).nulls(nulls).build().map_err(Error::corrupt_arrow)?
         }
-        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).align_buffers(true).build()?,
+        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).align_buffers(true).build().map_err(Error::corrupt_arrow)?,
         (other, Some(_)) => {
             return Err(Error::Internal { what: format!("var cells for Arrow type {other} (cell values {cell_val_num})") })
         }

@@ -69,7 +69,7 @@ impl TileDbArray {
             columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
         }
         let n = sp.sources.len();
-        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?)
+        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?)
     }
 
     /// Every version of every cell of a sparse array in the open range
@@ -144,7 +144,7 @@ impl TileDbArray {
             columns.push(self.dense_gathered(&dense, a, out_schema.field(columns.len()).data_type())?);
         }
         let n = dense.sources.len();
-        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))?;
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?;
         Ok((batch, counts, keep))
     }
 
@@ -190,7 +190,7 @@ impl TileDbArray {
             let cells = CellBytes { values, offsets: None, len: plan.total };
             columns.push(build_array_nulls(&dt, col.datatype, col.cell_val_num, cells, nulls)?);
         }
-        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(plan.total)))?;
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(plan.total))).map_err(Error::internal_arrow)?;
         Ok((batch, counts, None))
     }
 }

@@ -35,7 +35,7 @@ pub(super) fn array_encoding(page: &Page) -> Result<pb::ArrayEncoding> {
             any.type_url
         )));
     }
-    Ok(pb::ArrayEncoding::decode(any.value.as_slice())?)
+    pb::ArrayEncoding::decode(any.value.as_slice()).map_err(Error::bad_protobuf)
 }
 
 
@@ -705,7 +705,7 @@ pub(super) fn packed_struct_array(
         .len(len)
         .child_data(children)
         .nulls(nulls)
-        .build()?;
+        .build().map_err(Error::corrupt_arrow)?;
     Ok(make_array(data))
 }
 

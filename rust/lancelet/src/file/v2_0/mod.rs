@@ -208,7 +208,7 @@ fn build(
             let data = ArrayDataBuilder::new(f.data_type().clone())
                 .len(len)
                 .child_data(children)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         DataType::List(item) | DataType::LargeList(item) => {
@@ -240,7 +240,7 @@ fn build(
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
                 .nulls(list.validity)
-                .build()?;
+                .build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         DataType::Map(_, _) => Err(ctx(Error::unsupported("map columns in a 2.0 file"))),
