@@ -138,7 +138,20 @@ fn targets(code: &str, module: &[String]) -> BTreeSet<String> {
         }
         let rest = &code[at + "crate::".len()..];
         if let Some(group) = rest.strip_prefix('{') {
-            let body = &group[..group.find('}').unwrap_or(group.len())];
+            // The group runs to its matching brace (groups nest).
+            let mut depth = 1usize;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(group.len(), |(i, _)| i);
+            let body = &group[..end];
             let mut depth = 0;
             let mut start = 0;
             for (i, c) in body.char_indices() {
@@ -273,7 +286,7 @@ fn no_room_uses_one_above_it() {
 #[test]
 fn the_checker_sees_what_it_must() {
     let module = vec!["index".to_string(), "remap".to_string()];
-    let code = strip("use crate::{error::Result, table::Dataset};\n// crate::tiledb\nlet s = \"crate::namespace\";\nuse super::super::expr::X;\ncrate::corrupt!(x);");
+    let code = strip("use crate::{error::{Error, Result}, table::Dataset};\n// crate::tiledb\nlet s = \"crate::namespace\";\nuse super::super::expr::X;\ncrate::corrupt!(x);");
     let t = targets(&code, &module);
     assert_eq!(t, ["error", "expr", "table"].iter().map(|s| s.to_string()).collect());
     let (cut, files) = cut_tests("a\n#[cfg(test)]\nmod tests {\n use crate::table::X; { }\n}\n#[cfg(test)]\nmod more;\nb");
@@ -287,8 +300,19 @@ const KERNEL: &[&str] = &["table/commit.rs", "table/conflict.rs", "table/transac
 /// What the kernel may use of the table room (everything else there is an
 /// operation or a reader built on the kernel).
 const KERNEL_USES: &[&str] = &[
-    "commit", "conflict", "transaction", "hooks", "deletion", "fragment", "manifest", "features", "rowids", "row_meta", "dataset",
-    "index_section", "apply_rewrite",
+    "commit",
+    "conflict",
+    "transaction",
+    "hooks",
+    "deletion",
+    "fragment",
+    "manifest",
+    "features",
+    "rowids",
+    "row_meta",
+    "dataset",
+    "index_section",
+    "apply_rewrite",
 ];
 
 #[test]
