@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use arrow_array::ffi::FFI_ArrowSchema;
-use arrow_array::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::PyTypeError;
@@ -83,10 +83,7 @@ fn schema_capsule<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'p
 /// Import a record batch stream from an object with `__arrow_c_stream__`.
 pub fn import_stream(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
     if !obj.hasattr("__arrow_c_stream__")? {
-        return Err(PyTypeError::new_err(format!(
-            "expected an Arrow stream (an object with __arrow_c_stream__), got {}",
-            obj.get_type().name()?
-        )));
+        return Err(PyTypeError::new_err(format!("expected an Arrow stream (an object with __arrow_c_stream__), got {}", obj.get_type().name()?)));
     }
     let capsule = obj.call_method0("__arrow_c_stream__")?;
     let capsule = capsule.cast::<PyCapsule>().map_err(|_| PyTypeError::new_err("__arrow_c_stream__ did not return a capsule"))?;

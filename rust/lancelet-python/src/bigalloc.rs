@@ -172,9 +172,7 @@ impl Cache {
     /// adjoin it, releasing the oldest blocks that no longer fit (or the
     /// merged block itself when it is larger than the whole cache).
     fn put(&mut self, mut slot: Slot, release: &mut impl FnMut(Slot)) {
-        let adjoining = |s: &Slot, slot: &Slot| {
-            s.origin == slot.origin && (s.base + s.len == slot.base || slot.base + slot.len == s.base)
-        };
+        let adjoining = |s: &Slot, slot: &Slot| s.origin == slot.origin && (s.base + s.len == slot.base || slot.base + slot.len == s.base);
         while let Some(i) = (0..self.len).find(|&i| adjoining(&self.slots[i], &slot)) {
             let s = self.remove(i);
             slot = Slot { base: s.base.min(slot.base), len: s.len + slot.len, ..slot };
@@ -194,10 +192,8 @@ impl Cache {
 
 /// The cache: a fixed array (the allocator cannot call itself to grow
 /// one) behind [`CacheLock`].
-static CACHE: CacheLock = CacheLock {
-    locked: AtomicBool::new(false),
-    cache: UnsafeCell::new(Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 }),
-};
+static CACHE: CacheLock =
+    CacheLock { locked: AtomicBool::new(false), cache: UnsafeCell::new(Cache { slots: [EMPTY; CACHE_SLOTS], len: 0, bytes: 0 }) };
 
 /// The next mapping's [`Slot::origin`].
 static NEXT_ORIGIN: AtomicU64 = AtomicU64::new(1);

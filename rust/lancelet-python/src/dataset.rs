@@ -150,7 +150,17 @@ impl NativeDataset {
                 let files = f
                     .files
                     .iter()
-                    .map(|d| (d.path.clone(), d.fields.clone(), d.column_indices.clone(), d.file_major_version, d.file_minor_version, d.file_size_bytes, d.base_id))
+                    .map(|d| {
+                        (
+                            d.path.clone(),
+                            d.fields.clone(),
+                            d.column_indices.clone(),
+                            d.file_major_version,
+                            d.file_minor_version,
+                            d.file_size_bytes,
+                            d.base_id,
+                        )
+                    })
                     .collect();
                 (f.id, f.physical_rows, files, self.inner.deletion_file_name(i), f.deletion_file.as_ref().map(|d| d.num_deleted_rows))
             })
@@ -161,9 +171,10 @@ impl NativeDataset {
     fn fragment_count_rows(&self, py: Python<'_>, fragment_id: u64) -> PyResult<u64> {
         py.detach(|| {
             guard(|| {
-                let i = self.inner.fragment_index(fragment_id).ok_or_else(|| {
-                    lancelet::Error::invalid_input(format!("no fragment {fragment_id} in version {}", self.inner.version()))
-                })?;
+                let i = self
+                    .inner
+                    .fragment_index(fragment_id)
+                    .ok_or_else(|| lancelet::Error::invalid_input(format!("no fragment {fragment_id} in version {}", self.inner.version())))?;
                 self.inner.live_rows(i)
             })
         })

@@ -103,8 +103,7 @@ pub fn to_py(e: Error) -> PyErr {
 /// turns the text back into the lancelet class) asks for the chain with
 /// [`_stream_error_cause`]. Bounded: entries a foreign consumer never asks
 /// for fall out.
-static STREAM_CAUSES: std::sync::Mutex<std::collections::VecDeque<(String, Vec<Cause>)>> =
-    std::sync::Mutex::new(std::collections::VecDeque::new());
+static STREAM_CAUSES: std::sync::Mutex<std::collections::VecDeque<(String, Vec<Cause>)>> = std::sync::Mutex::new(std::collections::VecDeque::new());
 const STREAM_CAUSES_KEPT: usize = 64;
 
 /// A core error met while streaming, as the ArrowError the stream reports;

@@ -51,7 +51,13 @@ fn call_udf(func: &Py<PyAny>, batch: RecordBatch) -> PyResult<RecordBatch> {
 /// Add columns computed by SQL expressions (`[(name, sql)]`).
 #[pyfunction]
 #[pyo3(signature = (ds, exprs, batch_size=None, progress=None))]
-fn add_columns_sql(py: Python<'_>, ds: &NativeDataset, exprs: Vec<(String, String)>, batch_size: Option<usize>, progress: Option<Py<PyAny>>) -> PyResult<NativeDataset> {
+fn add_columns_sql(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    exprs: Vec<(String, String)>,
+    batch_size: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
     callback::run(py, |raised| {
         let opts = AddOptions { batch_size, progress: callback::progress(progress, raised), hook: None };
@@ -87,7 +93,13 @@ fn add_columns_udf(
 /// row, in scan order).
 #[pyfunction]
 #[pyo3(signature = (ds, data, batch_size=None, progress=None))]
-fn add_columns_stream(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>, batch_size: Option<usize>, progress: Option<Py<PyAny>>) -> PyResult<NativeDataset> {
+fn add_columns_stream(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    data: &Bound<'_, PyAny>,
+    batch_size: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<NativeDataset> {
     let reader = import_stream(data)?;
     let schema: SchemaRef = reader.schema();
     let inner = ds.inner.clone();
@@ -115,7 +127,11 @@ fn drop_columns(py: Python<'_>, ds: &NativeDataset, columns: Vec<String>) -> PyR
 /// Alter columns: `[(path, name, nullable, data_type)]`, the type given as
 /// a one-field schema.
 #[pyfunction]
-fn alter_columns(py: Python<'_>, ds: &NativeDataset, alterations: Vec<(String, Option<String>, Option<bool>, Option<Bound<'_, PyAny>>)>) -> PyResult<NativeDataset> {
+fn alter_columns(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    alterations: Vec<(String, Option<String>, Option<bool>, Option<Bound<'_, PyAny>>)>,
+) -> PyResult<NativeDataset> {
     let mut alts = Vec::with_capacity(alterations.len());
     for (path, name, nullable, dt) in alterations {
         let data_type: Option<DataType> = match dt {

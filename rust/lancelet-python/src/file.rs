@@ -76,14 +76,9 @@ impl NativeFileReader {
                 Ok(ArrowStream::from_batches(batch.schema(), vec![batch]))
             }
             Some(0) => Err(crate::errors::to_py(lancelet::Error::invalid_input("batch_size must be positive"))),
-            Some(bs) => Ok(ArrowStream::new(Box::new(BatchIter {
-                reader: self.inner.clone(),
-                projection,
-                schema,
-                next: start,
-                end,
-                batch_size: bs,
-            }))),
+            Some(bs) => {
+                Ok(ArrowStream::new(Box::new(BatchIter { reader: self.inner.clone(), projection, schema, next: start, end, batch_size: bs })))
+            }
         }
     }
 
@@ -163,9 +158,7 @@ impl NativeFileWriter {
             ))));
         }
         let path = &self.path;
-        self.inner
-            .as_mut()
-            .ok_or_else(|| crate::errors::to_py(lancelet::Error::invalid_input(format!("writer for {path} is already closed"))))
+        self.inner.as_mut().ok_or_else(|| crate::errors::to_py(lancelet::Error::invalid_input(format!("writer for {path} is already closed"))))
     }
 
     /// Abandon the writer (see the type's docs); the first reason stays.
@@ -179,7 +172,12 @@ impl NativeFileWriter {
 }
 
 /// Append every batch of `reader` to `writer`; returns the rows written.
-fn write_stream(py: Python<'_>, writer: &mut lancelet::file::FileWriter, path: &str, reader: impl Iterator<Item = Result<RecordBatch, ArrowError>>) -> PyResult<u64> {
+fn write_stream(
+    py: Python<'_>,
+    writer: &mut lancelet::file::FileWriter,
+    path: &str,
+    reader: impl Iterator<Item = Result<RecordBatch, ArrowError>>,
+) -> PyResult<u64> {
     let mut rows = 0;
     let mut reader = reader;
     // The importer asserts what a producer's batches look like (a batch
@@ -207,7 +205,10 @@ impl NativeFileWriter {
         let schema = crate::arrow_ffi::import_schema(schema)?;
         let version = lancelet::file::FileVersion::parse(&version).py_err()?;
         let options = storage_options.unwrap_or_default();
-        let inner = py.detach(|| crate::errors::guard(|| lancelet::file::FileWriter::create_with(&uri, &schema, version, &options))).map_err(|e| e.context(format!("creating {uri}"))).py_err()?;
+        let inner = py
+            .detach(|| crate::errors::guard(|| lancelet::file::FileWriter::create_with(&uri, &schema, version, &options)))
+            .map_err(|e| e.context(format!("creating {uri}")))
+            .py_err()?;
         Ok(NativeFileWriter { inner: Some(inner), path: uri, failed: None })
     }
 

@@ -16,10 +16,7 @@ use crate::errors::{guard, IntoPy};
 /// `((name, type, uuid, field names, field ids, dataset_version),
 /// (fragment ids, base_id, type_url, index_version, created_at ms, files,
 /// rows indexed))`.
-type IndexRow = (
-    (String, String, String, Vec<String>, Vec<i32>, u64),
-    (Vec<u32>, Option<u32>, String, i32, Option<u64>, Vec<(String, u64)>, u64),
-);
+type IndexRow = ((String, String, String, Vec<String>, Vec<i32>, u64), (Vec<u32>, Option<u32>, String, i32, Option<u64>, Vec<(String, u64)>, u64));
 
 /// Build (or with `replace`, rebuild) a scalar index.
 #[pyfunction]
@@ -34,7 +31,9 @@ fn dataset_create_scalar_index(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    let out = callback::run(py, |raised| ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace, &callback::progress(progress, raised)))?;
+    let out = callback::run(py, |raised| {
+        ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace, &callback::progress(progress, raised))
+    })?;
     Ok(NativeDataset { inner: Arc::new(out) })
 }
 

@@ -78,9 +78,7 @@ impl NativeDirNamespace {
     #[pyo3(signature = (root, storage_options=None, manifest_enabled=true, dir_listing_enabled=true))]
     fn new(root: String, storage_options: Option<StorageOptions>, manifest_enabled: bool, dir_listing_enabled: bool) -> PyResult<Self> {
         let options = storage_options.unwrap_or_default();
-        let inner = guard(|| Ok(DirectoryNamespace::open(&root, &options, manifest_enabled, dir_listing_enabled)))
-            .map_err(to_py)?
-            .map_err(ns_err)?;
+        let inner = guard(|| Ok(DirectoryNamespace::open(&root, &options, manifest_enabled, dir_listing_enabled))).map_err(to_py)?.map_err(ns_err)?;
         Ok(NativeDirNamespace { inner, options })
     }
 
@@ -143,7 +141,14 @@ impl NativeDirNamespace {
     /// Create a table from any object with `__arrow_c_stream__`; returns
     /// the table and the version written (or kept).
     #[pyo3(signature = (id, data, metadata=None, mode=None))]
-    fn create_table(&self, py: Python<'_>, id: Vec<String>, data: &Bound<'_, PyAny>, metadata: Option<String>, mode: Option<String>) -> PyResult<(TableRow, u64)> {
+    fn create_table(
+        &self,
+        py: Python<'_>,
+        id: Vec<String>,
+        data: &Bound<'_, PyAny>,
+        metadata: Option<String>,
+        mode: Option<String>,
+    ) -> PyResult<(TableRow, u64)> {
         let reader = crate::arrow_ffi::import_stream(data)?;
         let schema = arrow_array::RecordBatchReader::schema(&reader);
         let batches = reader.map(|b| b.map_err(|e| Error::invalid_input(format!("reading input batch: {e}")).with_source(e)));

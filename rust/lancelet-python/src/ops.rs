@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lancelet::table::ops::retry::RetryPolicy;
 use lancelet::table::ops::merge_insert::{self, MergeInsertParams, WhenMatched, WhenNotMatchedBySource};
+use lancelet::table::ops::retry::RetryPolicy;
 use lancelet::table::ops::update::{self, UpdateParams};
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;

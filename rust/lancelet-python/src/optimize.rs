@@ -48,7 +48,11 @@ fn at_version(ds: &Arc<Dataset>, version: u64) -> lancelet::Result<Arc<Dataset>>
 
 /// Plan a compaction: `(read_version, [[fragment bytes]] per task, options)`.
 #[pyfunction]
-fn compaction_plan(py: Python<'_>, ds: &NativeDataset, given: HashMap<String, String>) -> PyResult<(u64, Vec<Vec<Py<PyBytes>>>, HashMap<String, String>)> {
+fn compaction_plan(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    given: HashMap<String, String>,
+) -> PyResult<(u64, Vec<Vec<Py<PyBytes>>>, HashMap<String, String>)> {
     let inner = ds.inner.clone();
     let (plan, resolved) = py
         .detach(move || {
@@ -59,7 +63,11 @@ fn compaction_plan(py: Python<'_>, ds: &NativeDataset, given: HashMap<String, St
             })
         })
         .py_err()?;
-    let tasks = plan.tasks.iter().map(|t| t.fragments.iter().map(|f| PyBytes::new(py, &encode_fragments(std::slice::from_ref(f))[0]).unbind()).collect()).collect();
+    let tasks = plan
+        .tasks
+        .iter()
+        .map(|t| t.fragments.iter().map(|f| PyBytes::new(py, &encode_fragments(std::slice::from_ref(f))[0]).unbind()).collect())
+        .collect();
     Ok((plan.read_version, tasks, options_text(&resolved)))
 }
 
@@ -85,7 +93,14 @@ fn options_text(o: &CompactionOptions) -> HashMap<String, String> {
 /// Run one task at its read version: `(read_version, old, new, metrics)`.
 #[pyfunction]
 #[pyo3(signature = (ds, read_version, fragments, given, name_prefix=String::new()))]
-fn compaction_execute(py: Python<'_>, ds: &NativeDataset, read_version: u64, fragments: Vec<Vec<u8>>, given: HashMap<String, String>, name_prefix: String) -> PyResult<ResultRow> {
+fn compaction_execute(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    read_version: u64,
+    fragments: Vec<Vec<u8>>,
+    given: HashMap<String, String>,
+    name_prefix: String,
+) -> PyResult<ResultRow> {
     let inner = ds.inner.clone();
     let r = py
         .detach(move || {
@@ -102,7 +117,12 @@ fn compaction_execute(py: Python<'_>, ds: &NativeDataset, read_version: u64, fra
 
 /// Commit task results: `(new dataset, metrics)`.
 #[pyfunction]
-fn compaction_commit(py: Python<'_>, ds: &NativeDataset, results: Vec<ResultRow>, given: HashMap<String, String>) -> PyResult<(NativeDataset, MetricsRow)> {
+fn compaction_commit(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    results: Vec<ResultRow>,
+    given: HashMap<String, String>,
+) -> PyResult<(NativeDataset, MetricsRow)> {
     let inner = ds.inner.clone();
     let (out, m) = py
         .detach(move || {
@@ -129,7 +149,12 @@ fn compaction_commit(py: Python<'_>, ds: &NativeDataset, results: Vec<ResultRow>
 /// Plan, run and commit a compaction: `(new dataset, metrics)`.
 #[pyfunction]
 #[pyo3(signature = (ds, given, progress=None))]
-fn compact_files(py: Python<'_>, ds: &NativeDataset, given: HashMap<String, String>, progress: Option<Py<PyAny>>) -> PyResult<(NativeDataset, MetricsRow)> {
+fn compact_files(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    given: HashMap<String, String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(NativeDataset, MetricsRow)> {
     let inner = ds.inner.clone();
     let (out, m) = callback::run(py, |raised| {
         let o = options(&inner, &given)?;
@@ -160,19 +185,27 @@ fn cleanup_old_versions(
 ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64)> {
     let inner = ds.inner.clone();
     let s = callback::run(py, |raised| {
-                let before_timestamp = older_than_micros.map(|us| {
-                    let now = SystemTime::now();
-                    if us >= 0 {
-                        now.checked_sub(Duration::from_micros(us as u64)).unwrap_or(SystemTime::UNIX_EPOCH)
-                    } else {
-                        now + Duration::from_micros(us.unsigned_abs())
-                    }
-                });
-                let before_version = retain_versions.map(|n| cleanup::retain_versions_bound(&inner, n)).transpose()?;
-                let policy = CleanupPolicy { before_timestamp, before_version, delete_unverified, error_if_tagged_old_versions };
-                cleanup::cleanup_old_versions(&inner, &policy, &callback::progress(progress, raised))
+        let before_timestamp = older_than_micros.map(|us| {
+            let now = SystemTime::now();
+            if us >= 0 {
+                now.checked_sub(Duration::from_micros(us as u64)).unwrap_or(SystemTime::UNIX_EPOCH)
+            } else {
+                now + Duration::from_micros(us.unsigned_abs())
+            }
+        });
+        let before_version = retain_versions.map(|n| cleanup::retain_versions_bound(&inner, n)).transpose()?;
+        let policy = CleanupPolicy { before_timestamp, before_version, delete_unverified, error_if_tagged_old_versions };
+        cleanup::cleanup_old_versions(&inner, &policy, &callback::progress(progress, raised))
     })?;
-    Ok((s.bytes_removed, s.old_versions, s.data_files_removed, s.transaction_files_removed, s.deletion_files_removed, s.index_files_removed, s.failed_deletes))
+    Ok((
+        s.bytes_removed,
+        s.old_versions,
+        s.data_files_removed,
+        s.transaction_files_removed,
+        s.deletion_files_removed,
+        s.index_files_removed,
+        s.failed_deletes,
+    ))
 }
 
 /// Add the functions to the module.

@@ -51,8 +51,12 @@ fn filter_to_py<'py>(py: Python<'py>, f: &Filter) -> PyResult<Bound<'py, PyDict>
     let d = PyDict::new(py);
     d.set_item("name", f.name())?;
     match f {
-        Filter::Gzip { level } | Filter::Zstd { level } | Filter::Lz4 { level } | Filter::Rle { level }
-        | Filter::Bzip2 { level } | Filter::Dictionary { level } => d.set_item("level", level)?,
+        Filter::Gzip { level }
+        | Filter::Zstd { level }
+        | Filter::Lz4 { level }
+        | Filter::Rle { level }
+        | Filter::Bzip2 { level }
+        | Filter::Dictionary { level } => d.set_item("level", level)?,
         Filter::Delta { level, reinterpret } | Filter::DoubleDelta { level, reinterpret } => {
             d.set_item("level", level)?;
             d.set_item("reinterp_dtype", reinterpret.map(|t| t.name()))?;
@@ -146,10 +150,7 @@ impl NativeTileDBArray {
             x.set_item("dtype", dim.datatype.name())?;
             x.set_item("var", dim.is_var())?;
             match &dim.domain {
-                Some((lo, hi)) => x.set_item(
-                    "domain",
-                    (value_to_py(py, dim.datatype, false, lo)?, value_to_py(py, dim.datatype, false, hi)?),
-                )?,
+                Some((lo, hi)) => x.set_item("domain", (value_to_py(py, dim.datatype, false, lo)?, value_to_py(py, dim.datatype, false, hi)?))?,
                 None => x.set_item("domain", py.None())?,
             }
             match &dim.tile_extent {
@@ -239,7 +240,15 @@ impl NativeTileDBArray {
 
     /// Read into an Arrow stream (one batch).
     #[pyo3(signature = (subarray=None, attrs=None, dims=true, order=None, filter=None))]
-    fn read(&self, py: Python<'_>, subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>, attrs: Option<Vec<String>>, dims: bool, order: Option<String>, filter: Option<String>) -> PyResult<ArrowStream> {
+    fn read(
+        &self,
+        py: Python<'_>,
+        subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>,
+        attrs: Option<Vec<String>>,
+        dims: bool,
+        order: Option<String>,
+        filter: Option<String>,
+    ) -> PyResult<ArrowStream> {
         let opts = ReadOptions { subarray: subarray_arg(subarray)?, attrs, dims, order: order_arg(order.as_deref())?, filter };
         let inner = self.inner.clone();
         let batch = py.detach(|| guard(|| inner.read(&opts))).py_err()?;
@@ -249,7 +258,16 @@ impl NativeTileDBArray {
     /// Stream a read in batches of at most `batch_size` rows.
     #[pyo3(signature = (subarray=None, attrs=None, dims=true, order=None, filter=None, batch_size=65536))]
     #[allow(clippy::too_many_arguments)]
-    fn to_batches(&self, py: Python<'_>, subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>, attrs: Option<Vec<String>>, dims: bool, order: Option<String>, filter: Option<String>, batch_size: usize) -> PyResult<ArrowStream> {
+    fn to_batches(
+        &self,
+        py: Python<'_>,
+        subarray: Option<Vec<Option<Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>>>>,
+        attrs: Option<Vec<String>>,
+        dims: bool,
+        order: Option<String>,
+        filter: Option<String>,
+        batch_size: usize,
+    ) -> PyResult<ArrowStream> {
         let opts = ReadOptions { subarray: subarray_arg(subarray)?, attrs, dims, order: order_arg(order.as_deref())?, filter };
         let inner = self.inner.clone();
         let stream = py.detach(|| guard(|| lancelet::tiledb::stream::BatchStream::new(inner, opts, batch_size))).py_err()?;
@@ -262,7 +280,13 @@ impl NativeTileDBArray {
     /// With `counts`, returns `(values, {"fragments", "tiles_total",
     /// "tiles_read"})`: the tiles read rather than summarised.
     #[pyo3(signature = (requests, subarray=None, counts=false))]
-    fn aggregate<'py>(&self, py: Python<'py>, requests: Vec<(String, Vec<String>)>, subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>, counts: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn aggregate<'py>(
+        &self,
+        py: Python<'py>,
+        requests: Vec<(String, Vec<String>)>,
+        subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>,
+        counts: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         use lancelet::tiledb::aggregate::AggOp;
         let sub = subarray_arg(subarray)?;
         let mut reqs = Vec::new();
@@ -300,7 +324,12 @@ impl NativeTileDBArray {
 
     /// Fragments, data tiles and tiles left after pruning for a read.
     #[pyo3(signature = (subarray=None, filter=None))]
-    fn explain<'py>(&self, py: Python<'py>, subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>, filter: Option<String>) -> PyResult<Bound<'py, PyDict>> {
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        subarray: Option<Vec<Option<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>>>,
+        filter: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let sub = subarray_arg(subarray)?;
         let inner = self.inner.clone();
         let c = py.detach(|| guard(|| inner.explain(&sub, filter.as_deref()))).py_err()?;

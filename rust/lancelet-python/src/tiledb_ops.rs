@@ -35,12 +35,7 @@ fn subarray_from_py(sub: PySubarray<'_>) -> PyResult<Vec<Option<DimRanges>>> {
     for dim in sub.unwrap_or_default() {
         out.push(match dim {
             None => None,
-            Some(ranges) => Some(
-                ranges
-                    .iter()
-                    .map(|(lo, hi)| Ok((value_from_py(lo)?, value_from_py(hi)?)))
-                    .collect::<PyResult<DimRanges>>()?,
-            ),
+            Some(ranges) => Some(ranges.iter().map(|(lo, hi)| Ok((value_from_py(lo)?, value_from_py(hi)?))).collect::<PyResult<DimRanges>>()?),
         });
     }
     Ok(out)
@@ -70,10 +65,8 @@ fn tiledb_plan_regions<'py>(py: Python<'py>, array: &NativeTileDBArray, subarray
             match dim {
                 None => dims.append(py.None())?,
                 Some(ranges) => {
-                    let items: Vec<Bound<'py, PyTuple>> = ranges
-                        .iter()
-                        .map(|(lo, hi)| PyTuple::new(py, [value_to_py(py, lo)?, value_to_py(py, hi)?]))
-                        .collect::<PyResult<_>>()?;
+                    let items: Vec<Bound<'py, PyTuple>> =
+                        ranges.iter().map(|(lo, hi)| PyTuple::new(py, [value_to_py(py, lo)?, value_to_py(py, hi)?])).collect::<PyResult<_>>()?;
                     dims.append(PyList::new(py, items)?)?;
                 }
             }
@@ -87,8 +80,14 @@ fn tiledb_plan_regions<'py>(py: Python<'py>, array: &NativeTileDBArray, subarray
 /// keeping the cells where `filter` holds, as a one-batch Arrow stream.
 #[pyfunction]
 #[pyo3(signature = (array, subarray, attrs=None, dims=true, filter=None))]
-fn tiledb_read_region<'py>(py: Python<'py>, array: &NativeTileDBArray, subarray: PySubarray<'py>, attrs: Option<Vec<String>>,
-                           dims: bool, filter: Option<String>) -> PyResult<ArrowStream> {
+fn tiledb_read_region<'py>(
+    py: Python<'py>,
+    array: &NativeTileDBArray,
+    subarray: PySubarray<'py>,
+    attrs: Option<Vec<String>>,
+    dims: bool,
+    filter: Option<String>,
+) -> PyResult<ArrowStream> {
     let mut opts = ReadOptions { subarray: subarray_from_py(subarray)?, attrs, dims, ..Default::default() };
     opts.order = Order::Unordered;
     let inner = array.inner.clone();
@@ -106,8 +105,15 @@ fn tiledb_check_filter(array: &NativeTileDBArray, filter: &str) -> PyResult<()> 
 /// "fragment_meta"); returns the name of the file or fragment written.
 #[pyfunction]
 #[pyo3(signature = (uri, mode, start=0, end=u64::MAX, amplification=1.0, storage_options=None))]
-fn tiledb_consolidate(py: Python<'_>, uri: String, mode: String, start: u64, end: u64, amplification: f64,
-                      storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Option<String>> {
+fn tiledb_consolidate(
+    py: Python<'_>,
+    uri: String,
+    mode: String,
+    start: u64,
+    end: u64,
+    amplification: f64,
+    storage_options: Option<lancelet::io::StorageOptions>,
+) -> PyResult<Option<String>> {
     use lancelet::tiledb::consolidate::{consolidate_commits, consolidate_fragment_meta, consolidate_fragments, ConsolidationMode};
     let options = storage_options.unwrap_or_default();
     py.detach(|| {
@@ -125,7 +131,12 @@ fn tiledb_consolidate(py: Python<'_>, uri: String, mode: String, start: u64, end
 /// `fragment_uris`); returns the new fragment's name.
 #[pyfunction]
 #[pyo3(signature = (uri, names, storage_options=None))]
-fn tiledb_consolidate_fragment_list(py: Python<'_>, uri: String, names: Vec<String>, storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<Option<String>> {
+fn tiledb_consolidate_fragment_list(
+    py: Python<'_>,
+    uri: String,
+    names: Vec<String>,
+    storage_options: Option<lancelet::io::StorageOptions>,
+) -> PyResult<Option<String>> {
     let options = storage_options.unwrap_or_default();
     py.detach(|| guard(|| lancelet::tiledb::consolidate::consolidate_fragment_list(&uri, &options, &names))).py_err()
 }
@@ -134,7 +145,14 @@ fn tiledb_consolidate_fragment_list(py: Python<'_>, uri: String, names: Vec<Stri
 /// and the ignore file written (if any).
 #[pyfunction]
 #[pyo3(signature = (uri, mode, start=0, end=u64::MAX, storage_options=None))]
-fn tiledb_vacuum(py: Python<'_>, uri: String, mode: String, start: u64, end: u64, storage_options: Option<lancelet::io::StorageOptions>) -> PyResult<(Vec<String>, Option<String>)> {
+fn tiledb_vacuum(
+    py: Python<'_>,
+    uri: String,
+    mode: String,
+    start: u64,
+    end: u64,
+    storage_options: Option<lancelet::io::StorageOptions>,
+) -> PyResult<(Vec<String>, Option<String>)> {
     use lancelet::tiledb::consolidate::ConsolidationMode;
     let options = storage_options.unwrap_or_default();
     let done = py.detach(|| guard(|| lancelet::tiledb::vacuum::vacuum(&uri, &options, ConsolidationMode::parse(&mode)?, (start, end)))).py_err()?;

@@ -72,11 +72,7 @@ fn filter_from_py(d: &Bound<'_, PyDict>) -> PyResult<Filter> {
         "ChecksumMD5Filter" => Filter::ChecksumMd5,
         "ChecksumSHA256Filter" => Filter::ChecksumSha256,
         "XORFilter" => Filter::Xor,
-        "FloatScaleFilter" => Filter::FloatScale {
-            factor: get(d, "factor")?,
-            offset: get(d, "offset")?,
-            bytewidth: get(d, "bytewidth")?,
-        },
+        "FloatScaleFilter" => Filter::FloatScale { factor: get(d, "factor")?, offset: get(d, "offset")?, bytewidth: get(d, "bytewidth")? },
         other => return Err(to_py(Error::unsupported(format!("filter {other}")))),
     })
 }
@@ -162,7 +158,13 @@ fn schema_from_py(d: &Bound<'_, PyDict>) -> PyResult<ArraySchema> {
 /// Create an array; returns the schema file name.
 #[pyfunction]
 #[pyo3(signature = (uri, schema, timestamp=None, storage_options=None))]
-fn tiledb_create_array(py: Python<'_>, uri: String, schema: &Bound<'_, PyDict>, timestamp: Option<u64>, storage_options: Option<StorageOptions>) -> PyResult<String> {
+fn tiledb_create_array(
+    py: Python<'_>,
+    uri: String,
+    schema: &Bound<'_, PyDict>,
+    timestamp: Option<u64>,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<String> {
     let s = schema_from_py(schema)?;
     let opts = storage_options.unwrap_or_default();
     py.detach(|| guard(|| write::create_array(&uri, &opts, &s, timestamp))).py_err()
@@ -197,11 +199,8 @@ fn tiledb_write<'py>(
     d.set_item("name", &w.name)?;
     d.set_item("timestamp", w.timestamp)?;
     d.set_item("cell_num", w.cell_num)?;
-    let ned: Vec<Bound<'py, PyTuple>> = w
-        .nonempty
-        .iter()
-        .map(|(lo, hi)| PyTuple::new(py, [PyBytes::new(py, lo), PyBytes::new(py, hi)]))
-        .collect::<PyResult<_>>()?;
+    let ned: Vec<Bound<'py, PyTuple>> =
+        w.nonempty.iter().map(|(lo, hi)| PyTuple::new(py, [PyBytes::new(py, lo), PyBytes::new(py, hi)])).collect::<PyResult<_>>()?;
     d.set_item("nonempty", ned)?;
     Ok(d)
 }

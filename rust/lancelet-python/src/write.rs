@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
+use lancelet::file::FileVersion;
 use lancelet::io::StorageOptions;
 use lancelet::table::staged::{self, StagePlan};
 use lancelet::table::write::{self, WriteMode, WriteParams};
 use lancelet::table::{tags, Dataset};
-use lancelet::file::FileVersion;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::wrap_pyfunction;
@@ -23,7 +23,9 @@ fn wrap(ds: Dataset) -> NativeDataset {
     NativeDataset { inner: Arc::new(ds) }
 }
 
-fn batches(reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>>) -> impl Iterator<Item = lancelet::Result<arrow_array::RecordBatch>> {
+fn batches(
+    reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>>,
+) -> impl Iterator<Item = lancelet::Result<arrow_array::RecordBatch>> {
     reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading input batch: {e}")).with_source(e)))
 }
 
@@ -69,7 +71,13 @@ fn dataset_insert(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>) -
 /// Delete rows matching a predicate: `(new dataset, rows deleted)`.
 #[pyfunction]
 #[pyo3(signature = (ds, predicate, conflict_retries=10, retry_timeout=30.0))]
-fn dataset_delete(py: Python<'_>, ds: &NativeDataset, predicate: String, conflict_retries: u32, retry_timeout: f64) -> PyResult<(NativeDataset, u64)> {
+fn dataset_delete(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    predicate: String,
+    conflict_retries: u32,
+    retry_timeout: f64,
+) -> PyResult<(NativeDataset, u64)> {
     let inner = ds.inner.clone();
     let policy = crate::ops::retry_policy(conflict_retries, retry_timeout)?;
     let (out, n) = py.detach(move || guard(move || lancelet::table::ops::delete::delete(&inner, &predicate, &policy, None))).py_err()?;
@@ -104,7 +112,14 @@ fn file_version(name: Option<&str>) -> PyResult<Option<FileVersion>> {
     name.map(FileVersion::parse).transpose().py_err()
 }
 
-fn stage_plan(uri: String, mode: &str, read_version: u64, data_storage_version: Option<&str>, schema: arrow_schema::SchemaRef, storage_options: Option<StorageOptions>) -> PyResult<StagePlan> {
+fn stage_plan(
+    uri: String,
+    mode: &str,
+    read_version: u64,
+    data_storage_version: Option<&str>,
+    schema: arrow_schema::SchemaRef,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<StagePlan> {
     Ok(StagePlan {
         uri,
         mode: WriteMode::parse(mode).py_err()?,
@@ -126,7 +141,15 @@ fn staged_latest_version(py: Python<'_>, uri: String, storage_options: Option<St
 /// Check that data of `schema` can be written with this plan (before any task runs).
 #[pyfunction]
 #[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, storage_options=None))]
-fn staged_check(py: Python<'_>, uri: String, mode: &str, read_version: u64, data_storage_version: Option<&str>, schema: &Bound<'_, PyAny>, storage_options: Option<StorageOptions>) -> PyResult<()> {
+fn staged_check(
+    py: Python<'_>,
+    uri: String,
+    mode: &str,
+    read_version: u64,
+    data_storage_version: Option<&str>,
+    schema: &Bound<'_, PyAny>,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<()> {
     let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?), storage_options)?;
     py.detach(move || guard(move || plan.check())).py_err()
 }

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lancelet::encoding::bitpack::{
-    inline_chunk_bytes, pack_inline_chunk, pack_inline_chunk_typed, pack_out_of_line, pack_out_of_line_typed,
-    unpack_inline_chunk, unpack_inline_chunk_typed, unpack_out_of_line, unpack_out_of_line_typed, Word,
-    VALUES_PER_BLOCK,
+    inline_chunk_bytes, pack_inline_chunk, pack_inline_chunk_typed, pack_out_of_line, pack_out_of_line_typed, unpack_inline_chunk,
+    unpack_inline_chunk_typed, unpack_out_of_line, unpack_out_of_line_typed, Word, VALUES_PER_BLOCK,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -23,10 +22,7 @@ const CHUNKS: usize = 256;
 const LEVELS: usize = 1_000_000;
 
 fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(700))
+    Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_millis(700))
 }
 
 /// `n` random values below `2^w`, with the top bit of `w` set in every
@@ -143,12 +139,8 @@ fn out_of_line(c: &mut Criterion) {
                 black_box(&out);
             })
         });
-        group.bench_with_input(BenchmarkId::new("pack_typed", w), &vals, |b, vals| {
-            b.iter(|| black_box(pack_out_of_line_typed(vals)))
-        });
-        group.bench_with_input(BenchmarkId::new("pack_bytes", w), &raw, |b, raw| {
-            b.iter(|| black_box(pack_out_of_line(16, raw)))
-        });
+        group.bench_with_input(BenchmarkId::new("pack_typed", w), &vals, |b, vals| b.iter(|| black_box(pack_out_of_line_typed(vals))));
+        group.bench_with_input(BenchmarkId::new("pack_bytes", w), &raw, |b, raw| b.iter(|| black_box(pack_out_of_line(16, raw))));
     }
     group.finish();
 }

@@ -15,10 +15,7 @@ use rand::{Rng, SeedableRng};
 const BYTES: usize = 4 << 20;
 
 fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(700))
+    Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_millis(700))
 }
 
 /// Random-walk floats of `width` bytes (4 = f32, 8 = f64), little-endian.

@@ -12,9 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::{
-    ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
-};
+use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Schema};
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -28,10 +26,7 @@ const DIM: i32 = 128;
 const BATCH: usize = 65_536;
 
 fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
+    Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2))
 }
 
 fn scalar_batch(rng: &mut StdRng, schema: &Arc<Schema>, start: usize, n: usize) -> RecordBatch {
@@ -40,17 +35,9 @@ fn scalar_batch(rng: &mut StdRng, schema: &Arc<Schema>, start: usize, n: usize) 
     let f = Float64Array::from_iter_values((0..n).map(|_| rng.random_range(-1e6..1e6)));
     let s = StringArray::from_iter_values((0..n).map(|_| {
         let len = rng.random_range(10..=60);
-        (0..len)
-            .map(|_| if rng.random_ratio(1, 6) { ' ' } else { rng.random_range(b'a'..=b'z') as char })
-            .collect::<String>()
+        (0..len).map(|_| if rng.random_ratio(1, 6) { ' ' } else { rng.random_range(b'a'..=b'z') as char }).collect::<String>()
     }));
-    let nullable = Int64Array::from_iter((0..n).map(|_| {
-        if rng.random_ratio(1, 5) {
-            None
-        } else {
-            Some(rng.random_range(0..1_000_000_000i64))
-        }
-    }));
+    let nullable = Int64Array::from_iter((0..n).map(|_| if rng.random_ratio(1, 5) { None } else { Some(rng.random_range(0..1_000_000_000i64)) }));
     let cols: Vec<ArrayRef> = vec![Arc::new(id), Arc::new(small), Arc::new(f), Arc::new(s), Arc::new(nullable)];
     RecordBatch::try_new(schema.clone(), cols).unwrap()
 }
@@ -124,8 +111,7 @@ fn main() {
         Field::new("int64_nullable", DataType::Int64, true),
     ]));
     let item = Arc::new(Field::new("item", DataType::Float32, true));
-    let vector_schema =
-        Arc::new(Schema::new(vec![Field::new("vector", DataType::FixedSizeList(item, DIM), false)]));
+    let vector_schema = Arc::new(Schema::new(vec![Field::new("vector", DataType::FixedSizeList(item, DIM), false)]));
 
     let mut rng = StdRng::seed_from_u64(0xF11E);
     write(&scalars, &scalar_schema, |at, n| scalar_batch(&mut rng, &scalar_schema, at, n), ROWS);

@@ -18,10 +18,7 @@ const BYTES: usize = 2 << 20;
 const CHUNK: usize = 8 << 10;
 
 fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_secs(1))
+    Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(1))
 }
 
 fn timestamps() -> Vec<u8> {
@@ -37,11 +34,68 @@ fn timestamps() -> Vec<u8> {
 
 fn text() -> Vec<u8> {
     const WORDS: &[&str] = &[
-        "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not",
-        "this", "are", "or", "from", "at", "which", "but", "have", "an", "they", "you", "were", "their", "one", "all",
-        "time", "people", "year", "way", "day", "world", "school", "state", "family", "group", "country", "problem",
-        "company", "system", "program", "question", "government", "number", "water", "business", "service", "power",
-        "information", "community", "president", "education", "important", "different", "development", "experience",
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "a",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "was",
+        "with",
+        "be",
+        "by",
+        "on",
+        "not",
+        "this",
+        "are",
+        "or",
+        "from",
+        "at",
+        "which",
+        "but",
+        "have",
+        "an",
+        "they",
+        "you",
+        "were",
+        "their",
+        "one",
+        "all",
+        "time",
+        "people",
+        "year",
+        "way",
+        "day",
+        "world",
+        "school",
+        "state",
+        "family",
+        "group",
+        "country",
+        "problem",
+        "company",
+        "system",
+        "program",
+        "question",
+        "government",
+        "number",
+        "water",
+        "business",
+        "service",
+        "power",
+        "information",
+        "community",
+        "president",
+        "education",
+        "important",
+        "different",
+        "development",
+        "experience",
     ];
     let mut rng = StdRng::seed_from_u64(0x6E_0002);
     let mut out = Vec::with_capacity(BYTES + 64);
@@ -88,10 +142,7 @@ fn bench(c: &mut Criterion) {
                     decompress_into(scheme, p, &mut check).unwrap();
                 }
                 assert!(check == data, "{data_name}/{sname}/{shape}: round trip failed");
-                eprintln!(
-                    "general/{data_name}/{sname}/{shape}: ratio {:.2}",
-                    data.len() as f64 / compressed as f64
-                );
+                eprintln!("general/{data_name}/{sname}/{shape}: ratio {:.2}", data.len() as f64 / compressed as f64);
                 let id = format!("{sname}/{shape}");
                 group.bench_function(BenchmarkId::new("compress", &id), |b| {
                     let mut out = Vec::with_capacity(data.len() + 1024);

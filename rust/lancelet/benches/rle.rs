@@ -15,10 +15,7 @@ use rand::{Rng, SeedableRng};
 const N: usize = 1 << 20;
 
 fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(700))
+    Criterion::default().sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_millis(700))
 }
 
 /// `N` values in runs whose lengths are uniform in `1..=2·mean-1`.

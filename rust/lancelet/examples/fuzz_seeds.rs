@@ -128,9 +128,8 @@ fn main() {
         if parent == "_versions" && name.ends_with(".manifest") {
             // The names of one _versions/ directory, one seed.
             let dir = path.parent().expect("parent");
-            let mut names: Vec<String> = std::fs::read_dir(dir)
-                .map(|e| e.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-                .unwrap_or_default();
+            let mut names: Vec<String> =
+                std::fs::read_dir(dir).map(|e| e.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
             names.sort();
             save(out, "version_names", names.join("\n").as_bytes(), &mut added);
         }

@@ -23,8 +23,8 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, LargeStringArray,
-    RecordBatch, StringArray, StructArray, TimestampMicrosecondArray, UInt8Array,
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
+    StructArray, TimestampMicrosecondArray, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Fields, Schema};
 use bytes::Bytes;
@@ -35,11 +35,11 @@ use crate::file::{FileReader, FileVersion, FileWriter};
 use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
+use crate::table::conflict::Rebase;
 use crate::table::deletion::{decode_deletions, live_ranges};
 use crate::table::manifest::{decode_manifest, list_versions, parse_manifest_name, ManifestNaming};
 use crate::table::rowids::{RowIdIndex, RowIdSequence};
 use crate::table::scan::{ScanOptions, Scanner};
-use crate::table::conflict::Rebase;
 use crate::table::transaction::{build_manifest, new_transaction, BuildOptions};
 use crate::table::{Dataset, VersionRef};
 
@@ -218,10 +218,7 @@ fn make_base() -> Result<BaseDataset> {
             ..Default::default()
         }),
     );
-    let opts = CommitOptions {
-        build: BuildOptions { enable_stable_row_ids: true, data_storage_version: "2.1".into() },
-        ..Default::default()
-    };
+    let opts = CommitOptions { build: BuildOptions { enable_stable_row_ids: true, data_storage_version: "2.1".into() }, ..Default::default() };
     let v = commit(&root, &txn, &opts)?;
     let name = list_versions(&root)?.into_iter().find(|l| l.version == v).expect("committed").name;
     let manifest = root.child(&format!("_versions/{name}"))?.read_all()?;
@@ -251,7 +248,11 @@ pub fn seed_manifests() -> Vec<Vec<u8>> {
     let b = base();
     reset_base(b);
     let mut out = vec![b.manifest.to_vec()];
-    let frag = pb::DataFragment { physical_rows: 5, files: decode_manifest(b.manifest.clone()).expect("ok").manifest.fragments[0].files.clone(), ..Default::default() };
+    let frag = pb::DataFragment {
+        physical_rows: 5,
+        files: decode_manifest(b.manifest.clone()).expect("ok").manifest.fragments[0].files.clone(),
+        ..Default::default()
+    };
     let txn = new_transaction(1, Operation::Append(pb::transaction::Append { fragments: vec![frag] }));
     if let Some(v) = ok(commit(&b.root, &txn, &CommitOptions::default())) {
         if let Some(loc) = list_versions(&b.root).ok().and_then(|l| l.into_iter().find(|l| l.version == v)) {
@@ -313,7 +314,8 @@ pub fn manifest(data: &[u8]) {
     b.root.child(&format!("_versions/{name}")).and_then(|s| s.write_all(bytes)).expect("memory write");
     if let Some(ds) = ok(Dataset::open(b.uri, None)) {
         // An append on top: rebuilds the next manifest from this one.
-        let frag = pb::DataFragment { physical_rows: 5, files: ds.fragments().first().map(|f| f.files.clone()).unwrap_or_default(), ..Default::default() };
+        let frag =
+            pb::DataFragment { physical_rows: 5, files: ds.fragments().first().map(|f| f.files.clone()).unwrap_or_default(), ..Default::default() };
         let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments: vec![frag] }));
         exercise_dataset(ds);
         if ok(commit(&b.root, &txn, &CommitOptions::default())).is_some() {
@@ -714,7 +716,8 @@ fn seed_row_ids() -> Vec<Vec<u8>> {
     let u32s = |base: u64, v: &[u32]| pb::EncodedU64Array {
         array: Some(Array::U32Array(U32Array { base, offsets: v.iter().flat_map(|x| x.to_le_bytes()).collect() })),
     };
-    let u64s = |v: &[u64]| pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: v.iter().flat_map(|x| x.to_le_bytes()).collect() })) };
+    let u64s =
+        |v: &[u64]| pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: v.iter().flat_map(|x| x.to_le_bytes()).collect() })) };
     let seq = |segs: Vec<S>| pb::RowIdSequence { segments: segs.into_iter().map(|s| pb::U64Segment { segment: Some(s) }).collect() }.encode_to_vec();
     vec![
         seq(vec![S::Range(R { start: 0, end: 100 })]),

@@ -123,8 +123,7 @@ impl Rng {
 
 /// Integers that hit size checks: small, sign and width boundaries, the
 /// allocation-bomb sizes.
-const INTERESTING: [u64; 12] =
-    [0, 1, 0x7f, 0xff, 0xffff, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 32, 1 << 60, i64::MAX as u64, u64::MAX];
+const INTERESTING: [u64; 12] = [0, 1, 0x7f, 0xff, 0xffff, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 32, 1 << 60, i64::MAX as u64, u64::MAX];
 
 /// One to four mutations of `data`, the kinds libFuzzer's default
 /// mutators apply: bit flips, interesting bytes and integers (LE, 1/2/4/8

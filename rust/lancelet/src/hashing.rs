@@ -97,4 +97,3 @@ impl FxHasher {
 
 /// A hash map with [`FxHasher`].
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-

@@ -8,11 +8,11 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod file;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 #[doc(hidden)]
 pub mod hashing;
 pub mod ids;
-#[cfg(any(test, feature = "fuzzing"))]
-pub mod fuzzing;
 pub mod index;
 pub mod io;
 pub mod namespace;

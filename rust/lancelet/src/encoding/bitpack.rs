@@ -97,10 +97,22 @@ impl_word!(u8, u16, u32, u64);
 macro_rules! dispatch_width {
     ($bits:expr, $T:ident => $body:expr) => {
         match $bits {
-            8 => { type $T = u8; $body }
-            16 => { type $T = u16; $body }
-            32 => { type $T = u32; $body }
-            64 => { type $T = u64; $body }
+            8 => {
+                type $T = u8;
+                $body
+            }
+            16 => {
+                type $T = u16;
+                $body
+            }
+            32 => {
+                type $T = u32;
+                $body
+            }
+            64 => {
+                type $T = u64;
+                $body
+            }
             other => return Err(corrupt!("bit packing: unsupported word width {other}")),
         }
     };
@@ -180,13 +192,7 @@ const SINGLE_VALUES_MAX: usize = 96;
 /// `out` as little-endian bytes. A few values are taken one by one straight
 /// from the packed words (a take reads one value of a chunk); more unpack
 /// the block.
-pub fn unpack_inline_rows(
-    uncompressed_bits: u32,
-    chunk: &[u8],
-    num_values: usize,
-    rows: &[(usize, usize)],
-    out: &mut Vec<u8>,
-) -> Result<()> {
+pub fn unpack_inline_rows(uncompressed_bits: u32, chunk: &[u8], num_values: usize, rows: &[(usize, usize)], out: &mut Vec<u8>) -> Result<()> {
     fn go<T: Word>(chunk: &[u8], num_values: usize, rows: &[(usize, usize)], out: &mut Vec<u8>) -> Result<()> {
         let (w, packed) = inline_parts::<T>(chunk, num_values)?;
         if rows.iter().any(|&(s, e)| s > e || e > num_values) {
@@ -240,8 +246,7 @@ fn check_width<T: Word>(w: u64) -> Result<u32> {
 
 fn grow<T: Word>(out: &mut Vec<T>, extra: usize) -> Result<usize> {
     let start = out.len();
-    out.try_reserve(extra)
-        .map_err(|_| corrupt!("bit packing: cannot allocate {extra} values"))?;
+    out.try_reserve(extra).map_err(|_| corrupt!("bit packing: cannot allocate {extra} values"))?;
     out.resize(start + extra, T::default());
     Ok(start)
 }
@@ -251,24 +256,18 @@ fn inline_parts<T: Word>(chunk: &[u8], num_values: usize) -> Result<(u32, &[u8])
     if num_values > VALUES_PER_BLOCK {
         return Err(corrupt!("inline bit packing: {num_values} values in one chunk (max 1024)"));
     }
-    let header = chunk
-        .get(..T::BYTES)
-        .ok_or_else(|| corrupt!("inline bit packing: chunk of {} bytes has no width word", chunk.len()))?;
+    let header = chunk.get(..T::BYTES).ok_or_else(|| corrupt!("inline bit packing: chunk of {} bytes has no width word", chunk.len()))?;
     let w = check_width::<T>(T::read_le(header).widen())?;
     let need = packed_block_bytes(w);
-    let packed = chunk.get(T::BYTES..T::BYTES + need).ok_or_else(|| {
-        corrupt!("inline bit packing: width {w} needs {need} packed bytes, chunk has {}", chunk.len() - T::BYTES)
-    })?;
+    let packed = chunk
+        .get(T::BYTES..T::BYTES + need)
+        .ok_or_else(|| corrupt!("inline bit packing: width {w} needs {need} packed bytes, chunk has {}", chunk.len() - T::BYTES))?;
     Ok((w, packed))
 }
 
 /// Decodes one inline chunk straight into `out`, appending `num_values`
 /// values. Bytes after the packed block are ignored.
-pub fn unpack_inline_chunk_typed<T: Word>(
-    chunk: &[u8],
-    num_values: usize,
-    out: &mut Vec<T>,
-) -> Result<()> {
+pub fn unpack_inline_chunk_typed<T: Word>(chunk: &[u8], num_values: usize, out: &mut Vec<T>) -> Result<()> {
     let (w, packed) = inline_parts::<T>(chunk, num_values)?;
     // Unpack the full block in place, then drop the zero padding.
     let start = grow(out, VALUES_PER_BLOCK)?;
@@ -280,12 +279,7 @@ pub fn unpack_inline_chunk_typed<T: Word>(
 /// Decodes one inline (mini-block) chunk: a width word of `uncompressed_bits`
 /// bits, then a packed block. Appends `num_values` (≤ 1024) little-endian
 /// values to `out`.
-pub fn unpack_inline_chunk(
-    uncompressed_bits: u32,
-    chunk: &[u8],
-    num_values: usize,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+pub fn unpack_inline_chunk(uncompressed_bits: u32, chunk: &[u8], num_values: usize, out: &mut Vec<u8>) -> Result<()> {
     fn go<T: Word>(chunk: &[u8], num_values: usize, out: &mut Vec<u8>) -> Result<()> {
         let (w, packed) = inline_parts::<T>(chunk, num_values)?;
         // Unpack on the stack and copy only the real values out.
@@ -353,9 +347,7 @@ fn out_of_line_geometry<T: Word>(w: u32, data: &[u8], num_values: usize) -> Resu
     let block_bytes = packed_block_bytes(w);
     let full_blocks = num_values / VALUES_PER_BLOCK;
     let tail = num_values % VALUES_PER_BLOCK;
-    let full_bytes = full_blocks
-        .checked_mul(block_bytes)
-        .ok_or_else(|| corrupt!("out-of-line bit packing: {num_values} values overflow"))?;
+    let full_bytes = full_blocks.checked_mul(block_bytes).ok_or_else(|| corrupt!("out-of-line bit packing: {num_values} values overflow"))?;
     let raw_tail_bytes = tail * T::BYTES;
     let tail_is_raw = tail > 0 && data.len() == full_bytes.saturating_add(raw_tail_bytes);
     let needed = full_bytes.saturating_add(match (tail, tail_is_raw) {
@@ -364,10 +356,7 @@ fn out_of_line_geometry<T: Word>(w: u32, data: &[u8], num_values: usize) -> Resu
         (_, false) => block_bytes,
     });
     if data.len() < needed {
-        return Err(corrupt!(
-            "out-of-line bit packing: {num_values} values at width {w} need {needed} bytes, buffer has {}",
-            data.len()
-        ));
+        return Err(corrupt!("out-of-line bit packing: {num_values} values at width {w} need {needed} bytes, buffer has {}", data.len()));
     }
     Ok(OutOfLine { w, block_bytes, full_blocks, full_bytes, tail, tail_is_raw, needed })
 }
@@ -376,13 +365,7 @@ fn out_of_line_geometry<T: Word>(w: u32, data: &[u8], num_values: usize) -> Resu
 /// below `num_values`) of an out-of-line bit-packed buffer to `out`. A few
 /// values are taken one by one from the packed words (a take wants one
 /// definition level of a chunk); more decode the whole buffer.
-pub fn unpack_out_of_line_rows_typed<T: Word>(
-    w: u32,
-    data: &[u8],
-    num_values: usize,
-    rows: &[(usize, usize)],
-    out: &mut Vec<T>,
-) -> Result<()> {
+pub fn unpack_out_of_line_rows_typed<T: Word>(w: u32, data: &[u8], num_values: usize, rows: &[(usize, usize)], out: &mut Vec<T>) -> Result<()> {
     if rows.iter().any(|&(s, e)| s > e || e > num_values) {
         return Err(corrupt!("out-of-line bit packing: rows {rows:?} outside a buffer of {num_values} values"));
     }
@@ -426,12 +409,7 @@ pub fn unpack_out_of_line_rows_typed<T: Word>(
 
 /// Decodes an out-of-line bit-packed buffer of `num_values` values packed at
 /// width `w` into `out`. Accepts both tail forms (see the module docs).
-pub fn unpack_out_of_line_typed<T: Word>(
-    w: u32,
-    data: &[u8],
-    num_values: usize,
-    out: &mut Vec<T>,
-) -> Result<()> {
+pub fn unpack_out_of_line_typed<T: Word>(w: u32, data: &[u8], num_values: usize, out: &mut Vec<T>) -> Result<()> {
     let OutOfLine { w, block_bytes, full_blocks, full_bytes, tail, tail_is_raw, needed } = out_of_line_geometry::<T>(w, data, num_values)?;
 
     let start = grow(out, full_blocks * VALUES_PER_BLOCK)?;
@@ -461,13 +439,7 @@ pub fn unpack_out_of_line_typed<T: Word>(
 ///
 /// The caller must bound `num_values` (it comes from page metadata): with
 /// `compressed_bits == 0` the buffer is empty whatever the count.
-pub fn unpack_out_of_line(
-    uncompressed_bits: u32,
-    compressed_bits: u32,
-    data: &[u8],
-    num_values: usize,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+pub fn unpack_out_of_line(uncompressed_bits: u32, compressed_bits: u32, data: &[u8], num_values: usize, out: &mut Vec<u8>) -> Result<()> {
     dispatch_width!(uncompressed_bits, T => {
         let mut vals: Vec<T> = Vec::new();
         unpack_out_of_line_typed::<T>(compressed_bits, data, num_values, &mut vals)?;

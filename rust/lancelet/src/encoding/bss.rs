@@ -42,14 +42,9 @@ pub fn decode(bytes_per_value: usize, data: &[u8], num_values: usize, out: &mut 
     if bytes_per_value == 0 {
         return Err(corrupt!("bss: zero value width"));
     }
-    let expected = num_values
-        .checked_mul(bytes_per_value)
-        .ok_or_else(|| corrupt!("bss: {num_values} values overflow"))?;
+    let expected = num_values.checked_mul(bytes_per_value).ok_or_else(|| corrupt!("bss: {num_values} values overflow"))?;
     if data.len() != expected {
-        return Err(corrupt!(
-            "bss: {num_values} values of {bytes_per_value} bytes need {expected} bytes, got {}",
-            data.len()
-        ));
+        return Err(corrupt!("bss: {num_values} values of {bytes_per_value} bytes need {expected} bytes, got {}", data.len()));
     }
     join(bytes_per_value, data, out);
     Ok(())

@@ -34,12 +34,7 @@ fn page(file: &[u8], col: usize) -> (PageLayout, Vec<&[u8]>) {
     };
     let any = prost_types::Any::decode(direct.encoding.as_slice()).unwrap();
     let layout = PageLayout::decode(any.value.as_slice()).unwrap();
-    let buffers = page
-        .buffer_offsets
-        .iter()
-        .zip(&page.buffer_sizes)
-        .map(|(&o, &s)| &file[o as usize..(o + s) as usize])
-        .collect();
+    let buffers = page.buffer_offsets.iter().zip(&page.buffer_sizes).map(|(&o, &s)| &file[o as usize..(o + s) as usize]).collect();
     (layout, buffers)
 }
 
@@ -72,8 +67,7 @@ fn chunks<'a>(meta: &[u8], data: &'a [u8], has_def: bool, num_buffers: usize, nu
         } else {
             0
         };
-        let sizes: Vec<usize> =
-            (0..num_buffers).map(|k| u32::from_le_bytes(c[h + 4 * k..h + 4 * k + 4].try_into().unwrap()) as usize).collect();
+        let sizes: Vec<usize> = (0..num_buffers).map(|k| u32::from_le_bytes(c[h + 4 * k..h + 4 * k + 4].try_into().unwrap()) as usize).collect();
         let mut p = pad8(h + 4 * num_buffers);
         let def = &c[p..p + def_len];
         if has_def {
@@ -106,9 +100,7 @@ fn compression(e: &Option<CompressiveEncoding>) -> &Compression {
 /// Packed width of an out-of-line bit-packed description.
 fn ool_width(c: &Compression) -> (u32, u32) {
     let Compression::OutOfLineBitpacking(o) = c else { panic!("expected out-of-line bitpacking") };
-    let Some(Compression::Flat(f)) = o.values.as_ref().and_then(|v| v.compression.as_ref()) else {
-        panic!("expected flat width")
-    };
+    let Some(Compression::Flat(f)) = o.values.as_ref().and_then(|v| v.compression.as_ref()) else { panic!("expected flat width") };
     (o.uncompressed_bits_per_value as u32, f.bits_per_value as u32)
 }
 
@@ -216,8 +208,7 @@ fn fixture_fsst_str_text() {
         // Inner `variable{flat 32}` chunk: n+1 u32 offsets into the chunk
         // buffer itself, then the compressed bytes.
         let buf = c.buffers[0];
-        let offsets: Vec<u32> =
-            buf[..4 * (c.num_values + 1)].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
+        let offsets: Vec<u32> = buf[..4 * (c.num_values + 1)].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().unwrap())).collect();
         assert_eq!(offsets[0] as usize, 4 * (c.num_values + 1));
         let (o, d) = fsst::decompress(&table, &offsets, buf).unwrap();
         for k in 0..c.num_values {

@@ -62,16 +62,14 @@ pub fn compress_into(scheme: CompressionScheme, level: Option<i32>, data: &[u8],
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
             let start = out.len();
             out.resize(start + lz4_flex::block::get_maximum_output_size(data.len()), 0);
-            let n = lz4_flex::block::compress_into(data, &mut out[start..])
-                .expect("output sized with get_maximum_output_size");
+            let n = lz4_flex::block::compress_into(data, &mut out[start..]).expect("output sized with get_maximum_output_size");
             out.truncate(start + n);
         }
         CompressionScheme::Zstd => {
             out.extend_from_slice(&(data.len() as u64).to_le_bytes());
             // Streaming (no pledged size) like Lance; writing into a Vec
             // cannot fail.
-            let mut enc = zstd::stream::write::Encoder::new(&mut *out, level.unwrap_or(DEFAULT_ZSTD_LEVEL))
-                .expect("zstd encoder");
+            let mut enc = zstd::stream::write::Encoder::new(&mut *out, level.unwrap_or(DEFAULT_ZSTD_LEVEL)).expect("zstd encoder");
             std::io::Write::write_all(&mut enc, data).expect("zstd into Vec");
             enc.finish().expect("zstd into Vec");
         }

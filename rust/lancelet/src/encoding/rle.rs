@@ -35,12 +35,7 @@ pub const MAX_CHUNK_VALUES: usize = 4096;
 pub const MAX_CHUNK_BYTES: usize = 8 * 1024 - 6;
 
 /// Decodes runs into `out`, appending exactly `num_values` values.
-pub fn decode_typed<T: Word>(
-    run_values: &[u8],
-    run_lengths: &[u8],
-    num_values: usize,
-    out: &mut Vec<T>,
-) -> Result<()> {
+pub fn decode_typed<T: Word>(run_values: &[u8], run_lengths: &[u8], num_values: usize, out: &mut Vec<T>) -> Result<()> {
     if run_values.len() % T::BYTES != 0 {
         return Err(corrupt!("rle: {} value bytes is not a whole number of {}-byte values", run_values.len(), T::BYTES));
     }
@@ -75,13 +70,7 @@ pub fn decode_typed<T: Word>(
 
 /// Decodes a mini-block chunk (run values of `bits_per_value` bits + u8 run
 /// lengths), appending `num_values` little-endian values to `out`.
-pub fn decode(
-    bits_per_value: u32,
-    run_values: &[u8],
-    run_lengths: &[u8],
-    num_values: usize,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+pub fn decode(bits_per_value: u32, run_values: &[u8], run_lengths: &[u8], num_values: usize, out: &mut Vec<u8>) -> Result<()> {
     fn go<T: Word>(v: &[u8], l: &[u8], n: usize, out: &mut Vec<u8>) -> Result<()> {
         let mut vals: Vec<T> = Vec::new();
         decode_typed::<T>(v, l, n, &mut vals)?;
@@ -198,9 +187,7 @@ pub fn decode_block_typed<T: Word>(data: &[u8], num_values: usize, out: &mut Vec
 }
 
 fn split_block(data: &[u8]) -> Result<(&[u8], &[u8])> {
-    let header = data
-        .get(..8)
-        .ok_or_else(|| corrupt!("rle block: {} bytes, too short for the length header", data.len()))?;
+    let header = data.get(..8).ok_or_else(|| corrupt!("rle block: {} bytes, too short for the length header", data.len()))?;
     let values_len = u64::from_le_bytes(header.try_into().expect("8 bytes"));
     let body = &data[8..];
     if values_len > body.len() as u64 {

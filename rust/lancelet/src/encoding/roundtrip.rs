@@ -62,11 +62,8 @@ pub(crate) fn to_le(bits: u32, values: &[u64]) -> Vec<u8> {
 pub(crate) fn string_cases(seed: u64) -> Vec<(String, Vec<Vec<u8>>)> {
     let mut rng = StdRng::seed_from_u64(seed);
     let words = ["hello", "world", "lance", "columnar", " ", "the ", "and ", "ünïcødé", "日本語", "🦀"];
-    let mut cases: Vec<(String, Vec<Vec<u8>>)> = vec![
-        ("empty".into(), vec![]),
-        ("one-empty-string".into(), vec![vec![]]),
-        ("empty-strings".into(), vec![vec![]; 100]),
-    ];
+    let mut cases: Vec<(String, Vec<Vec<u8>>)> =
+        vec![("empty".into(), vec![]), ("one-empty-string".into(), vec![vec![]]), ("empty-strings".into(), vec![vec![]; 100])];
     for &n in &[1usize, 10, 1000, 5000] {
         let repeats: Vec<Vec<u8>> = (0..n)
             .map(|i| {
@@ -79,12 +76,9 @@ pub(crate) fn string_cases(seed: u64) -> Vec<(String, Vec<Vec<u8>>)> {
             })
             .collect();
         cases.push((format!("repeats/{n}"), repeats));
-        let binary: Vec<Vec<u8>> =
-            (0..n).map(|_| (0..rng.random_range(0..40)).map(|_| rng.random::<u8>()).collect()).collect();
+        let binary: Vec<Vec<u8>> = (0..n).map(|_| (0..rng.random_range(0..40)).map(|_| rng.random::<u8>()).collect()).collect();
         cases.push((format!("binary/{n}"), binary));
-        let mixed: Vec<Vec<u8>> = (0..n)
-            .map(|i| if i % 3 == 0 { Vec::new() } else { "ß∂ƒ©˙∆˚¬…æ".repeat(i % 5).into_bytes() })
-            .collect();
+        let mixed: Vec<Vec<u8>> = (0..n).map(|i| if i % 3 == 0 { Vec::new() } else { "ß∂ƒ©˙∆˚¬…æ".repeat(i % 5).into_bytes() }).collect();
         cases.push((format!("unicode-and-empty/{n}"), mixed));
     }
     cases.push(("escape-bytes".into(), vec![vec![0xff; 50], vec![0, 0xff, 0], vec![0xfe, 0xff]]));
@@ -237,8 +231,7 @@ fn fsst_roundtrip() {
 
 #[test]
 fn fsst_compresses_repetitive_text() {
-    let strings: Vec<Vec<u8>> =
-        (0..3000).map(|i| format!("hello world {i} with some text").into_bytes()).collect();
+    let strings: Vec<Vec<u8>> = (0..3000).map(|i| format!("hello world {i} with some text").into_bytes()).collect();
     let (offsets, data) = to_offsets(&strings, 0);
     let table = fsst::train(&offsets, &data).unwrap();
     assert!(table.is_enabled() && table.len() > 10);

@@ -120,24 +120,31 @@ pub fn check_values(func: ArrayFunc, element: &DataType, values: ArrayRef) -> Re
         return Ok(values);
     }
     let opts = arrow_cast::CastOptions { safe: false, format_options: arrow_cast::display::FormatOptions::new() };
-    arrow_cast::cast_with_options(&values, element, &opts)
-        .map_err(|e| {
-            let what = format!("{}: cannot compare list elements of type {element} with values of type {}: {e}", func.name(), values.data_type());
-            Error::invalid_input(what).with_source(e)
-        })
+    arrow_cast::cast_with_options(&values, element, &opts).map_err(|e| {
+        let what = format!("{}: cannot compare list elements of type {element} with values of type {}: {e}", func.name(), values.data_type());
+        Error::invalid_input(what).with_source(e)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow_array::builder::{ListBuilder, StringBuilder};
-    use std::sync::Arc;
     use arrow_array::StringArray;
+    use std::sync::Arc;
 
     fn lists() -> ArrayRef {
         // ["a","b"], ["a",null], [], null, [null], ["b","b"], ["c"]
         let mut b = ListBuilder::new(StringBuilder::new());
-        for row in [Some(vec![Some("a"), Some("b")]), Some(vec![Some("a"), None]), Some(vec![]), None, Some(vec![None]), Some(vec![Some("b"), Some("b")]), Some(vec![Some("c")])] {
+        for row in [
+            Some(vec![Some("a"), Some("b")]),
+            Some(vec![Some("a"), None]),
+            Some(vec![]),
+            None,
+            Some(vec![None]),
+            Some(vec![Some("b"), Some("b")]),
+            Some(vec![Some("c")]),
+        ] {
             match row {
                 None => b.append(false),
                 Some(items) => {

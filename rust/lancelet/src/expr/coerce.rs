@@ -133,9 +133,7 @@ fn unsigned(w: u32) -> DataType {
 /// integer type needs.
 fn int_digits(t: &DataType) -> i16 {
     match t {
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
-            *p as i16 - *s as i16
-        }
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => *p as i16 - *s as i16,
         DataType::Int8 | DataType::UInt8 => 3,
         DataType::Int16 | DataType::UInt16 => 5,
         DataType::Int32 | DataType::UInt32 => 10,
@@ -151,7 +149,8 @@ fn scale(t: &DataType) -> i8 {
 
 fn numeric_common(l: &DataType, r: &DataType) -> DataType {
     if is_float(l) || is_float(r) {
-        let small = |t: &DataType| matches!(t, DataType::Float16 | DataType::Float32 | DataType::Int8 | DataType::UInt8 | DataType::Int16 | DataType::UInt16);
+        let small =
+            |t: &DataType| matches!(t, DataType::Float16 | DataType::Float32 | DataType::Int8 | DataType::UInt8 | DataType::Int16 | DataType::UInt16);
         return if small(l) && small(r) && (matches!(l, DataType::Float32) || matches!(r, DataType::Float32)) {
             DataType::Float32
         } else {
@@ -200,11 +199,7 @@ pub(crate) fn common_type(l: &DataType, r: &DataType) -> Option<DataType> {
         (D::Null, t) | (t, D::Null) => Some(t.clone()),
         (D::Dictionary(_, v), t) | (t, D::Dictionary(_, v)) => common_type(v, t),
         _ if is_numeric(l) && is_numeric(r) => Some(numeric_common(l, r)),
-        _ if is_string(l) && is_string(r) => Some(if matches!(l, D::LargeUtf8) || matches!(r, D::LargeUtf8) {
-            D::LargeUtf8
-        } else {
-            D::Utf8View
-        }),
+        _ if is_string(l) && is_string(r) => Some(if matches!(l, D::LargeUtf8) || matches!(r, D::LargeUtf8) { D::LargeUtf8 } else { D::Utf8View }),
         _ if is_binary(l) && is_binary(r) => Some(D::LargeBinary),
         (s, t) | (t, s) if is_string(s) && is_temporal(t) => Some(t.clone()),
         (D::Date32, D::Date64) | (D::Date64, D::Date32) => Some(D::Date64),
@@ -271,11 +266,7 @@ pub fn coerce_arithmetic(l: Expr, r: Expr) -> Result<(Expr, Expr)> {
             (a, b) if is_decimal(a) && is_int(b) || is_int(a) && is_decimal(b) => {
                 let i = if is_decimal(a) { b } else { a };
                 let idt = DataType::Decimal128(int_digits(i) as u8, 0);
-                return if is_decimal(a) {
-                    Ok((l, cast_to(r, &idt, false)?))
-                } else {
-                    Ok((cast_to(l, &idt, false)?, r))
-                };
+                return if is_decimal(a) { Ok((l, cast_to(r, &idt, false)?)) } else { Ok((cast_to(l, &idt, false)?, r)) };
             }
             (a, b) => numeric_common(a, b),
         };

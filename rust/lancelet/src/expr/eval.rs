@@ -6,8 +6,8 @@ use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_arith::numeric;
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    make_array, new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch,
-    Scalar, StringArray, UInt32Array,
+    make_array, new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, Datum, Int32Array, Int64Array, LargeStringArray, RecordBatch, Scalar,
+    StringArray, UInt32Array,
 };
 use arrow_buffer::NullBuffer;
 use arrow_cast::{cast_with_options, CastOptions};
@@ -117,10 +117,8 @@ fn bools(v: &Val, n: usize) -> Result<BooleanArray> {
 }
 
 fn column(batch: &RecordBatch, name: &str, path: &[String]) -> Result<ArrayRef> {
-    let mut arr = batch
-        .column_by_name(name)
-        .ok_or_else(|| Error::Internal { what: format!("filter column `{name}` missing from the batch") })?
-        .clone();
+    let mut arr =
+        batch.column_by_name(name).ok_or_else(|| Error::Internal { what: format!("filter column `{name}` missing from the batch") })?.clone();
     for p in path {
         let s = arr.as_struct_opt().ok_or_else(|| Error::Internal { what: format!("`{name}` is not a struct") })?;
         let child = s.column_by_name(p).ok_or_else(|| Error::Internal { what: format!("no struct field `{p}`") })?.clone();
@@ -357,7 +355,11 @@ fn call(c: &Call, out_type: &DataType, batch: &RecordBatch) -> Result<Val> {
 
 /// The rows `idx` of `batch` (also for batches without columns).
 fn take_rows(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
-    let cols = batch.columns().iter().map(|c| arrow_select::take::take(c, idx, None)).collect::<std::result::Result<Vec<_>, _>>()
+    let cols = batch
+        .columns()
+        .iter()
+        .map(|c| arrow_select::take::take(c, idx, None))
+        .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(Error::internal_arrow)?;
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(idx.len()));
     RecordBatch::try_new_with_options(batch.schema(), cols, &opts).map_err(Error::internal_arrow)

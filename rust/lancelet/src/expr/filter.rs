@@ -34,4 +34,3 @@ pub trait RowFilter: Send + Sync + std::fmt::Debug {
         format!("{self:?}")
     }
 }
-

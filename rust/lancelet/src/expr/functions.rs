@@ -27,9 +27,7 @@ use std::sync::Arc;
 use arrow_arith::temporal::{date_part, DatePart};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int64Type};
-use arrow_array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int32Array, LargeStringArray, StringArray,
-};
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int32Array, LargeStringArray, StringArray};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
 
@@ -63,7 +61,9 @@ pub enum Builtin {
     Coalesce,
     Nullif,
     /// `[cond, value]*` then an optional else value.
-    Case { has_else: bool },
+    Case {
+        has_else: bool,
+    },
     Round,
     Trunc,
     Floor,
@@ -150,7 +150,11 @@ pub fn date_part_named(name: &str) -> Result<DatePart> {
         "millisecond" | "milliseconds" => DatePart::Millisecond,
         "microsecond" | "microseconds" => DatePart::Microsecond,
         "nanosecond" | "nanoseconds" => DatePart::Nanosecond,
-        other => return Err(invalid(format!("unknown date part {other:?} (year, quarter, month, week, day, dow, doy, hour, minute, second, millisecond, microsecond, nanosecond)"))),
+        other => {
+            return Err(invalid(format!(
+                "unknown date part {other:?} (year, quarter, month, week, day, dow, doy, hour, minute, second, millisecond, microsecond, nanosecond)"
+            )))
+        }
     })
 }
 
@@ -188,7 +192,13 @@ fn float_arg(e: Expr, what: &str, keep32: bool) -> Result<Expr> {
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> Result<()> {
     if args.len() < min || args.len() > max {
-        let want = if min == max { format!("{min}") } else if max == usize::MAX { format!("at least {min}") } else { format!("{min} to {max}") };
+        let want = if min == max {
+            format!("{min}")
+        } else if max == usize::MAX {
+            format!("at least {min}")
+        } else {
+            format!("{min} to {max}")
+        };
         return Err(invalid(format!("{name}() takes {want} argument(s), got {}", args.len())));
     }
     Ok(())
@@ -229,7 +239,13 @@ pub fn plan(func: Builtin, name: &str, args: Vec<Expr>) -> Result<Expr> {
             let large = is_large(&args);
             let args = args
                 .into_iter()
-                .map(|a| if coerce::is_string(&a.data_type) || matches!(a.data_type, DataType::Null) { string_arg(a, name) } else { coerce::cast_to(a, &DataType::Utf8, true) })
+                .map(|a| {
+                    if coerce::is_string(&a.data_type) || matches!(a.data_type, DataType::Null) {
+                        string_arg(a, name)
+                    } else {
+                        coerce::cast_to(a, &DataType::Utf8, true)
+                    }
+                })
                 .collect::<Result<Vec<_>>>()?;
             (args, if large { DataType::LargeUtf8 } else { DataType::Utf8 })
         }
@@ -402,10 +418,14 @@ fn substr(s: &str, start: i64, len: Option<i64>) -> Result<String> {
         }
     }
     let end = len.map(|l| start.saturating_add(l));
-    Ok(s.chars().enumerate().filter(|(i, _)| {
-        let p = *i as i64 + 1;
-        p >= start && end.is_none_or(|e| p < e)
-    }).map(|(_, c)| c).collect())
+    Ok(s.chars()
+        .enumerate()
+        .filter(|(i, _)| {
+            let p = *i as i64 + 1;
+            p >= start && end.is_none_or(|e| p < e)
+        })
+        .map(|(_, c)| c)
+        .collect())
 }
 
 fn pad(s: &str, n: i64, fill: &str, left: bool) -> String {
@@ -415,7 +435,11 @@ fn pad(s: &str, n: i64, fill: &str, left: bool) -> String {
         return chars.into_iter().take(n).collect();
     }
     let padding: String = fill.chars().cycle().take(n - chars.len()).collect();
-    if left { padding + s } else { format!("{s}{padding}") }
+    if left {
+        padding + s
+    } else {
+        format!("{s}{padding}")
+    }
 }
 
 fn initcap(s: &str) -> String {
@@ -461,7 +485,11 @@ fn round_to(x: f64, d: i64, trunc: bool) -> f64 {
 
 /// True where `b` is true (nulls count as false).
 fn is_true(b: &BooleanArray) -> BooleanArray {
-    if b.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(b) } else { b.clone() }
+    if b.null_count() > 0 {
+        arrow_select::filter::prep_null_mask_filter(b)
+    } else {
+        b.clone()
+    }
 }
 
 /// Keep `a` where it is not null, else `b` (same type).
@@ -574,17 +602,25 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
         }
         B::StartsWith | B::EndsWith => {
             let (s, p) = (strs(&args[0])?, strs(&args[1])?);
-            Arc::new((0..n).map(|i| match (&s[i], &p[i]) {
-                (Some(s), Some(p)) => Some(if call.func == B::StartsWith { s.starts_with(p.as_str()) } else { s.ends_with(p.as_str()) }),
-                _ => None,
-            }).collect::<BooleanArray>())
+            Arc::new(
+                (0..n)
+                    .map(|i| match (&s[i], &p[i]) {
+                        (Some(s), Some(p)) => Some(if call.func == B::StartsWith { s.starts_with(p.as_str()) } else { s.ends_with(p.as_str()) }),
+                        _ => None,
+                    })
+                    .collect::<BooleanArray>(),
+            )
         }
         B::Strpos => {
             let (s, p) = (strs(&args[0])?, strs(&args[1])?);
-            Arc::new((0..n).map(|i| match (&s[i], &p[i]) {
-                (Some(s), Some(p)) => Some(s.find(p.as_str()).map_or(0, |b| s[..b].chars().count() as i32 + 1)),
-                _ => None,
-            }).collect::<Int32Array>())
+            Arc::new(
+                (0..n)
+                    .map(|i| match (&s[i], &p[i]) {
+                        (Some(s), Some(p)) => Some(s.find(p.as_str()).map_or(0, |b| s[..b].chars().count() as i32 + 1)),
+                        _ => None,
+                    })
+                    .collect::<Int32Array>(),
+            )
         }
         B::Coalesce => {
             let mut acc = args[0].clone();

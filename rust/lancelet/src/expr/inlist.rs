@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
-use arrow_data::ArrayData;
 use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_data::ArrayData;
 use arrow_ord::ord::make_comparator;
 use arrow_schema::{DataType, SortOptions};
 

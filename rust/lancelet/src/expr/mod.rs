@@ -114,8 +114,8 @@ impl RowFilter for SqlFilter {
     }
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
-        let mask = eval::evaluate_predicate(&self.expr, batch)
-            .map_err(|e| e.context(format_args!("evaluating filter `{}`", plan::shorten(&self.sql))))?;
+        let mask =
+            eval::evaluate_predicate(&self.expr, batch).map_err(|e| e.context(format_args!("evaluating filter `{}`", plan::shorten(&self.sql))))?;
         Ok(if mask.null_count() > 0 { arrow_select::filter::prep_null_mask_filter(&mask) } else { mask })
     }
 }

@@ -106,27 +106,68 @@ pub enum Syn {
     Bool(bool),
     Null,
     /// `date '2024-01-01'` and the like.
-    Typed { ty: SqlType, text: String },
-    Cast { expr: Box<Node>, ty: SqlType },
+    Typed {
+        ty: SqlType,
+        text: String,
+    },
+    Cast {
+        expr: Box<Node>,
+        ty: SqlType,
+    },
     Not(Box<Node>),
     Neg(Box<Node>),
     Plus(Box<Node>),
-    Binary { op: BinOp, left: Box<Node>, right: Box<Node> },
+    Binary {
+        op: BinOp,
+        left: Box<Node>,
+        right: Box<Node>,
+    },
     /// An `AND` (`and: true`) or `OR` chain of two or more terms.
-    Logic { and: bool, terms: Vec<Node> },
-    In { expr: Box<Node>, list: Vec<Node>, negated: bool },
-    Between { expr: Box<Node>, low: Box<Node>, high: Box<Node>, negated: bool },
-    Like { expr: Box<Node>, pattern: Box<Node>, negated: bool, case_insensitive: bool },
-    Is { expr: Box<Node>, test: IsTest },
+    Logic {
+        and: bool,
+        terms: Vec<Node>,
+    },
+    In {
+        expr: Box<Node>,
+        list: Vec<Node>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Node>,
+        low: Box<Node>,
+        high: Box<Node>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Node>,
+        pattern: Box<Node>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Is {
+        expr: Box<Node>,
+        test: IsTest,
+    },
     /// `IS [NOT] DISTINCT FROM`.
-    Distinct { left: Box<Node>, right: Box<Node>, negated: bool },
+    Distinct {
+        left: Box<Node>,
+        right: Box<Node>,
+        negated: bool,
+    },
     /// A function call; the SQL forms `SUBSTRING(s FROM a FOR b)`,
     /// `TRIM([LEADING|TRAILING|BOTH] [c FROM] s)`, `EXTRACT(f FROM t)` and
     /// `POSITION(a IN s)` arrive as the calls `substring(s, a, b)`,
     /// `ltrim/rtrim/trim(s, c)`, `date_part('f', t)` and `strpos(s, a)`.
-    Func { name: String, args: Vec<Node> },
+    Func {
+        name: String,
+        args: Vec<Node>,
+    },
     /// `CASE [operand] WHEN w THEN v ... [ELSE e] END`.
-    Case { operand: Option<Box<Node>>, whens: Vec<(Node, Node)>, otherwise: Option<Box<Node>> },
+    Case {
+        operand: Option<Box<Node>>,
+        whens: Vec<(Node, Node)>,
+        otherwise: Option<Box<Node>>,
+    },
     /// `[a, b, ...]`: the values of `array_has_any`/`array_has_all`.
     Array(Vec<Node>),
 }
@@ -167,10 +208,7 @@ fn too_deep(loc: Location) -> Error {
 /// Parse a whole filter into a syntax tree.
 pub fn parse(sql: &str) -> Result<Node> {
     let dialect = FilterDialect;
-    let tokens = Tokenizer::new(&dialect, sql)
-        .with_unescape(true)
-        .tokenize_with_location()
-        .map_err(|e| syntax(e))?;
+    let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(|e| syntax(e))?;
     let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
     let mut p = FilterParser { tokens, pos: 0, nesting: 0 };
     let node = p.parse_sub(0)?;
@@ -466,7 +504,9 @@ impl FilterParser {
     /// before it is not a column name).
     fn starts_expression(&self, n: usize) -> bool {
         match &self.peek_nth(n).token {
-            Token::Word(w) => !matches!(w.keyword, Keyword::AND | Keyword::OR | Keyword::IS | Keyword::IN | Keyword::BETWEEN | Keyword::LIKE | Keyword::ILIKE),
+            Token::Word(w) => {
+                !matches!(w.keyword, Keyword::AND | Keyword::OR | Keyword::IS | Keyword::IN | Keyword::BETWEEN | Keyword::LIKE | Keyword::ILIKE)
+            }
             Token::Number(..) | Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) | Token::LParen => true,
             _ => false,
         }
@@ -487,10 +527,7 @@ impl FilterParser {
                     self.pos += 3;
                 }
                 (Token::LBracket, _) => {
-                    return Err(unsupported(format!(
-                        "subscript{}: only ['field'] of a struct column is supported",
-                        at(self.peek().span.start)
-                    )))
+                    return Err(unsupported(format!("subscript{}: only ['field'] of a struct column is supported", at(self.peek().span.start))))
                 }
                 _ => return Ok(()),
             }
@@ -643,7 +680,12 @@ impl FilterParser {
         let string_follows = (1..TYPE_TOKENS)
             .map(|k| &self.peek_nth(k).token)
             .find(|t| !matches!(t, Token::Word(_) | Token::LParen | Token::RParen | Token::Number(..) | Token::Comma))
-            .is_some_and(|t| matches!(t, Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::NationalStringLiteral(_)));
+            .is_some_and(|t| {
+                matches!(
+                    t,
+                    Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) | Token::EscapedStringLiteral(_) | Token::NationalStringLiteral(_)
+                )
+            });
         if !string_follows {
             return Ok(None);
         }
@@ -653,7 +695,9 @@ impl FilterParser {
             return Ok(None);
         }
         let text = match &self.peek_nth(used).token {
-            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) | Token::EscapedStringLiteral(s) | Token::NationalStringLiteral(s) => s.clone(),
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) | Token::EscapedStringLiteral(s) | Token::NationalStringLiteral(s) => {
+                s.clone()
+            }
             _ => return Ok(None),
         };
         self.pos += used + 1;

@@ -83,19 +83,12 @@ fn canon_sql(e: &E) -> String {
         E::IsNotFalse(x) => format!("({} IS NOT FALSE)", canon_sql(x)),
         E::IsDistinctFrom(a, b) => format!("({} DISTINCT {})", canon_sql(a), canon_sql(b)),
         E::IsNotDistinctFrom(a, b) => format!("({} NOT DISTINCT {})", canon_sql(a), canon_sql(b)),
-        E::InList { expr, list, negated } => format!(
-            "({} {}IN [{}])",
-            canon_sql(expr),
-            if *negated { "NOT " } else { "" },
-            list.iter().map(canon_sql).collect::<Vec<_>>().join(", ")
-        ),
-        E::Between { expr, negated, low, high } => format!(
-            "({} {}BETWEEN {} AND {})",
-            canon_sql(expr),
-            if *negated { "NOT " } else { "" },
-            canon_sql(low),
-            canon_sql(high)
-        ),
+        E::InList { expr, list, negated } => {
+            format!("({} {}IN [{}])", canon_sql(expr), if *negated { "NOT " } else { "" }, list.iter().map(canon_sql).collect::<Vec<_>>().join(", "))
+        }
+        E::Between { expr, negated, low, high } => {
+            format!("({} {}BETWEEN {} AND {})", canon_sql(expr), if *negated { "NOT " } else { "" }, canon_sql(low), canon_sql(high))
+        }
         E::Like { negated, expr, pattern, escape_char: None, any: false } => {
             format!("({} {}LIKE {})", canon_sql(expr), if *negated { "NOT " } else { "" }, canon_sql(pattern))
         }
@@ -295,9 +288,44 @@ fn same_refusals_as_sqlparser() {
 /// Token sequences of the supported grammar, many of them malformed.
 fn token_soup() -> impl Strategy<Value = String> {
     let tokens = prop::sample::select(vec![
-        "a", "b", "st.x", "1", "2.5", "'s'", "NULL", "TRUE", "(", ")", "(", ")", "=", "<>", "<", ">=", "+", "-", "*", "/",
-        "%", "AND", "OR", "NOT", "IS NULL", "IS NOT NULL", "IS TRUE", "IS DISTINCT FROM", "IN (1, a)", "NOT IN (2)",
-        "BETWEEN", "LIKE", "NOT LIKE", "::int", "lower(a)", "CAST(a AS bigint)", "date '2024-01-01'", ",",
+        "a",
+        "b",
+        "st.x",
+        "1",
+        "2.5",
+        "'s'",
+        "NULL",
+        "TRUE",
+        "(",
+        ")",
+        "(",
+        ")",
+        "=",
+        "<>",
+        "<",
+        ">=",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "AND",
+        "OR",
+        "NOT",
+        "IS NULL",
+        "IS NOT NULL",
+        "IS TRUE",
+        "IS DISTINCT FROM",
+        "IN (1, a)",
+        "NOT IN (2)",
+        "BETWEEN",
+        "LIKE",
+        "NOT LIKE",
+        "::int",
+        "lower(a)",
+        "CAST(a AS bigint)",
+        "date '2024-01-01'",
+        ",",
     ]);
     prop::collection::vec(tokens, 1..14).prop_map(|v| v.join(" "))
 }

@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch,
-    RecordBatchOptions, StringArray, UInt64Array,
+    new_null_array, Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
 use sqlparser::ast;
@@ -67,7 +66,10 @@ pub enum Func {
 #[derive(Debug, Clone)]
 pub enum Kind {
     /// A top-level column, then struct children.
-    Column { name: String, path: Vec<String> },
+    Column {
+        name: String,
+        path: Vec<String>,
+    },
     /// A constant: an array of one value.
     Literal(ArrayRef),
     Cast(Box<Expr>),
@@ -79,18 +81,30 @@ pub enum Kind {
     /// Two or more terms, any true.
     Or(Vec<Expr>),
     /// `expr IN (values)` as one set lookup (`NOT IN` is `Not(InList)`).
-    InList { expr: Box<Expr>, set: Arc<InSet> },
+    InList {
+        expr: Box<Expr>,
+        set: Arc<InSet>,
+    },
     Not(Box<Expr>),
     IsNull(Box<Expr>),
     IsNotNull(Box<Expr>),
     Test(BoolTest, Box<Expr>),
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
     Func(Func, Box<Expr>),
     /// A function of [`super::functions`] (or `CASE`).
     Call(Box<super::functions::Call>),
     /// `array_has_any/all(list, [values])`, `array_has(list, value)`:
     /// constant values of the list's element type (see [`super::array`]).
-    ArrayHas { func: ArrayFunc, list: Box<Expr>, values: ArrayRef },
+    ArrayHas {
+        func: ArrayFunc,
+        list: Box<Expr>,
+        values: ArrayRef,
+    },
 }
 
 /// A typed expression.
@@ -175,10 +189,7 @@ pub fn plan_filter(sql: &str, schema: &Schema) -> Result<Expr> {
     let expr = plan_expr(sql, schema, "filter")?;
     match expr.data_type {
         DataType::Boolean => Ok(expr),
-        ref t => Err(Error::invalid_input(format!(
-            "filter `{}`: the filter must be a boolean expression, but it is of type {t}",
-            shorten(sql)
-        ))),
+        ref t => Err(Error::invalid_input(format!("filter `{}`: the filter must be a boolean expression, but it is of type {t}", shorten(sql)))),
     }
 }
 
@@ -314,12 +325,7 @@ impl Planner<'_> {
         let first = &idents[0];
         let fields = self.schema.fields();
         let Some(top) = find(fields, first) else {
-            return Err(invalid(format!(
-                "no column named `{}`{}; available columns: {}",
-                first.value,
-                at(first.span.start),
-                names(fields)
-            )));
+            return Err(invalid(format!("no column named `{}`{}; available columns: {}", first.value, at(first.span.start), names(fields))));
         };
         let mut dt = top.data_type().clone();
         let mut path = Vec::new();
@@ -430,9 +436,7 @@ impl Planner<'_> {
                 let both = logic(true, vec![lo, hi]);
                 Ok(if *negated { not(both) } else { both })
             }
-            Syn::Like { expr, pattern, negated, case_insensitive } => {
-                self.like(self.plan(expr)?, self.plan(pattern)?, *negated, *case_insensitive)
-            }
+            Syn::Like { expr, pattern, negated, case_insensitive } => self.like(self.plan(expr)?, self.plan(pattern)?, *negated, *case_insensitive),
             Syn::Is { expr, test } => {
                 let x = self.plan(expr)?;
                 let t = match test {
@@ -451,10 +455,7 @@ impl Planner<'_> {
                 self.compare(op, self.plan(left)?, self.plan(right)?)
             }
             Syn::Func { name, args } => self.function(name, args, n),
-            Syn::Array(_) => Err(invalid(format!(
-                "a list literal{} is only supported as the values of array_has_any / array_has_all",
-                at(n.at)
-            ))),
+            Syn::Array(_) => Err(invalid(format!("a list literal{} is only supported as the values of array_has_any / array_has_all", at(n.at)))),
         }
     }
 

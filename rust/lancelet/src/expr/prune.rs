@@ -169,10 +169,7 @@ fn compare(st: &GroupStats, value: &ArrayRef, op: CmpOp) -> Option<Pruned> {
     let or = |a: BooleanArray, b: BooleanArray| arrow_arith::boolean::or(&a, &b).ok();
     // (may some value satisfy it, do all values satisfy it)
     let (may, all): (BooleanArray, BooleanArray) = match op {
-        CmpOp::Eq => (
-            and(cmp::lt_eq(min, &v).ok()?, cmp::gt_eq(max, &v).ok()?)?,
-            and(cmp::eq(min, &v).ok()?, cmp::eq(max, &v).ok()?)?,
-        ),
+        CmpOp::Eq => (and(cmp::lt_eq(min, &v).ok()?, cmp::gt_eq(max, &v).ok()?)?, and(cmp::eq(min, &v).ok()?, cmp::eq(max, &v).ok()?)?),
         CmpOp::NotEq => (
             arrow_arith::boolean::not(&and(cmp::eq(min, &v).ok()?, cmp::eq(max, &v).ok()?)?).ok()?,
             or(cmp::lt(max, &v).ok()?, cmp::gt(min, &v).ok()?)?,
@@ -269,7 +266,11 @@ mod tests {
         let schema = Schema::new(vec![Field::new("s", DataType::Utf8, true), Field::new("f", DataType::Float64, true)]);
         let f = SqlFilter::new("s > 'p'", &schema).unwrap();
         assert_eq!(prune(f.expr(), &|_| Some(st.clone()), 10), Pruned { maybe: vec![5..10], sure: vec![] });
-        let fs = GroupStats { min: Arc::new(arrow_array::Float64Array::from(vec![0.0, 1.0])), max: Arc::new(arrow_array::Float64Array::from(vec![0.5, 2.0])), ..st };
+        let fs = GroupStats {
+            min: Arc::new(arrow_array::Float64Array::from(vec![0.0, 1.0])),
+            max: Arc::new(arrow_array::Float64Array::from(vec![0.5, 2.0])),
+            ..st
+        };
         let f = SqlFilter::new("f > 1.5", &schema).unwrap();
         assert_eq!(prune(f.expr(), &|_| Some(fs.clone()), 10), Pruned { maybe: vec![5..10], sure: vec![] });
         let f = SqlFilter::new("f < 5.0", &schema).unwrap();

@@ -34,12 +34,7 @@ fn batch() -> RecordBatch {
                 .with_timezone("UTC"),
             ),
         ),
-        (
-            "dec",
-            Arc::new(
-                Decimal128Array::from(vec![Some(150), Some(225), None, Some(-300), Some(0)]).with_precision_and_scale(10, 2).unwrap(),
-            ),
-        ),
+        ("dec", Arc::new(Decimal128Array::from(vec![Some(150), Some(225), None, Some(-300), Some(0)]).with_precision_and_scale(10, 2).unwrap())),
         ("u8", Arc::new(UInt8Array::from(vec![1, 2, 3, 200, 255]))),
         ("Weird Name", Arc::new(Int64Array::from(vec![1, 2, 3, 4, 5]))),
         ("st", Arc::new(st)),

@@ -49,9 +49,7 @@ pub fn nullable(e: &Expr, schema: &Schema) -> bool {
         }
         Kind::Literal(a) => a.null_count() > 0 || matches!(a.data_type(), DataType::Null),
         Kind::Cast(x) | Kind::Neg(x) | Kind::Not(x) => nullable(x, schema),
-        Kind::Cmp(op, a, b) => {
-            !matches!(op, plan::CmpOp::Distinct | plan::CmpOp::NotDistinct) && (nullable(a, schema) || nullable(b, schema))
-        }
+        Kind::Cmp(op, a, b) => !matches!(op, plan::CmpOp::Distinct | plan::CmpOp::NotDistinct) && (nullable(a, schema) || nullable(b, schema)),
         Kind::Arith(_, a, b) => nullable(a, schema) || nullable(b, schema),
         Kind::And(terms) | Kind::Or(terms) => terms.iter().any(|t| nullable(t, schema)),
         Kind::InList { expr, .. } => nullable(expr, schema),

@@ -149,7 +149,10 @@ fn in_semantics() {
 fn agree(col: &str, values: &[String], b: &RecordBatch) {
     let list = values.join(", ");
     let or = values.iter().map(|v| format!("{col} = {v}")).collect::<Vec<_>>().join(" OR ");
-    let (fin, fnot) = (SqlFilter::new(&format!("{col} IN ({list})"), &b.schema()).unwrap(), SqlFilter::new(&format!("{col} NOT IN ({list})"), &b.schema()).unwrap());
+    let (fin, fnot) = (
+        SqlFilter::new(&format!("{col} IN ({list})"), &b.schema()).unwrap(),
+        SqlFilter::new(&format!("{col} NOT IN ({list})"), &b.schema()).unwrap(),
+    );
     let (f_or, f_nor) = (SqlFilter::new(&or, &b.schema()).unwrap(), SqlFilter::new(&format!("NOT ({or})"), &b.schema()).unwrap());
     let raw = |f: &SqlFilter| eval::evaluate_predicate(f.expr(), b).unwrap();
     assert_eq!(raw(&fin), raw(&f_or), "{col} IN ({list})");

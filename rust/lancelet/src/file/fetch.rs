@@ -113,12 +113,19 @@ enum Mode {
     Whole,
     /// Chunk metadata not known yet: these buffers (indices into the
     /// page's) are fetched first, the chunks in a second round trip.
-    MiniBlock { first: Vec<usize> },
+    MiniBlock {
+        first: Vec<usize>,
+    },
     /// Chunk metadata known: these groups of chunks ((position, bytes),
     /// each group one range) are all that is fetched.
-    MiniBlockKnown { meta: Arc<MiniMeta>, groups: Vec<Vec<(usize, usize)>> },
+    MiniBlockKnown {
+        meta: Arc<MiniMeta>,
+        groups: Vec<Vec<(usize, usize)>>,
+    },
     /// Bytes per entry.
-    ZipRows { stride: u64 },
+    ZipRows {
+        stride: u64,
+    },
 }
 
 /// The buffers a sparse read of a mini-block page fetches before its
@@ -186,11 +193,7 @@ fn choose(req: &PageRequest<'_>, request: u64) -> Mode {
     if let Some(meta) = req.cache.mini.get() {
         let groups = chunk_groups(&meta.spans, &req.wanted, request);
         let bytes: u64 = groups.iter().map(|g| group_span(g) as u64).sum();
-        return if bytes + groups.len() as u64 * request < whole {
-            Mode::MiniBlockKnown { meta: meta.clone(), groups }
-        } else {
-            Mode::Whole
-        };
+        return if bytes + groups.len() as u64 * request < whole { Mode::MiniBlockKnown { meta: meta.clone(), groups } } else { Mode::Whole };
     }
     match &req.layout.layout {
         Some(Layout::MiniBlockLayout(_)) => {
@@ -221,19 +224,17 @@ fn choose(req: &PageRequest<'_>, request: u64) -> Mode {
                 Mode::Whole
             }
         }
-        Some(Layout::FullZipLayout(f)) if f.bits_rep == 0 && f.bits_def <= 16 && !req.page.buffer_offsets.is_empty() => {
-            match zip_stride(f) {
-                Some(stride) => {
-                    let (groups, bytes) = grouped(req.wanted.iter().map(|&(s, e)| (s as u64, e as u64)), stride, request);
-                    if bytes + groups * request < whole {
-                        Mode::ZipRows { stride }
-                    } else {
-                        Mode::Whole
-                    }
+        Some(Layout::FullZipLayout(f)) if f.bits_rep == 0 && f.bits_def <= 16 && !req.page.buffer_offsets.is_empty() => match zip_stride(f) {
+            Some(stride) => {
+                let (groups, bytes) = grouped(req.wanted.iter().map(|&(s, e)| (s as u64, e as u64)), stride, request);
+                if bytes + groups * request < whole {
+                    Mode::ZipRows { stride }
+                } else {
+                    Mode::Whole
                 }
-                None => Mode::Whole,
             }
-        }
+            None => Mode::Whole,
+        },
         _ => Mode::Whole,
     }
 }
@@ -563,9 +564,8 @@ mod tests {
         let spread: Vec<_> = (0..400).map(|i| (50 * i, 50 * i + 1)).collect();
         assert_eq!(zip_groups(&spread, 256, LOCAL).len(), 1);
         // variable-width full-zip pages are read whole
-        let var = PageLayout {
-            layout: Some(Layout::FullZipLayout(FullZipLayout { details: Some(Details::BitsPerOffset(32)), ..Default::default() })),
-        };
+        let var =
+            PageLayout { layout: Some(Layout::FullZipLayout(FullZipLayout { details: Some(Details::BitsPerOffset(32)), ..Default::default() })) };
         assert_eq!(mode(&fz, var, vec![(5, 6)], LOCAL), "whole");
     }
 

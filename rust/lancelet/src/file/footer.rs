@@ -61,10 +61,7 @@ pub fn parse_version_tail(tail: &[u8]) -> Result<FileVersion> {
     }
     let end = &tail[tail.len() - 8..];
     if &end[4..] != MAGIC {
-        return Err(Error::corrupt(format!(
-            "no Lance magic at end of file (found {:02x?}, expected \"LANC\")",
-            &end[4..]
-        )));
+        return Err(Error::corrupt(format!("no Lance magic at end of file (found {:02x?}, expected \"LANC\")", &end[4..])));
     }
     FileVersion::from_footer(u16_at(end, 0), u16_at(end, 2))
 }
@@ -104,11 +101,7 @@ impl Footer {
             return Err(Error::corrupt(format!(
                 "footer offsets out of range (column metadata at {}, CMO table at {} for {} columns, \
                  GBO table at {} for {} buffers, file size {file_size})",
-                self.column_meta_start,
-                self.cmo_table_offset,
-                self.num_columns,
-                self.gbo_table_offset,
-                self.num_global_buffers
+                self.column_meta_start, self.cmo_table_offset, self.num_columns, self.gbo_table_offset, self.num_global_buffers
             )));
         }
         if self.num_global_buffers == 0 {
@@ -152,9 +145,7 @@ pub fn parse_offset_table(bytes: &[u8], count: usize, bounds: u64, what: &str) -
             let size = u64_at(bytes, i * 16 + 8);
             match pos.checked_add(size) {
                 Some(end) if end <= bounds => Ok(pos..end),
-                _ => Err(Error::corrupt(format!(
-                    "{what} {i} at {pos}+{size} lies outside the file ({bounds} bytes)"
-                ))),
+                _ => Err(Error::corrupt(format!("{what} {i} at {pos}+{size} lies outside the file ({bounds} bytes)"))),
             }
         })
         .collect()

@@ -37,9 +37,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{
-    make_array, new_empty_array, new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions,
-};
+use arrow_array::{make_array, new_empty_array, new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_buffer::{bit_util, BooleanBuffer, Buffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::{DataType, Schema, SchemaRef};
@@ -90,25 +88,19 @@ struct StatsTable {
 
 impl std::fmt::Debug for LegacyFileReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LegacyFileReader")
-            .field("path", &self.storage)
-            .finish()
+        f.debug_struct("LegacyFileReader").field("path", &self.storage).finish()
     }
 }
 
 fn read_prefixed(storage: &Storage, pos: u64, size: u64, what: &str) -> Result<Bytes> {
     if pos.checked_add(4).is_none_or(|e| e > size) {
-        return Err(Error::corrupt(format!(
-            "{what} at {pos} lies outside the file ({size} bytes)"
-        )));
+        return Err(Error::corrupt(format!("{what} at {pos} lies outside the file ({size} bytes)")));
     }
     let len = storage.read_range(pos..pos + 4)?;
     let len = u32::from_le_bytes(len[..4].try_into().expect("4 bytes")) as u64;
     let end = pos + 4 + len;
     if end > size {
-        return Err(Error::corrupt(format!(
-            "{what} of {len} bytes at {pos} runs past the end of the file"
-        )));
+        return Err(Error::corrupt(format!("{what} of {len} bytes at {pos} runs past the end of the file")));
     }
     storage.read_range(pos + 4..end)
 }
@@ -130,48 +122,30 @@ impl LegacyFileReader {
     fn open_inner(storage: Storage, schema: Option<LanceSchema>) -> Result<Self> {
         let size = storage.size()?;
         if size < FOOTER {
-            return Err(Error::corrupt(format!(
-                "file is {size} bytes, too short to be a Lance file"
-            )));
+            return Err(Error::corrupt(format!("file is {size} bytes, too short to be a Lance file")));
         }
         let footer = storage.read_range(size - FOOTER..size)?;
         if &footer[12..16] != b"LANC" {
             return Err(Error::corrupt("missing LANC magic"));
         }
         let meta_pos = u64::from_le_bytes(footer[..8].try_into().expect("8 bytes"));
-        let meta = pb::Metadata::decode(read_prefixed(
-            &storage,
-            meta_pos,
-            size - FOOTER,
-            "metadata",
-        )?).map_err(Error::bad_protobuf)?;
+        let meta = pb::Metadata::decode(read_prefixed(&storage, meta_pos, size - FOOTER, "metadata")?).map_err(Error::bad_protobuf)?;
         let mut dictionary_specs = Vec::new();
         let schema = match schema {
             Some(s) => s,
             None => {
                 if meta.manifest_position == 0 {
-                    return Err(Error::unsupported(
-                        "legacy data file without an embedded schema (open it through its dataset)",
-                    ));
+                    return Err(Error::unsupported("legacy data file without an embedded schema (open it through its dataset)"));
                 }
-                let m = EmbeddedManifest::decode(read_prefixed(
-                    &storage,
-                    meta.manifest_position,
-                    size - FOOTER,
-                    "manifest",
-                )?).map_err(Error::bad_protobuf)?;
-                dictionary_specs = m
-                    .fields
-                    .iter()
-                    .filter_map(|f| f.dictionary.as_ref().map(|d| (f.id, d.offset, d.length)))
-                    .collect();
+                let m = EmbeddedManifest::decode(read_prefixed(&storage, meta.manifest_position, size - FOOTER, "manifest")?)
+                    .map_err(Error::bad_protobuf)?;
+                dictionary_specs = m.fields.iter().filter_map(|f| f.dictionary.as_ref().map(|d| (f.id, d.offset, d.length))).collect();
                 LanceSchema::from_pb(&m.fields, &m.schema_metadata)?
             }
         };
         let mut batch_offsets = Vec::with_capacity(meta.batch_offsets.len());
         for (i, &o) in meta.batch_offsets.iter().enumerate() {
-            let o = u64::try_from(o)
-                .map_err(|_| Error::corrupt(format!("negative batch offset {o}")))?;
+            let o = u64::try_from(o).map_err(|_| Error::corrupt(format!("negative batch offset {o}")))?;
             if batch_offsets.last().is_some_and(|&p| o < p) || (i == 0 && o != 0) {
                 return Err(Error::corrupt("batch offsets are not increasing from 0"));
             }
@@ -181,41 +155,27 @@ impl LegacyFileReader {
             batch_offsets.push(0);
         }
         let num_batches = batch_offsets.len() - 1;
-        let ids: Vec<i32> = schema
-            .fields
-            .iter()
-            .flat_map(|f| f.preorder())
-            .map(|f| f.id)
-            .collect();
+        let ids: Vec<i32> = schema.fields.iter().flat_map(|f| f.preorder()).map(|f| f.id).collect();
         let mut pages = HashMap::new();
         if let (Some(&min), Some(&max)) = (ids.iter().min(), ids.iter().max()) {
             if min < 0 {
                 return Err(Error::corrupt(format!("negative field id {min}")));
             }
             let n_cols = (max - min) as u64 + 1;
-            let table_len = n_cols
-                .checked_mul(num_batches as u64)
-                .and_then(|x| x.checked_mul(16))
-                .ok_or_else(|| Error::corrupt("page table size overflows"))?;
+            let table_len =
+                n_cols.checked_mul(num_batches as u64).and_then(|x| x.checked_mul(16)).ok_or_else(|| Error::corrupt("page table size overflows"))?;
             let pt = meta.page_table_position;
             if pt.checked_add(table_len).is_none_or(|e| e > size - FOOTER) {
                 return Err(Error::corrupt("page table lies outside the file"));
             }
-            let table = if table_len == 0 {
-                Bytes::new()
-            } else {
-                storage.read_range(pt..pt + table_len)?
-            };
-            let at =
-                |i: usize| i64::from_le_bytes(table[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+            let table = if table_len == 0 { Bytes::new() } else { storage.read_range(pt..pt + table_len)? };
+            let at = |i: usize| i64::from_le_bytes(table[8 * i..8 * i + 8].try_into().expect("8 bytes"));
             for id in min..=max {
                 for b in 0..num_batches {
                     let idx = ((id - min) as usize * num_batches + b) * 2;
                     let (p, l) = (at(idx), at(idx + 1));
                     if p < 0 || l < 0 {
-                        return Err(Error::corrupt(format!(
-                            "field {id} batch {b}: negative page position/length"
-                        )));
+                        return Err(Error::corrupt(format!("field {id} batch {b}: negative page position/length")));
                     }
                     pages.insert((id, b), (p as u64, l as u64));
                 }
@@ -223,16 +183,7 @@ impl LegacyFileReader {
         }
         let stats = meta.statistics.clone().filter(|st| !st.schema.is_empty()).map(Arc::new);
         let arrow_schema = Arc::new(schema.to_arrow());
-        let mut reader = LegacyFileReader {
-            storage,
-            schema,
-            arrow_schema,
-            batch_offsets,
-            pages,
-            size,
-            dictionaries: HashMap::new(),
-            stats,
-        };
+        let mut reader = LegacyFileReader { storage, schema, arrow_schema, batch_offsets, pages, size, dictionaries: HashMap::new(), stats };
         for (id, offset, length) in dictionary_specs {
             let values = reader.read_dictionary(id, offset, length).map_err(|e| e.context(format!("dictionary of field id {id}")))?;
             reader.dictionaries.insert(id, values);
@@ -261,7 +212,8 @@ impl LegacyFileReader {
         };
         let col = table.read_array(field, 0, 0..batches).map_err(|e| e.in_file(&path).context(format!("statistics of field id {field_id}")))?;
         let Some(st) = col.as_any().downcast_ref::<arrow_array::StructArray>() else { return Ok(None) };
-        let (Some(nulls), Some(min), Some(max)) = (st.column_by_name("null_count"), st.column_by_name("min_value"), st.column_by_name("max_value")) else {
+        let (Some(nulls), Some(min), Some(max)) = (st.column_by_name("null_count"), st.column_by_name("min_value"), st.column_by_name("max_value"))
+        else {
             return Ok(None);
         };
         let Some(nulls) = nulls.as_any().downcast_ref::<arrow_array::Int64Array>() else { return Ok(None) };
@@ -323,23 +275,15 @@ impl LegacyFileReader {
     /// Read the sorted, non-overlapping row `ranges` of the projected
     /// top-level fields.
     pub fn read_ranges(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
-        self.read_ranges_inner(projection, ranges)
-            .map_err(|e| e.in_file(self.path()))
+        self.read_ranges_inner(projection, ranges).map_err(|e| e.in_file(self.path()))
     }
 
-    fn read_ranges_inner(
-        &self,
-        projection: &[usize],
-        ranges: &[Range<u64>],
-    ) -> Result<RecordBatch> {
+    fn read_ranges_inner(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<RecordBatch> {
         let n = self.num_rows();
         let mut pieces: Vec<(usize, Range<usize>)> = Vec::new();
         for r in ranges {
             if r.start > r.end || r.end > n {
-                return Err(Error::invalid_input(format!(
-                    "rows {}..{} out of bounds ({n} rows)",
-                    r.start, r.end
-                )));
+                return Err(Error::invalid_input(format!("rows {}..{} out of bounds ({n} rows)", r.start, r.end)));
             }
             for b in 0..self.batch_offsets.len() - 1 {
                 let (bs, be) = (self.batch_offsets[b], self.batch_offsets[b + 1]);
@@ -352,11 +296,7 @@ impl LegacyFileReader {
         let mut fields = Vec::with_capacity(projection.len());
         let mut columns = Vec::with_capacity(projection.len());
         for &fi in projection {
-            let lf = self
-                .schema
-                .fields
-                .get(fi)
-                .ok_or_else(|| Error::invalid_input(format!("no field {fi}")))?;
+            let lf = self.schema.fields.get(fi).ok_or_else(|| Error::invalid_input(format!("no field {fi}")))?;
             let parts = pieces
                 .iter()
                 .map(|(b, r)| self.read_array(lf, *b, r.clone()))
@@ -365,36 +305,24 @@ impl LegacyFileReader {
             let col = match parts.len() {
                 0 => new_empty_array(lf.arrow.data_type()),
                 1 => parts.into_iter().next().expect("one"),
-                _ => arrow_select::concat::concat(
-                    &parts.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
-                ).map_err(Error::internal_arrow)?,
+                _ => arrow_select::concat::concat(&parts.iter().map(|a| a.as_ref()).collect::<Vec<_>>()).map_err(Error::internal_arrow)?,
             };
             fields.push(Arc::new(lf.arrow.clone()));
             columns.push(col);
         }
         let rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-        let schema =
-            Arc::new(Schema::new(fields).with_metadata(self.arrow_schema.metadata().clone()));
-        RecordBatch::try_new_with_options(
-            schema,
-            columns,
-            &RecordBatchOptions::new().with_row_count(Some(rows as usize)),
-        ).map_err(Error::corrupt_arrow)
+        let schema = Arc::new(Schema::new(fields).with_metadata(self.arrow_schema.metadata().clone()));
+        RecordBatch::try_new_with_options(schema, columns, &RecordBatchOptions::new().with_row_count(Some(rows as usize)))
+            .map_err(Error::corrupt_arrow)
     }
 
     fn page(&self, f: &LanceField, batch: usize) -> Result<(u64, u64)> {
-        self.pages
-            .get(&(f.id, batch))
-            .copied()
-            .ok_or_else(|| Error::corrupt(format!("no page for field id {} batch {batch}", f.id)))
+        self.pages.get(&(f.id, batch)).copied().ok_or_else(|| Error::corrupt(format!("no page for field id {} batch {batch}", f.id)))
     }
 
     fn read_bytes(&self, range: Range<u64>) -> Result<Bytes> {
         if range.start > range.end || range.end > self.size - FOOTER {
-            return Err(Error::corrupt(format!(
-                "page bytes {}..{} outside the file",
-                range.start, range.end
-            )));
+            return Err(Error::corrupt(format!("page bytes {}..{} outside the file", range.start, range.end)));
         }
         if range.is_empty() {
             return Ok(Bytes::new());
@@ -409,24 +337,12 @@ impl LegacyFileReader {
         match dt {
             DataType::Null => Ok(new_null_array(dt, len)),
             DataType::Struct(_) => {
-                let children = f
-                    .children
-                    .iter()
-                    .map(|c| self.read_array(c, batch, rows.clone()).map(|a| a.to_data()))
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(make_array(
-                    ArrayDataBuilder::new(dt.clone())
-                        .len(len)
-                        .child_data(children)
-                        .build()
-                        .map_err(Error::corrupt_arrow)?,
-                ))
+                let children = f.children.iter().map(|c| self.read_array(c, batch, rows.clone()).map(|a| a.to_data())).collect::<Result<Vec<_>>>()?;
+                Ok(make_array(ArrayDataBuilder::new(dt.clone()).len(len).child_data(children).build().map_err(Error::corrupt_arrow)?))
             }
             DataType::Dictionary(key, _) => {
                 let values = self.dictionaries.get(&f.id).ok_or_else(|| {
-                    Error::unsupported(
-                        "a dictionary column whose values are not in this file (open it through its dataset's embedded schema)",
-                    )
+                    Error::unsupported("a dictionary column whose values are not in this file (open it through its dataset's embedded schema)")
                 })?;
                 let (pos, n) = self.page(f, batch)?;
                 check_rows(&rows, n)?;
@@ -448,10 +364,7 @@ impl LegacyFileReader {
                 if o.windows(2).any(|w| w[1] < w[0]) {
                     return Err(Error::corrupt("list offsets decrease"));
                 }
-                let item = f
-                    .children
-                    .first()
-                    .ok_or_else(|| Error::corrupt("list field without an item field"))?;
+                let item = f.children.first().ok_or_else(|| Error::corrupt("list field without an item field"))?;
                 let (s, e) = (usize::try_from(o[0]), usize::try_from(o[len]));
                 let (Ok(s), Ok(e)) = (s, e) else {
                     return Err(Error::corrupt("list offsets too large"));
@@ -463,10 +376,7 @@ impl LegacyFileReader {
                 } else {
                     Buffer::from_vec(
                         rel.iter()
-                            .map(|&x| {
-                                i32::try_from(x)
-                                    .map_err(|_| Error::corrupt("list offsets overflow i32"))
-                            })
+                            .map(|&x| i32::try_from(x).map_err(|_| Error::corrupt("list offsets overflow i32")))
                             .collect::<Result<Vec<i32>>>()?,
                     )
                 };
@@ -512,10 +422,7 @@ impl LegacyFileReader {
                 } else {
                     Buffer::from_vec(
                         offs.iter()
-                            .map(|&o| {
-                                i32::try_from(o)
-                                    .map_err(|_| Error::corrupt("string offsets overflow i32"))
-                            })
+                            .map(|&o| i32::try_from(o).map_err(|_| Error::corrupt("string offsets overflow i32")))
                             .collect::<Result<Vec<i32>>>()?,
                     )
                 };
@@ -537,12 +444,8 @@ impl LegacyFileReader {
 
     /// Unsigned little-endian integers `idx` of width `w` from a page at `pos`.
     fn read_ints(&self, pos: u64, w: u64, idx: Range<usize>) -> Result<Vec<u64>> {
-        let start = pos
-            .checked_add(idx.start as u64 * w)
-            .ok_or_else(|| Error::corrupt("page position overflows"))?;
-        let end = start
-            .checked_add(idx.len() as u64 * w)
-            .ok_or_else(|| Error::corrupt("page position overflows"))?;
+        let start = pos.checked_add(idx.start as u64 * w).ok_or_else(|| Error::corrupt("page position overflows"))?;
+        let end = start.checked_add(idx.len() as u64 * w).ok_or_else(|| Error::corrupt("page position overflows"))?;
         let b = self.read_bytes(start..end)?;
         Ok(b.chunks_exact(w as usize)
             .map(|c| {
@@ -578,10 +481,7 @@ fn read_stats_table(storage: &Storage, st: &pb::metadata::StatisticsMetadata, si
 
 fn check_rows(rows: &Range<usize>, page_len: u64) -> Result<()> {
     if rows.end as u64 > page_len {
-        return Err(Error::corrupt(format!(
-            "rows {}..{} beyond the page's {page_len} values",
-            rows.start, rows.end
-        )));
+        return Err(Error::corrupt(format!("rows {}..{} beyond the page's {page_len} values", rows.start, rows.end)));
     }
     Ok(())
 }
@@ -594,53 +494,29 @@ fn span(pos: u64, s: u64, e: u64) -> Result<Range<u64>> {
 }
 
 /// Fixed-width values `rows` of type `dt` stored back to back at `pos`.
-fn read_plain(
-    r: &LegacyFileReader,
-    dt: &DataType,
-    pos: u64,
-    rows: Range<usize>,
-) -> Result<ArrayRef> {
+fn read_plain(r: &LegacyFileReader, dt: &DataType, pos: u64, rows: Range<usize>) -> Result<ArrayRef> {
     let len = rows.len();
     match dt {
         DataType::Boolean => {
             let (bs, be) = ((rows.start / 8) as u64, bit_util::ceil(rows.end, 8) as u64);
             let b = r.read_bytes(span(pos, bs, be)?)?;
             let bits = BooleanBuffer::new(Buffer::from_slice_ref(&b[..]), rows.start % 8, len);
-            Ok(make_array(
-                ArrayDataBuilder::new(DataType::Boolean)
-                    .len(len)
-                    .add_buffer(bits.sliced())
-                    .build()
-                    .map_err(Error::corrupt_arrow)?,
-            ))
+            Ok(make_array(ArrayDataBuilder::new(DataType::Boolean).len(len).add_buffer(bits.sliced()).build().map_err(Error::corrupt_arrow)?))
         }
         DataType::FixedSizeList(item, dim) => {
             let dim = usize::try_from(*dim).map_err(|_| Error::corrupt("negative list size"))?;
-            let (Some(s), Some(e)) = (rows.start.checked_mul(dim), rows.end.checked_mul(dim))
-            else {
+            let (Some(s), Some(e)) = (rows.start.checked_mul(dim), rows.end.checked_mul(dim)) else {
                 return Err(Error::corrupt("fixed-size list rows overflow"));
             };
             let child = read_plain(r, item.data_type(), pos, s..e)?;
-            Ok(make_array(
-                ArrayDataBuilder::new(dt.clone())
-                    .len(len)
-                    .add_child_data(child.to_data())
-                    .build()
-                    .map_err(Error::corrupt_arrow)?,
-            ))
+            Ok(make_array(ArrayDataBuilder::new(dt.clone()).len(len).add_child_data(child.to_data()).build().map_err(Error::corrupt_arrow)?))
         }
         dt => {
-            let bits = fixed_width_bits(dt)
-                .filter(|b| b % 8 == 0)
-                .ok_or_else(|| Error::unsupported(format!("type {dt} in a legacy file")))?;
+            let bits = fixed_width_bits(dt).filter(|b| b % 8 == 0).ok_or_else(|| Error::unsupported(format!("type {dt} in a legacy file")))?;
             let w = bits / 8;
             let b = r.read_bytes(span(pos, rows.start as u64 * w, rows.end as u64 * w)?)?;
             Ok(make_array(
-                ArrayDataBuilder::new(dt.clone())
-                    .len(len)
-                    .add_buffer(Buffer::from_slice_ref(&b[..]))
-                    .build()
-                    .map_err(Error::corrupt_arrow)?,
+                ArrayDataBuilder::new(dt.clone()).len(len).add_buffer(Buffer::from_slice_ref(&b[..])).build().map_err(Error::corrupt_arrow)?,
             ))
         }
     }
@@ -666,12 +542,8 @@ mod tests {
         match a.data_type() {
             DataType::Int8 => prim!(Int8Type),
             DataType::Int16 => prim!(Int16Type),
-            DataType::Int32 | DataType::Date32 => {
-                a.to_data().buffer::<i32>(0)[a.offset() + i].to_string()
-            }
-            DataType::Int64 | DataType::Timestamp(_, _) | DataType::Date64 => {
-                a.to_data().buffer::<i64>(0)[a.offset() + i].to_string()
-            }
+            DataType::Int32 | DataType::Date32 => a.to_data().buffer::<i32>(0)[a.offset() + i].to_string(),
+            DataType::Int64 | DataType::Timestamp(_, _) | DataType::Date64 => a.to_data().buffer::<i64>(0)[a.offset() + i].to_string(),
             DataType::UInt8 => prim!(UInt8Type),
             DataType::UInt16 => prim!(UInt16Type),
             DataType::UInt32 => prim!(UInt32Type),
@@ -692,30 +564,17 @@ mod tests {
             DataType::FixedSizeList(_, _) => list(a.as_fixed_size_list().value(i).as_ref()),
             DataType::Struct(fs) => {
                 let s = a.as_struct();
-                let parts: Vec<String> = fs
-                    .iter()
-                    .zip(s.columns())
-                    .map(|(f, c)| format!("{:?}: {}", f.name(), json(c.as_ref(), i)))
-                    .collect();
+                let parts: Vec<String> = fs.iter().zip(s.columns()).map(|(f, c)| format!("{:?}: {}", f.name(), json(c.as_ref(), i))).collect();
                 format!("{{{}}}", parts.join(", "))
             }
             other => format!("\"<{other}>\""),
         }
     }
     fn hex(b: &[u8]) -> String {
-        format!(
-            "\"{}\"",
-            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-        )
+        format!("\"{}\"", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
     }
     fn list(a: &dyn Array) -> String {
-        format!(
-            "[{}]",
-            (0..a.len())
-                .map(|i| json(a, i))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        format!("[{}]", (0..a.len()).map(|i| json(a, i)).collect::<Vec<_>>().join(", "))
     }
     #[test]
     #[ignore]
@@ -762,11 +621,7 @@ mod tests {
         for _ in 0..3000 {
             let mut d = orig.clone();
             for _ in 0..1 + next() % 4 {
-                let i = if next() % 2 == 0 {
-                    next() as usize % d.len()
-                } else {
-                    d.len() - 1 - next() as usize % d.len().min(700)
-                };
+                let i = if next() % 2 == 0 { next() as usize % d.len() } else { d.len() - 1 - next() as usize % d.len().min(700) };
                 d[i] = next() as u8;
             }
             std::fs::write(&out, &d).unwrap();

@@ -135,9 +135,7 @@ mod tests {
         let a = vec![ints(0..3), ints(3..10), ints(10..10), ints(10..17)];
         let b = vec![ints(100..117)];
         let strs: Vec<String> = (0..17).map(|i| "x".repeat(i)).collect();
-        let s: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from_iter_values(&strs[..5])),
-            Arc::new(StringArray::from_iter_values(&strs[5..]))];
+        let s: Vec<ArrayRef> = vec![Arc::new(StringArray::from_iter_values(&strs[..5])), Arc::new(StringArray::from_iter_values(&strs[5..]))];
         let schema = Arc::new(Schema::new(vec![
             Field::new("a", DataType::Int32, false),
             Field::new("b", DataType::Int32, false),

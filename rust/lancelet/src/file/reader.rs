@@ -19,20 +19,20 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::file::fetch::{fetch, FetchedPage, PageCache, PageRequest};
-use crate::file::pieces::ColumnPieces;
 use crate::file::footer::{parse_offset_table, Footer, FOOTER_LEN};
+use crate::file::pieces::ColumnPieces;
 use crate::file::schema::LanceSchema;
 use crate::file::source::{page_encoding_any, pages_overlapping, FetchRanges};
-use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::blob::decode_blob_page;
 use crate::file::structural::direct::direct_pieces;
+use crate::file::structural::levels::{Layers, LevelStream};
 use crate::file::structural::pages::{decode_page, PageInput};
-use crate::proto::encodings21::page_layout::Layout;
-use crate::proto::encodings21::PageLayout;
 use crate::file::structural::to_arrow::{assemble, fixed_width_bits, leaf_count, owns_column};
 use crate::file::structural::unravel::{row_multiplier, unravel, Ancestor, Unraveled};
 use crate::file::version::{FileVersion, PageFamily};
 use crate::io::{Storage, StorageOptions};
+use crate::proto::encodings21::page_layout::Layout;
+use crate::proto::encodings21::PageLayout;
 use crate::proto::file::v2::{column_metadata::Page, ColumnMetadata};
 use crate::proto::file::FileDescriptor;
 use crate::proto::type_url;
@@ -461,19 +461,14 @@ impl FileReader {
             })
             .collect();
         let indices: Vec<Vec<(u64, usize)>> = leaves.iter().zip(&scaled).map(|(l, r)| self.page_indices_for(l.column, r)).collect();
-        let plans: Vec<Vec<(u64, &Page)>> = leaves
-            .iter()
-            .zip(&indices)
-            .map(|(l, ix)| ix.iter().map(|&(start, i)| (start, &self.columns[l.column].pages[i])).collect())
-            .collect();
+        let plans: Vec<Vec<(u64, &Page)>> =
+            leaves.iter().zip(&indices).map(|(l, ix)| ix.iter().map(|&(start, i)| (start, &self.columns[l.column].pages[i])).collect()).collect();
         let mut reqs = Vec::new();
         for ((ix, ranges), leaf) in indices.iter().zip(&scaled).zip(&leaves) {
             for &(first_row, i) in ix {
                 let page = &self.columns[leaf.column].pages[i];
                 let cache = &self.page_caches[leaf.column][i];
-                let layout = cache
-                    .layout(|| page_layout(page))
-                    .map_err(|e| e.context(format!("column {} page at row {first_row}", leaf.column)))?;
+                let layout = cache.layout(|| page_layout(page)).map_err(|e| e.context(format!("column {} page at row {first_row}", leaf.column)))?;
                 reqs.push(PageRequest { page, layout, wanted: page_relative(ranges, first_row, page.length), cache });
             }
         }
@@ -638,7 +633,9 @@ fn decode_leaf(
         Ok((l, s))
     };
     let decoded: Vec<(Layers, LevelStream)> = if parallel {
-        crate::process::install(|| plan.par_iter().map(|(r, p)| (r, p)).zip(reqs.par_iter()).zip(fetched.par_iter()).map(decode).collect::<Result<Vec<_>>>())?
+        crate::process::install(|| {
+            plan.par_iter().map(|(r, p)| (r, p)).zip(reqs.par_iter()).zip(fetched.par_iter()).map(decode).collect::<Result<Vec<_>>>()
+        })?
     } else {
         plan.iter().map(|(r, p)| (r, p)).zip(reqs.iter()).zip(fetched.iter()).map(decode).collect::<Result<Vec<_>>>()?
     };

@@ -203,10 +203,7 @@ impl LanceSchema {
         }
         let roots = children_of.get(&-1).cloned().unwrap_or_default();
         let mut seen = 0usize;
-        let fields = roots
-            .into_iter()
-            .map(|f| build_field(f, &children_of, 0, &mut seen))
-            .collect::<Result<Vec<_>>>()?;
+        let fields = roots.into_iter().map(|f| build_field(f, &children_of, 0, &mut seen)).collect::<Result<Vec<_>>>()?;
         if seen != fields_len(fields.iter()) || seen != ids.len() {
             return Err(Error::corrupt("schema has fields whose parent does not exist"));
         }
@@ -215,8 +212,7 @@ impl LanceSchema {
 
     /// The Arrow schema.
     pub fn to_arrow(&self) -> Schema {
-        Schema::new(self.fields.iter().map(|f| f.arrow.clone()).collect::<Vec<_>>())
-            .with_metadata(self.metadata.clone())
+        Schema::new(self.fields.iter().map(|f| f.arrow.clone()).collect::<Vec<_>>()).with_metadata(self.metadata.clone())
     }
 
     /// Assign ids depth-first from 0 to an Arrow schema.
@@ -248,31 +244,18 @@ fn fields_len<'a>(fields: impl Iterator<Item = &'a LanceField>) -> usize {
 
 const MAX_DEPTH: usize = 64;
 
-fn build_field(
-    f: &pb::Field,
-    children_of: &HashMap<i32, Vec<&pb::Field>>,
-    depth: usize,
-    seen: &mut usize,
-) -> Result<LanceField> {
+fn build_field(f: &pb::Field, children_of: &HashMap<i32, Vec<&pb::Field>>, depth: usize, seen: &mut usize) -> Result<LanceField> {
     if depth > MAX_DEPTH {
         return Err(Error::corrupt("schema nests deeper than 64 levels (cycle?)"));
     }
     *seen += 1;
     let kids = children_of.get(&f.id).cloned().unwrap_or_default();
-    let children = kids
-        .into_iter()
-        .map(|c| build_field(c, children_of, depth + 1, seen))
-        .collect::<Result<Vec<_>>>()?;
+    let children = kids.into_iter().map(|c| build_field(c, children_of, depth + 1, seen)).collect::<Result<Vec<_>>>()?;
     let lt = f.logical_type.as_str();
     let want_one_child = |what: &str| -> Result<Field> {
         match children.as_slice() {
             [c] => Ok(c.arrow.clone()),
-            _ => Err(Error::corrupt(format!(
-                "{what} field {:?} (id {}) has {} children, expected 1",
-                f.name,
-                f.id,
-                children.len()
-            ))),
+            _ => Err(Error::corrupt(format!("{what} field {:?} (id {}) has {} children, expected 1", f.name, f.id, children.len()))),
         }
     };
     let dt = match lt {
@@ -285,11 +268,8 @@ fn build_field(
         }
         other if other.starts_with("fixed_size_list:") && !children.is_empty() => {
             // A fixed-size list of a nested type keeps its item as a child row.
-            let n: i32 = other
-                .rsplit(':')
-                .next()
-                .and_then(|x| x.parse().ok())
-                .ok_or_else(|| Error::corrupt(format!("bad logical type {other:?}")))?;
+            let n: i32 =
+                other.rsplit(':').next().and_then(|x| x.parse().ok()).ok_or_else(|| Error::corrupt(format!("bad logical type {other:?}")))?;
             DataType::FixedSizeList(Arc::new(want_one_child("fixed_size_list")?), n)
         }
         other => {
@@ -425,10 +405,7 @@ mod tests {
     #[test]
     fn nested_schema_round_trips_through_pb() {
         let item = Field::new("item", DataType::Struct(vec![Field::new("a", DataType::Int32, true)].into()), true);
-        let schema = Schema::new(vec![
-            Field::new("l", DataType::List(Arc::new(item)), true),
-            Field::new("s", DataType::Utf8, false),
-        ]);
+        let schema = Schema::new(vec![Field::new("l", DataType::List(Arc::new(item)), true), Field::new("s", DataType::Utf8, false)]);
         let ls = LanceSchema::from_arrow(&schema).unwrap();
         let pbf = ls.to_pb().unwrap();
         assert_eq!(pbf.iter().map(|f| f.id).collect::<Vec<_>>(), vec![0, 1, 2, 3]);

@@ -60,9 +60,7 @@ impl FileVersion {
             "2.0" => Ok(FileVersion::V2_0),
             "2.1" => Ok(FileVersion::V2_1),
             "2.2" | "stable" => Ok(FileVersion::V2_2),
-            other => Err(Error::invalid_input(format!(
-                "unknown file version {other:?} (expected one of 0.1, legacy, 2.0, 2.1, 2.2, stable)"
-            ))),
+            other => Err(Error::invalid_input(format!("unknown file version {other:?} (expected one of 0.1, legacy, 2.0, 2.1, 2.2, stable)"))),
         }
     }
 
@@ -122,11 +120,7 @@ impl FileVersion {
         };
         match self {
             FileVersion::Legacy => None,
-            FileVersion::V2_0 => Some(VersionTraits {
-                family: PageFamily::ArrayEncoding,
-                struct_validity: false,
-                ..structural
-            }),
+            FileVersion::V2_0 => Some(VersionTraits { family: PageFamily::ArrayEncoding, struct_validity: false, ..structural }),
             FileVersion::V2_1 => Some(structural),
             FileVersion::V2_2 => Some(VersionTraits {
                 large_chunk_words: true,

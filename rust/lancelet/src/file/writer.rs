@@ -39,11 +39,11 @@ use crate::error::{Error, Result};
 use crate::file::footer::{Footer, BUFFER_ALIGNMENT, PAD_BYTE};
 use crate::file::schema::LanceSchema;
 use crate::file::version::{FileVersion, PageFamily, VersionTraits};
+use crate::file::write::plain::{self, PlainKind};
+use crate::file::write::shred::Piece;
 use crate::file::write::shred::{leaf_paths, shred};
 use crate::file::write::v2_0::{columns_of, split, ColumnEncoder20};
-use crate::file::write::plain::{self, PlainKind};
 use crate::file::write::vectors::{self, VectorKind};
-use crate::file::write::shred::Piece;
 use crate::file::write::{EncodedPage, LeafEncoder};
 use crate::io::{ObjectWriter, Storage, StorageOptions};
 use crate::proto::file::v2::{column_metadata::Page, encoding::Location, ColumnMetadata, DirectEncoding, Encoding};
@@ -268,10 +268,7 @@ fn check_packed(f: &Field, version: FileVersion) -> Result<()> {
         let all_fixed = kids.iter().all(|c| crate::file::write::shred::fixed_bytes(c.data_type()).is_some());
         if !all_fixed {
             if crate::file::write::shred::variable_packed_fields(f).is_none() {
-                return Err(Error::unsupported(format!(
-                    "field {:?}: a packed struct's children must be fixed-width, strings or binaries",
-                    f.name()
-                )));
+                return Err(Error::unsupported(format!("field {:?}: a packed struct's children must be fixed-width, strings or binaries", f.name())));
             }
             if version == FileVersion::V2_1 {
                 return Err(Error::unsupported(format!(
@@ -364,9 +361,8 @@ impl FileWriter {
 
     /// Create a writer with an existing Lance schema (dataset field ids).
     pub fn create_with_lance_schema(storage: Storage, schema: LanceSchema, version: FileVersion) -> Result<Self> {
-        let traits: VersionTraits = version
-            .traits()
-            .ok_or_else(|| Error::invalid_input("writing legacy (v0.1) files is not supported; use 2.0, 2.1 or 2.2"))?;
+        let traits: VersionTraits =
+            version.traits().ok_or_else(|| Error::invalid_input("writing legacy (v0.1) files is not supported; use 2.0, 2.1 or 2.2"))?;
         let arrow_schema = schema.to_arrow();
         for f in arrow_schema.fields() {
             if !traits.maps && has_map(f.data_type()) {
@@ -375,32 +371,35 @@ impl FileWriter {
                     f.name()
                 )));
             }
-            crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())).with_source(e))?;
+            crate::file::schema::logical_type(f.data_type())
+                .map_err(|e| Error::invalid_input(format!("field {:?}: {e}", f.name())).with_source(e))?;
             check_nested_fsl(f, version, false)?;
             check_packed(f, version)?;
             check_blob(f, false, version)?;
         }
         let columns = match traits.family {
             PageFamily::Structural => Columns::Structural(
-                arrow_schema
-                    .fields()
-                    .iter()
-                    .map(|f| leaf_paths(f).into_iter().map(|(lf, p)| LeafEncoder::new(&lf, p, traits)).collect())
-                    .collect(),
+                arrow_schema.fields().iter().map(|f| leaf_paths(f).into_iter().map(|(lf, p)| LeafEncoder::new(&lf, p, traits)).collect()).collect(),
             ),
             PageFamily::ArrayEncoding => Columns::V20(
-                arrow_schema
-                    .fields()
-                    .iter()
-                    .map(|f| columns_of(f).into_iter().map(|(cf, k)| ColumnEncoder20::new(cf, k)).collect())
-                    .collect(),
+                arrow_schema.fields().iter().map(|f| columns_of(f).into_iter().map(|(cf, k)| ColumnEncoder20::new(cf, k)).collect()).collect(),
             ),
         };
         let num_columns = match &columns {
             Columns::Structural(c) => c.iter().map(Vec::len).sum(),
             Columns::V20(c) => c.iter().map(Vec::len).sum(),
         };
-        Ok(FileWriter { out: storage.writer(), pages: vec![Vec::new(); num_columns], schema, arrow_schema, version, columns, num_rows: 0, extra_globals: Vec::new(), failed: None })
+        Ok(FileWriter {
+            out: storage.writer(),
+            pages: vec![Vec::new(); num_columns],
+            schema,
+            arrow_schema,
+            version,
+            columns,
+            num_rows: 0,
+            extra_globals: Vec::new(),
+            failed: None,
+        })
     }
 
     /// Rows written so far.
@@ -486,11 +485,7 @@ impl FileWriter {
         for batch in batches {
             let got = batch.schema();
             if want.len() != got.fields().len() {
-                return Err(Error::invalid_input(format!(
-                    "batch has {} columns but the file schema has {}",
-                    got.fields().len(),
-                    want.len()
-                )));
+                return Err(Error::invalid_input(format!("batch has {} columns but the file schema has {}", got.fields().len(), want.len())));
             }
             for (w, g) in want.iter().zip(got.fields()) {
                 if let Some(m) = field_mismatch("", w, g) {
@@ -513,35 +508,36 @@ impl FileWriter {
                 // Plain top-level leaves keep their Arrow arrays until a
                 // page is cut (see `write::plain`); only their size is
                 // measured (and their buffers checked) here.
-                let plain: Vec<Option<PlainKind>> =
-                    cols.iter().map(|enc| if enc.len() == 1 { enc[0].plain() } else { None }).collect();
+                let plain: Vec<Option<PlainKind>> = cols.iter().map(|enc| if enc.len() == 1 { enc[0].plain() } else { None }).collect();
                 // Vector columns keep rows without nulls in Arrow memory.
-                let vector: Vec<Option<VectorKind>> =
-                    cols.iter().map(|enc| if enc.len() == 1 { enc[0].vector() } else { None }).collect();
+                let vector: Vec<Option<VectorKind>> = cols.iter().map(|enc| if enc.len() == 1 { enc[0].vector() } else { None }).collect();
                 // Slices and columns shred independently: spread them all
                 // over the pool (one column per slice would leave a core
                 // idle while the widest column shreds).
                 let all = crate::process::install(|| {
-                    batches.iter().flat_map(|batch| page_slices(batch, page_bytes, &sliced)).collect::<Vec<_>>()
-                    .into_par_iter()
-                    .map(|slice| {
-                        want.iter()
-                            .zip(slice.columns())
-                            .zip(plain.iter().zip(&vector))
-                            .collect::<Vec<_>>()
-                            .into_par_iter()
-                            .map(|((f, a), (kind, vector))| {
-                                let rows = vector.and_then(|v| vectors::rows_bytes(v, a));
-                                let got = match (kind, rows) {
-                                    (Some(k), _) => plain::measure(*k, a).map(|bytes| Shredded::Plain(a.clone(), bytes)),
-                                    (None, Some(rows)) => Ok(Shredded::Vectors(rows, a.len())),
-                                    (None, None) => shred(f, a).map(Shredded::Pieces),
-                                };
-                                got.map_err(|e| e.context(format!("field {:?}", f.name())))
-                            })
-                            .collect::<Result<Vec<_>>>()
-                    })
-                    .collect::<Result<Vec<_>>>()
+                    batches
+                        .iter()
+                        .flat_map(|batch| page_slices(batch, page_bytes, &sliced))
+                        .collect::<Vec<_>>()
+                        .into_par_iter()
+                        .map(|slice| {
+                            want.iter()
+                                .zip(slice.columns())
+                                .zip(plain.iter().zip(&vector))
+                                .collect::<Vec<_>>()
+                                .into_par_iter()
+                                .map(|((f, a), (kind, vector))| {
+                                    let rows = vector.and_then(|v| vectors::rows_bytes(v, a));
+                                    let got = match (kind, rows) {
+                                        (Some(k), _) => plain::measure(*k, a).map(|bytes| Shredded::Plain(a.clone(), bytes)),
+                                        (None, Some(rows)) => Ok(Shredded::Vectors(rows, a.len())),
+                                        (None, None) => shred(f, a).map(Shredded::Pieces),
+                                    };
+                                    got.map_err(|e| e.context(format!("field {:?}", f.name())))
+                                })
+                                .collect::<Result<Vec<_>>>()
+                        })
+                        .collect::<Result<Vec<_>>>()
                 })?;
                 // Each column takes its slices in order; columns in
                 // parallel (buffering copies small arrays into the page
@@ -552,20 +548,22 @@ impl FileWriter {
                         col.push(got);
                     }
                 }
-                crate::process::install(|| cols.par_iter_mut().zip(per_column).try_for_each(|(enc, gots)| -> Result<()> {
-                    for got in gots {
-                        match got {
-                            Shredded::Plain(a, bytes) => enc[0].push_array(a, bytes)?,
-                            Shredded::Vectors(rows, n) => enc[0].push_vectors(rows, n)?,
-                            Shredded::Pieces(pieces) => {
-                                for (e, p) in enc.iter_mut().zip(pieces) {
-                                    e.push(p)?;
+                crate::process::install(|| {
+                    cols.par_iter_mut().zip(per_column).try_for_each(|(enc, gots)| -> Result<()> {
+                        for got in gots {
+                            match got {
+                                Shredded::Plain(a, bytes) => enc[0].push_array(a, bytes)?,
+                                Shredded::Vectors(rows, n) => enc[0].push_vectors(rows, n)?,
+                                Shredded::Pieces(pieces) => {
+                                    for (e, p) in enc.iter_mut().zip(pieces) {
+                                        e.push(p)?;
+                                    }
                                 }
                             }
                         }
-                    }
-                    Ok(())
-                }))?;
+                        Ok(())
+                    })
+                })?;
                 // Every page cut from this batch, of every column, encodes
                 // in parallel.
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
@@ -633,14 +631,16 @@ impl FileWriter {
         let columns: Vec<Vec<EncodedPage>> = match &mut self.columns {
             Columns::Structural(cols) => {
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
-                crate::process::install(|| leaves
-                    .into_par_iter()
-                    .map(|c| {
-                        c.flush()?;
-                        c.encode_queued()?;
-                        Ok(std::mem::take(&mut c.pages))
-                    })
-                    .collect::<Result<Vec<_>>>())?
+                crate::process::install(|| {
+                    leaves
+                        .into_par_iter()
+                        .map(|c| {
+                            c.flush()?;
+                            c.encode_queued()?;
+                            Ok(std::mem::take(&mut c.pages))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })?
             }
             Columns::V20(cols) => {
                 let mut out = Vec::new();
@@ -715,14 +715,8 @@ impl FileWriter {
 /// holds about `page_bytes` (the whole batch when it is smaller).
 fn page_slices(batch: &RecordBatch, page_bytes: usize, counted: &[bool]) -> Vec<RecordBatch> {
     let n = batch.num_rows();
-    let widest = batch
-        .columns()
-        .iter()
-        .zip(counted)
-        .filter(|(_, &c)| c)
-        .map(|(c, _)| c.to_data().get_slice_memory_size().unwrap_or(0))
-        .max()
-        .unwrap_or(0);
+    let widest =
+        batch.columns().iter().zip(counted).filter(|(_, &c)| c).map(|(c, _)| c.to_data().get_slice_memory_size().unwrap_or(0)).max().unwrap_or(0);
     if widest <= page_bytes || n <= 1 {
         return vec![batch.clone()];
     }

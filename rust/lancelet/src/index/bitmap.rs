@@ -57,9 +57,8 @@ pub(crate) fn write_keyed(
     let n_keys = groups.keys.len();
     let mut metadata: HashMap<String, String> = extra_metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     metadata.insert(STATS_KEY.to_string(), format!("{{\"num_bitmaps\":{n_keys}}}"));
-    let schema = Arc::new(
-        Schema::new(vec![Field::new("keys", dt.clone(), true), Field::new("bitmaps", DataType::Binary, true)]).with_metadata(metadata),
-    );
+    let schema =
+        Arc::new(Schema::new(vec![Field::new("keys", dt.clone(), true), Field::new("bitmaps", DataType::Binary, true)]).with_metadata(metadata));
     let mut w = FileWriter::create_with_lance_schema(dir.child(FILE)?, LanceSchema::from_arrow(&schema)?, version)?;
     if let Some(g) = global_buffer {
         w.add_global_buffer(g)?;
@@ -312,8 +311,7 @@ impl ScalarIndex for BitmapIndex {
             }
             IndexQuery::In(vs) => {
                 self.check_type(vs)?;
-                let sets =
-                    (0..vs.len()).filter(|&i| vs.is_valid(i)).map(|i| self.rows_of(vs, i)).collect::<Result<Vec<_>>>()?;
+                let sets = (0..vs.len()).filter(|&i| vs.is_valid(i)).map(|i| self.rows_of(vs, i)).collect::<Result<Vec<_>>>()?;
                 Ok(RowSet::union_all(sets.iter().map(|s| s.as_ref())))
             }
             IndexQuery::Range { lower, upper } => {

@@ -119,10 +119,7 @@ pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData) -> Result
             Field::new("null_count", DataType::UInt32, false),
             Field::new("page_idx", DataType::UInt32, false),
         ])
-        .with_metadata(HashMap::from([
-            ("batch_size".to_string(), PAGE_ROWS.to_string()),
-            ("range_partitioned".to_string(), "false".to_string()),
-        ])),
+        .with_metadata(HashMap::from([("batch_size".to_string(), PAGE_ROWS.to_string()), ("range_partitioned".to_string(), "false".to_string())])),
     );
     let mut w = FileWriter::create_with_lance_schema(dir.child(LOOKUP_FILE)?, LanceSchema::from_arrow(&lookup_schema)?, version)?;
     if pages > 0 {
@@ -351,9 +348,7 @@ impl ScalarIndex for BTreeIndex {
                     ids.extend_from_slice(&pg.ids.values()[..pg.nulls]);
                 }
             }
-            IndexQuery::HasAny(_) | IndexQuery::HasAll(_) => {
-                return Err(Error::Internal { what: "a list query asked of a BTREE index".into() })
-            }
+            IndexQuery::HasAny(_) | IndexQuery::HasAll(_) => return Err(Error::Internal { what: "a list query asked of a BTREE index".into() }),
         }
         Ok(RowSet::from_ids(ids))
     }

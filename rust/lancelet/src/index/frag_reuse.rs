@@ -86,7 +86,11 @@ impl Group {
     fn to_pb(&self) -> frd::Group {
         frd::Group {
             changed_row_addrs: self.changed_bytes(),
-            old_fragments: self.old.iter().map(|&(id, physical_rows, num_deleted_rows)| frd::FragmentDigest { id, physical_rows, num_deleted_rows }).collect(),
+            old_fragments: self
+                .old
+                .iter()
+                .map(|&(id, physical_rows, num_deleted_rows)| frd::FragmentDigest { id, physical_rows, num_deleted_rows })
+                .collect(),
             new_fragments: self.new.iter().map(|&(id, physical_rows)| frd::FragmentDigest { id, physical_rows, num_deleted_rows: 0 }).collect(),
         }
     }
@@ -135,11 +139,8 @@ impl FragReuse {
 
     /// The details with one more version appended.
     pub fn details_with(&self, version: u64, groups: Vec<Group>) -> prost_types::Any {
-        let mut versions: Vec<frd::Version> = self
-            .versions
-            .iter()
-            .map(|(v, gs)| frd::Version { dataset_version: *v, groups: gs.iter().map(Group::to_pb).collect() })
-            .collect();
+        let mut versions: Vec<frd::Version> =
+            self.versions.iter().map(|(v, gs)| frd::Version { dataset_version: *v, groups: gs.iter().map(Group::to_pb).collect() }).collect();
         versions.push(frd::Version { dataset_version: version, groups: groups.iter().map(Group::to_pb).collect() });
         let d = pb::FragmentReuseIndexDetails { content: Some(frd::Content::Inline(frd::InlineContent { versions })) };
         prost_types::Any { type_url: TYPE_URL.to_string(), value: d.encode_to_vec() }

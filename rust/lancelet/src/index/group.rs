@@ -26,9 +26,18 @@ const SORT: SortOptions = SortOptions { descending: false, nulls_first: true };
 /// Byte view of one array's values.
 enum KeyBytes {
     /// Fixed-width values (primitives, fixed-size binary) from `data`.
-    Fixed { data: Buffer, width: usize },
-    Var32 { offsets: ScalarBuffer<i32>, data: Buffer },
-    Var64 { offsets: ScalarBuffer<i64>, data: Buffer },
+    Fixed {
+        data: Buffer,
+        width: usize,
+    },
+    Var32 {
+        offsets: ScalarBuffer<i32>,
+        data: Buffer,
+    },
+    Var64 {
+        offsets: ScalarBuffer<i64>,
+        data: Buffer,
+    },
     Bool(BooleanBuffer),
 }
 

@@ -327,6 +327,5 @@ pub fn build(kind: IndexKind, dir: &crate::io::Storage, version: crate::file::Fi
     }
 }
 
-
 #[cfg(test)]
 mod tests;

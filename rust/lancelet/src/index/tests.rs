@@ -64,7 +64,10 @@ fn check_queries(kind: IndexKind, values: ArrayRef, ids: UInt64Array, probes: &A
         let w = probes.slice((p * 7 + 3) % probes.len(), 1);
         if w.is_valid(0) {
             let both = arrow_arith::boolean::and(&cmp::gt_eq(&values, &s).unwrap(), &cmp::lt(&values, &Scalar::new(w.clone())).unwrap()).unwrap();
-            let q = IndexQuery::Range { lower: Some(RangeEnd { value: v.clone(), inclusive: true }), upper: Some(RangeEnd { value: w.clone(), inclusive: false }) };
+            let q = IndexQuery::Range {
+                lower: Some(RangeEnd { value: v.clone(), inclusive: true }),
+                upper: Some(RangeEnd { value: w.clone(), inclusive: false }),
+            };
             assert_eq!(idx.search(&q).unwrap(), expected(&both, &ids), "{kind:?} between");
             let inl = arrow_select::concat::concat(&[v.as_ref(), w.as_ref()]).unwrap();
             let either = arrow_arith::boolean::or(&eq, &cmp::eq(&values, &Scalar::new(w.clone())).unwrap()).unwrap();
@@ -82,7 +85,8 @@ fn ints_strings_floats_round_trip() {
         let n = 9000 + rng.random_range(0..3000);
         let ids = ids_for(n, &mut rng);
         let ints: ArrayRef = Arc::new((0..n).map(|_| (!rng.random_ratio(1, 15)).then(|| rng.random_range(-50..200))).collect::<Int32Array>());
-        let strs: ArrayRef = Arc::new((0..n).map(|_| (!rng.random_ratio(1, 20)).then(|| format!("k{:03}", rng.random_range(0..300)))).collect::<StringArray>());
+        let strs: ArrayRef =
+            Arc::new((0..n).map(|_| (!rng.random_ratio(1, 20)).then(|| format!("k{:03}", rng.random_range(0..300)))).collect::<StringArray>());
         let specials = [f64::NAN, -0.0, 0.0, f64::INFINITY, -1.5];
         let floats: ArrayRef = Arc::new(
             (0..n)

@@ -87,7 +87,7 @@ fn read_at(f: &File, display: &str, offset: u64, len: u64) -> Result<Bytes> {
 /// `len` bytes at `offset` (see the unix version).
 #[cfg(not(unix))]
 fn read_at(mut f: &File, display: &str, offset: u64, len: u64) -> Result<Bytes> {
-        let mut buf = Vec::with_capacity(len as usize);
+    let mut buf = Vec::with_capacity(len as usize);
     f.seek(SeekFrom::Start(offset)).map_err(|e| io_error(display, e))?;
     f.take(len).read_to_end(&mut buf).map_err(|e| io_error(display, e))?;
     if buf.len() as u64 != len {

@@ -98,9 +98,8 @@ pub fn map_ranges(path: &std::path::Path, ranges: &[Range<u64>]) -> Vec<Option<B
             let offset = libc::off_t::try_from(start).ok()?;
             // SAFETY: a fresh read-only private mapping of an open file;
             // the kernel picks the address.
-            let ptr = unsafe {
-                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_POPULATE, file.as_raw_fd(), offset)
-            };
+            let ptr =
+                unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_POPULATE, file.as_raw_fd(), offset) };
             if ptr == libc::MAP_FAILED {
                 return None;
             }

@@ -37,11 +37,11 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::error::{Error, Result};
 
 mod local;
-mod store_cell;
 #[cfg(unix)]
 pub mod mapped;
 #[cfg(feature = "s3")]
 pub mod s3;
+mod store_cell;
 pub mod tree;
 pub mod upload;
 
@@ -57,14 +57,7 @@ pub type StorageOptions = HashMap<String, String>;
 /// child: see [`crate::process`]).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: crate::process::PerProcess<tokio::runtime::Runtime> = crate::process::PerProcess::new();
-    RT.get(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("lancelet-io")
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    })
+    RT.get(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("lancelet-io").enable_all().build().expect("tokio runtime"))
 }
 
 /// Run a future to completion on the I/O runtime.
@@ -182,9 +175,7 @@ pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64, max: u64) -> Coalesced {
     for i in order {
         let r = ranges[i].start..ranges[i].end.max(ranges[i].start);
         match groups.last_mut() {
-            Some(g) if r.start <= g.end.saturating_add(gap) && (r.end.max(g.end) - g.start <= max || r.end <= g.end) => {
-                g.end = g.end.max(r.end)
-            }
+            Some(g) if r.start <= g.end.saturating_add(gap) && (r.end.max(g.end) - g.start <= max || r.end <= g.end) => g.end = g.end.max(r.end),
             _ => groups.push(r),
         }
         group_of[i] = groups.len() - 1;
@@ -315,17 +306,13 @@ impl Storage {
         let local = if uri.starts_with("file:") {
             file_uri_path(uri)?
         } else if uri.contains("://") {
-            return Err(Error::invalid_input(format!(
-                "unsupported URI scheme in {uri:?} (supported: s3://, file://, memory://, local paths)"
-            )));
+            return Err(Error::invalid_input(format!("unsupported URI scheme in {uri:?} (supported: s3://, file://, memory://, local paths)")));
         } else {
             std::path::PathBuf::from(uri)
         };
-        let abs = lexically_normal(
-            &std::path::absolute(&local).map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")).with_source(e))?,
-        );
-        let path = Path::from_absolute_path(&abs)
-            .map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")).with_source(e))?;
+        let abs =
+            lexically_normal(&std::path::absolute(&local).map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")).with_source(e))?);
+        let path = Path::from_absolute_path(&abs).map_err(|e| Error::invalid_input(format!("bad local path {uri:?}: {e}")).with_source(e))?;
         Ok(Self::new(store_cell::StoreCell::shared(Arc::new(LocalFileSystem::new())), path, abs.display().to_string(), options, Some(abs)))
     }
 
@@ -488,10 +475,7 @@ impl Storage {
             for (&i, b) in rest.iter().zip(local::read_ranges(local, &self.display, &wanted)?) {
                 got[i] = Some(b);
             }
-            return got
-                .into_iter()
-                .map(|g| g.ok_or_else(|| Error::Internal { what: "fewer ranges read than asked".into() }))
-                .collect();
+            return got.into_iter().map(|g| g.ok_or_else(|| Error::Internal { what: "fewer ranges read than asked".into() })).collect();
         }
         match &self.local_dir {
             Some(p) => local::read_ranges(p, &self.display, ranges),
@@ -562,11 +546,7 @@ impl Storage {
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&self.display, e)),
         };
-        Ok(listing
-            .objects
-            .into_iter()
-            .filter_map(|m| m.location.filename().map(|n| (n.to_string(), m.size)))
-            .collect())
+        Ok(listing.objects.into_iter().filter_map(|m| m.location.filename().map(|n| (n.to_string(), m.size))).collect())
     }
 
     /// Every object below this path (treated as a directory), at any
@@ -601,9 +581,7 @@ impl Storage {
     /// in bounded `write()` calls ([`upload::write_pieces`]).
     pub fn write_all(&self, data: Bytes) -> Result<()> {
         let payload: PutPayload = upload::write_pieces(self, data).collect();
-        block_on(self.store.get().put(&self.path, payload))
-            .map(|_| ())
-            .map_err(|e| io_err(&self.display, e))
+        block_on(self.store.get().put(&self.path, payload)).map(|_| ()).map_err(|e| io_err(&self.display, e))
     }
 
     /// Write the whole object only if it does not exist yet (object_store
@@ -612,9 +590,7 @@ impl Storage {
     pub fn write_new(&self, data: Bytes) -> Result<()> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         let payload: PutPayload = upload::write_pieces(self, data).collect();
-        block_on(self.store.get().put_opts(&self.path, payload, opts))
-            .map(|_| ())
-            .map_err(|e| io_err(&self.display, e))
+        block_on(self.store.get().put_opts(&self.path, payload, opts)).map(|_| ()).map_err(|e| io_err(&self.display, e))
     }
 
     /// Delete the object (a missing one is `Error::NotFound`).

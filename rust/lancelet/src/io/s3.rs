@@ -47,11 +47,8 @@ pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn Objec
         .filter(|b| !b.is_empty())
         .ok_or_else(|| Error::invalid_input(format!("S3 URI {uri:?} names no bucket (expected s3://bucket/path)")))?;
     let mut builder = AmazonS3Builder::from_env();
-    let mut retry = RetryConfig {
-        max_retries: DEFAULT_MAX_RETRIES,
-        retry_timeout: Duration::from_secs(DEFAULT_RETRY_TIMEOUT_SECS),
-        ..Default::default()
-    };
+    let mut retry =
+        RetryConfig { max_retries: DEFAULT_MAX_RETRIES, retry_timeout: Duration::from_secs(DEFAULT_RETRY_TIMEOUT_SECS), ..Default::default() };
     // Sorted, so that a key given twice under two aliases resolves the same
     // way every time.
     let mut keys: Vec<(&String, &String)> = options.iter().collect();

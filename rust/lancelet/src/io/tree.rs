@@ -41,12 +41,7 @@ impl Storage {
         // Some stores (SeaweedFS) list a directory's own placeholder object
         // (key `<path>/`) in it: that is not content.
         let mut out = Listing {
-            files: listing
-                .objects
-                .iter()
-                .filter(|m| m.location != self.path)
-                .filter_map(|m| m.location.filename().map(str::to_string))
-                .collect(),
+            files: listing.objects.iter().filter(|m| m.location != self.path).filter_map(|m| m.location.filename().map(str::to_string)).collect(),
             dirs: listing.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect(),
         };
         out.files.sort();
@@ -92,8 +87,7 @@ impl Storage {
         }
         let deleted = block_on(async {
             let locations = self.store.get().list(Some(&self.path)).map_ok(|m| m.location).boxed();
-            let results: Vec<object_store::Result<object_store::path::Path>> =
-                self.store.get().delete_stream(locations).collect().await;
+            let results: Vec<object_store::Result<object_store::path::Path>> = self.store.get().delete_stream(locations).collect().await;
             let mut n = 0usize;
             for r in results {
                 match r {

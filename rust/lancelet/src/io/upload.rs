@@ -117,10 +117,7 @@ impl ObjectWriter {
 
     /// The error of a call on a writer that stopped.
     fn stopped(&self, why: &str) -> crate::error::Error {
-        crate::error::Error::io(
-            self.storage.display(),
-            format!("the write was abandoned after an earlier failure ({why}); nothing was stored"),
-        )
+        crate::error::Error::io(self.storage.display(), format!("the write was abandoned after an earlier failure ({why}); nothing was stored"))
     }
 
     /// Bytes handed to the writer so far (the position of the next byte).

@@ -135,9 +135,10 @@ impl Snapshot {
 fn flags(md: &HashMap<String, String>, key: &str, root: &Storage) -> Result<u64> {
     match md.get(key) {
         None => Ok(0),
-        Some(v) => v.trim().parse::<u64>().map_err(|_| {
-            Error::unsupported_in(root.display().to_string(), format!("catalog table metadata {key} = {v:?} is not a number"))
-        }),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::unsupported_in(root.display().to_string(), format!("catalog table metadata {key} = {v:?} is not a number"))),
     }
 }
 

@@ -89,13 +89,10 @@ impl DirectoryNamespace {
             self.check_namespace(&snap, &id[..id.len() - 1])?;
             let (remove, add) = if let Some(i) = snap.find(&oid, catalog::NAMESPACE) {
                 match mode {
-                    CreateMode::Create => {
-                        return Err(NsError::NamespaceAlreadyExists(format!("namespace {} already exists", show(id))))
-                    }
+                    CreateMode::Create => return Err(NsError::NamespaceAlreadyExists(format!("namespace {} already exists", show(id)))),
                     CreateMode::ExistOk => return Ok(Properties::Json(snap.entries[i].metadata.clone())),
                     CreateMode::Overwrite => {
-                        if self.children(&snap, id, catalog::NAMESPACE).next().is_some()
-                            || self.children(&snap, id, catalog::TABLE).next().is_some()
+                        if self.children(&snap, id, catalog::NAMESPACE).next().is_some() || self.children(&snap, id, catalog::TABLE).next().is_some()
                         {
                             return Err(NsError::NamespaceNotEmpty(format!(
                                 "cannot overwrite namespace {}: it holds tables or namespaces",

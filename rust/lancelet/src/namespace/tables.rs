@@ -103,10 +103,7 @@ fn is_v1_dir(location: &str) -> bool {
 impl DirectoryNamespace {
     /// Whether a manifest row uses `location`.
     fn claimed(&self, snap: &Snapshot, location: &str, except: Option<usize>) -> bool {
-        snap.entries
-            .iter()
-            .enumerate()
-            .any(|(i, e)| Some(i) != except && e.location.as_deref().map(|l| l.trim_end_matches('/')) == Some(location))
+        snap.entries.iter().enumerate().any(|(i, e)| Some(i) != except && e.location.as_deref().map(|l| l.trim_end_matches('/')) == Some(location))
     }
 
     /// Find table `id`; `ignore_dir` is a location whose V1 directory does

@@ -118,7 +118,12 @@ fn names_are_checked_before_any_io() {
 
 #[test]
 fn s3_locations_are_percent_encoded_uris() {
-    let ns = DirectoryNamespace { root: crate::io::Storage::open("memory://x/r").unwrap(), root_uri: "s3://bucket/some root".into(), manifest: true, dir_listing: true };
+    let ns = DirectoryNamespace {
+        root: crate::io::Storage::open("memory://x/r").unwrap(),
+        root_uri: "s3://bucket/some root".into(),
+        manifest: true,
+        dir_listing: true,
+    };
     assert_eq!(ns.location_uri("1a2b3c4d_ns$t%#?"), "s3://bucket/some%20root/1a2b3c4d_ns$t%25%23%3F");
     let local = DirectoryNamespace::open("/tmp/x/../y", &Default::default(), true, true).unwrap();
     assert_eq!(local.location_uri("a b%.lance"), "/tmp/y/a b%.lance");

@@ -50,9 +50,7 @@ pub fn apply_rewrite(fragments: &mut Vec<pb::DataFragment>, r: &pb::transaction:
     for o in &old {
         match fragments.iter().find(|f| f.id == o.id) {
             None => return Err(Error::Conflict { what: format!("fragment {} was removed by a concurrent commit", o.id) }),
-            Some(f) if f != *o => {
-                return Err(Error::Conflict { what: format!("fragment {} was changed by a concurrent commit", o.id) })
-            }
+            Some(f) if f != *o => return Err(Error::Conflict { what: format!("fragment {} was changed by a concurrent commit", o.id) }),
             Some(_) => {}
         }
     }

@@ -61,10 +61,8 @@ pub fn parse_branch(name: &str, json: &[u8], path: &str) -> Result<BranchInfo> {
         Some(serde_json::Value::String(s)) => Some(s.clone()),
         Some(other) => return Err(corrupt(format!("branch record's \"parentBranch\" is {other}, not a string or null"))),
     };
-    let parent_version = v
-        .get("parentVersion")
-        .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| corrupt("branch record has no \"parentVersion\" number".into()))?;
+    let parent_version =
+        v.get("parentVersion").and_then(serde_json::Value::as_u64).ok_or_else(|| corrupt("branch record has no \"parentVersion\" number".into()))?;
     Ok(BranchInfo { name: name.to_string(), parent_branch, parent_version })
 }
 

@@ -218,7 +218,8 @@ fn try_commit(
             }
             None => None,
         };
-        let mut m = build_manifest(prev.as_ref().map(|p| &p.manifest), &txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest), Some(root))?;
+        let mut m =
+            build_manifest(prev.as_ref().map(|p| &p.manifest), &txn, version, &opts.build, restore_file.as_ref().map(|f| &f.manifest), Some(root))?;
         // Indices follow the operation (see index_section.rs).
         let prev_indices = prev.as_ref().map(|p| p.index_section()).transpose()?.flatten().map(|s| s.indices);
         let restored_indices = restore_file.as_ref().map(|r| r.index_section()).transpose()?.flatten().map(|s| s.indices);

@@ -41,9 +41,9 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::proto::table as pb;
-use crate::table::hooks::{step, FailHook};
 use crate::table::deletion::{decode_deletions, deletion_file_path};
 use crate::table::fragment::resolve;
+use crate::table::hooks::{step, FailHook};
 
 use pb::transaction::Operation;
 
@@ -158,9 +158,7 @@ pub fn rule(mine: Kind, theirs: Kind) -> Rule {
             _ => Rebase,
         },
         K::Delete | K::Update => match theirs {
-            K::Append | K::CreateIndex | K::ReserveFragments | K::Project | K::Clone | K::UpdateConfig | K::UpdateBases => {
-                Rebase
-            }
+            K::Append | K::CreateIndex | K::ReserveFragments | K::Project | K::Clone | K::UpdateConfig | K::UpdateBases => Rebase,
             K::Delete | K::Update => MergeDeletions,
             K::Rewrite | K::DataReplacement => RetryIfOverlap,
             // Rows mine rewrote or whose deletion it recorded would miss the
@@ -228,9 +226,7 @@ pub fn modified_fragments(op: Option<&Operation>) -> HashSet<u64> {
     match op {
         Some(Operation::Delete(d)) => d.updated_fragments.iter().map(|f| f.id).chain(d.deleted_fragment_ids.iter().copied()).collect(),
         Some(Operation::Update(u)) => u.updated_fragments.iter().map(|f| f.id).chain(u.removed_fragment_ids.iter().copied()).collect(),
-        Some(Operation::Rewrite(r)) => {
-            r.old_fragments.iter().chain(r.groups.iter().flat_map(|g| g.old_fragments.iter())).map(|f| f.id).collect()
-        }
+        Some(Operation::Rewrite(r)) => r.old_fragments.iter().chain(r.groups.iter().flat_map(|g| g.old_fragments.iter())).map(|f| f.id).collect(),
         Some(Operation::DataReplacement(d)) => d.replacements.iter().map(|r| r.fragment_id).collect(),
         Some(Operation::Merge(m)) => m.fragments.iter().map(|f| f.id).collect(),
         _ => HashSet::new(),
@@ -375,7 +371,12 @@ impl<'a> Rebase<'a> {
     /// `latest.version`): deletion vectors merged where needed, and a
     /// Delete/Update's `read_version` moved to the latest version. Writes
     /// the merged deletion files (fail-hook step `"deletion_file"`).
-    pub fn finish(mut self, root: &Storage, latest: &pb::Manifest, hook: &Option<FailHook>) -> Result<std::result::Result<pb::Transaction, Conflict>> {
+    pub fn finish(
+        mut self,
+        root: &Storage,
+        latest: &pb::Manifest,
+        hook: &Option<FailHook>,
+    ) -> Result<std::result::Result<pb::Transaction, Conflict>> {
         if !matches!(self.kind, Kind::Delete | Kind::Update) {
             return Ok(Ok(self.txn));
         }
@@ -452,8 +453,7 @@ pub fn read_deletions(root: &Storage, m: &pb::Manifest, frag: &pb::DataFragment)
     let bytes = s.read_all()?;
     // Old manifests may lack `physical_rows`: then nothing bounds the offsets.
     let rows = if frag.physical_rows > 0 { frag.physical_rows } else { u64::MAX };
-    decode_deletions(d.file_type, bytes, rows)
-        .map_err(|e| e.in_file(&display).context(format!("deletion file of fragment {}", frag.id)))
+    decode_deletions(d.file_type, bytes, rows).map_err(|e| e.in_file(&display).context(format!("deletion file of fragment {}", frag.id)))
 }
 
 #[cfg(test)]
@@ -528,7 +528,10 @@ mod tests {
     }
 
     fn delete(updated: Vec<pb::DataFragment>, removed: Vec<u64>) -> pb::Transaction {
-        new_transaction(1, Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: "x".into() }))
+        new_transaction(
+            1,
+            Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: "x".into() }),
+        )
     }
 
     #[test]
@@ -580,7 +583,10 @@ mod tests {
             new_transaction(
                 1,
                 Operation::Rewrite(pb::transaction::Rewrite {
-                    groups: vec![pb::transaction::RewriteGroup { old_fragments: ids.into_iter().map(|i| frag(i, None)).collect(), new_fragments: vec![] }],
+                    groups: vec![pb::transaction::RewriteGroup {
+                        old_fragments: ids.into_iter().map(|i| frag(i, None)).collect(),
+                        new_fragments: vec![],
+                    }],
                     ..Default::default()
                 }),
             )

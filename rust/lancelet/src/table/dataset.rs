@@ -104,8 +104,7 @@ fn open_root(uri: &str, options: &StorageOptions) -> Result<Storage> {
 /// The `"branch"` of a tag file: `None` when absent or `null` (the main
 /// line). `Err` when it is something else than a string or null.
 fn tag_branch(json: &str) -> Result<Option<String>> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| Error::corrupt(format!("tag file is not JSON: {e}")).with_source(e))?;
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| Error::corrupt(format!("tag file is not JSON: {e}")).with_source(e))?;
     match v.get("branch") {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::String(b)) => Ok(Some(b.clone())),
@@ -216,10 +215,7 @@ impl Dataset {
             if f.id > u64::from(u32::MAX) || f.physical_rows > 1 << 32 {
                 return Err(Error::corrupt_in(
                     mpath,
-                    format!(
-                        "fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits",
-                        f.id, f.physical_rows
-                    ),
+                    format!("fragment {} claims {} rows; row addresses allow fragment ids and row counts of at most 32 bits", f.id, f.physical_rows),
                 ));
             }
             if stable && f.row_id_sequence.is_none() {
@@ -283,10 +279,7 @@ impl Dataset {
 
     /// The newest version in `_versions/`.
     pub fn latest_version(&self) -> Result<u64> {
-        list_versions(&self.root)?
-            .last()
-            .map(|l| l.version)
-            .ok_or_else(|| Error::not_found(format!("manifests of dataset {}", self.uri)))
+        list_versions(&self.root)?.last().map(|l| l.version).ok_or_else(|| Error::not_found(format!("manifests of dataset {}", self.uri)))
     }
 
     /// Every version, oldest first, with timestamps and summaries.
@@ -351,9 +344,7 @@ impl Dataset {
         let known_size = (df.file_size_bytes > 0).then_some(df.file_size_bytes);
         self.files.get_or_open(&display, || {
             FileReader::open_storage_sized(s, known_size).map_err(|e| match e {
-                e @ Error::NotFound { .. } => {
-                    e.reworded(format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version()))
-                }
+                e @ Error::NotFound { .. } => e.reworded(format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version())),
                 other => other.context(format!("fragment {}", frag.id)),
             })
         })
@@ -368,15 +359,11 @@ impl Dataset {
         let s = resolve(&self.root, &self.file.manifest.base_paths, d.base_id, "_deletions", &rel)?;
         let display = s.display().to_string();
         let bytes = s.read_all().map_err(|e| match e {
-            e @ Error::NotFound { .. } => {
-                e.reworded(format!("deletion file {display} of fragment {} (dataset version {})", f.id, self.version()))
-            }
+            e @ Error::NotFound { .. } => e.reworded(format!("deletion file {display} of fragment {} (dataset version {})", f.id, self.version())),
             other => other,
         })?;
         let rows = self.physical_rows(i)?;
-        decode_deletions(d.file_type, bytes, rows)
-            .map(Some)
-            .map_err(|e| e.in_file(&display).context(format!("deletion file of fragment {}", f.id)))
+        decode_deletions(d.file_type, bytes, rows).map(Some).map_err(|e| e.in_file(&display).context(format!("deletion file of fragment {}", f.id)))
     }
 
     /// Live (not deleted) row ranges of fragment `i`.

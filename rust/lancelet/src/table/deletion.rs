@@ -49,9 +49,7 @@ pub fn decode_deletions(file_type: i32, bytes: Bytes, physical_rows: u64) -> Res
     };
     if let Some(max) = set.max() {
         if u64::from(max) >= physical_rows {
-            return Err(Error::corrupt(format!(
-                "deletes row {max}, but the fragment has only {physical_rows} rows"
-            )));
+            return Err(Error::corrupt(format!("deletes row {max}, but the fragment has only {physical_rows} rows")));
         }
     }
     Ok(set)
@@ -65,11 +63,7 @@ fn decode_bitmap(bytes: &[u8]) -> Result<RoaringBitmap> {
     let mut cursor = Cursor::new(bytes);
     let set = RoaringBitmap::deserialize_from(&mut cursor).map_err(|e| Error::corrupt(format!("deletion bitmap: {e}")).with_source(e))?;
     if cursor.position() != bytes.len() as u64 {
-        return Err(Error::corrupt(format!(
-            "deletion bitmap ends at byte {} of {}: trailing bytes",
-            cursor.position(),
-            bytes.len()
-        )));
+        return Err(Error::corrupt(format!("deletion bitmap ends at byte {} of {}: trailing bytes", cursor.position(), bytes.len())));
     }
     Ok(set)
 }
@@ -107,7 +101,8 @@ pub fn live_ranges(physical_rows: u64, deleted: Option<&RoaringBitmap>) -> Vec<R
 pub fn encode_arrow(offsets: &[u32]) -> Result<Vec<u8>> {
     use std::sync::Arc;
     let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("row_id", arrow_schema::DataType::UInt32, false)]));
-    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(UInt32Array::from(offsets.to_vec()))]).map_err(Error::internal_arrow)?;
+    let batch =
+        arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(UInt32Array::from(offsets.to_vec()))]).map_err(Error::internal_arrow)?;
     let opts = arrow_ipc::writer::IpcWriteOptions::default()
         .try_with_compression(Some(arrow_ipc::CompressionType::ZSTD))
         .map_err(|e| Error::Internal { what: e.to_string() })?;

@@ -70,9 +70,7 @@ pub fn decode_arrow(bytes: &[u8], physical_rows: u64) -> Result<RoaringBitmap> {
         let batch = read_block(stream, block.offset(), block.metaDataLength(), block.bodyLength())?;
         total = total.saturating_add(batch.rows);
         if total > row_limit {
-            return Err(corrupt!(
-                "deletion file lists {total} or more rows, but the fragment has only {physical_rows} rows"
-            ));
+            return Err(corrupt!("deletion file lists {total} or more rows, but the fragment has only {physical_rows} rows"));
         }
         let values = batch.values(width)?;
         for chunk in values.chunks_exact(width) {
@@ -193,10 +191,7 @@ impl Batch<'_> {
                         }
                         let out = decompress(codec, data, claimed as usize)?;
                         if out.len() != claimed as usize {
-                            return Err(corrupt!(
-                                "deletion file values buffer decompressed to {} bytes, its prefix says {claimed}",
-                                out.len()
-                            ));
+                            return Err(corrupt!("deletion file values buffer decompressed to {} bytes, its prefix says {claimed}", out.len()));
                         }
                         return Ok(out);
                     }
@@ -214,9 +209,9 @@ impl Batch<'_> {
 /// memory grows with the output actually produced.
 fn decompress(codec: CompressionType, data: &[u8], limit: usize) -> Result<Vec<u8>> {
     let reader: Box<dyn Read + '_> = match codec {
-        CompressionType::ZSTD => Box::new(
-            zstd::stream::read::Decoder::with_buffer(data).map_err(|e| corrupt!("deletion file zstd stream: {e}").with_source(e))?,
-        ),
+        CompressionType::ZSTD => {
+            Box::new(zstd::stream::read::Decoder::with_buffer(data).map_err(|e| corrupt!("deletion file zstd stream: {e}").with_source(e))?)
+        }
         CompressionType::LZ4_FRAME => Box::new(lz4_flex::frame::FrameDecoder::new(data)),
         other => return Err(corrupt!("deletion file uses unknown compression codec {}", other.0)),
     };

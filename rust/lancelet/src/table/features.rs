@@ -41,13 +41,8 @@ pub const DISABLE_TRANSACTION_FILE: u64 = 32;
 pub const MIXED_DATA_FILE_VERSIONS: u64 = 256;
 
 /// Every flag this implementation understands when reading.
-pub const KNOWN_READER_FLAGS: u64 = DELETION_FILES
-    | STABLE_ROW_IDS
-    | USE_V2_FORMAT_DEPRECATED
-    | TABLE_CONFIG
-    | BASE_PATHS
-    | DISABLE_TRANSACTION_FILE
-    | MIXED_DATA_FILE_VERSIONS;
+pub const KNOWN_READER_FLAGS: u64 =
+    DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG | BASE_PATHS | DISABLE_TRANSACTION_FILE | MIXED_DATA_FILE_VERSIONS;
 
 /// Names of the bits set in `flags`, lowest first; bits lancelet does not
 /// know show as `unknown(0x…)`.

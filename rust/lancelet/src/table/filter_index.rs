@@ -242,10 +242,12 @@ impl Builder<'_> {
                 let mut acc: Option<Node> = None;
                 for t in terms {
                     match self.node(t, partial) {
-                        Some(x) => acc = Some(match acc {
-                            None => x,
-                            Some(a) => self.merge_ranges(a, x),
-                        }),
+                        Some(x) => {
+                            acc = Some(match acc {
+                                None => x,
+                                Some(a) => self.merge_ranges(a, x),
+                            })
+                        }
                         None if partial => self.dropped = true,
                         None => return None,
                     }
@@ -287,9 +289,7 @@ impl Builder<'_> {
             }
             Kind::Not(a) => Some(Node::Not(Box::new(self.node(a, false)?))),
             Kind::IsNull(x) => match &x.kind {
-                Kind::Column { name, path } if path.is_empty() && array_elem(&x.data_type).is_none() => {
-                    self.leaf(name.clone(), IndexQuery::IsNull)
-                }
+                Kind::Column { name, path } if path.is_empty() && array_elem(&x.data_type).is_none() => self.leaf(name.clone(), IndexQuery::IsNull),
                 _ => None,
             },
             Kind::IsNotNull(x) => {
@@ -475,7 +475,6 @@ fn ranges(b: &RoaringBitmap) -> Vec<std::ops::Range<u64>> {
     }
     out
 }
-
 
 impl IndexSelection for IndexedFilter {
     fn select(&self, ds: &Dataset, i: usize) -> Result<Option<Pruned>> {

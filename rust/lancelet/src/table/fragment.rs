@@ -20,12 +20,14 @@
 
 use std::sync::Arc;
 
-use arrow_array::{make_array, new_null_array, Array, ArrayRef, LargeListArray, ListArray, RecordBatch, RecordBatchOptions, StructArray, UInt32Array};
+use arrow_array::{
+    make_array, new_null_array, Array, ArrayRef, LargeListArray, ListArray, RecordBatch, RecordBatchOptions, StructArray, UInt32Array,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
-use crate::file::schema::LanceField;
 use crate::file::pieces::ColumnPieces;
+use crate::file::schema::LanceField;
 use crate::file::FileReader;
 use crate::io::Storage;
 use crate::proto::table as pb;
@@ -101,11 +103,7 @@ impl FragmentReader {
                         if reader.num_rows() != physical_rows {
                             return Err(Error::corrupt_in(
                                 reader.path(),
-                                format!(
-                                    "data file has {} rows but fragment {} has {physical_rows}",
-                                    reader.num_rows(),
-                                    fragment.id
-                                ),
+                                format!("data file has {} rows but fragment {} has {physical_rows}", reader.num_rows(), fragment.id),
                             ));
                         }
                         files.push((reader, Vec::new()));
@@ -248,9 +246,8 @@ impl FragmentReader {
                     .column(position(*file, *slot))
                     .iter()
                     .map(|piece| {
-                        adapt(piece.clone(), file_field, field).map_err(|e| {
-                            e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name()))
-                        })
+                        adapt(piece.clone(), file_field, field)
+                            .map_err(|e| e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name())))
                     })
                     .collect::<Result<Vec<_>>>()?,
                 Source::Split { parts } => {
@@ -258,8 +255,7 @@ impl FragmentReader {
                         .iter()
                         .map(|(file, slot, _)| read[*file].as_ref().expect("file read above").concat_column(position(*file, *slot)))
                         .collect::<Result<Vec<_>>>()?;
-                    let with_fields: Vec<(ArrayRef, &LanceField)> =
-                        arrays.into_iter().zip(parts.iter().map(|(_, _, f)| f)).collect();
+                    let with_fields: Vec<(ArrayRef, &LanceField)> = arrays.into_iter().zip(parts.iter().map(|(_, _, f)| f)).collect();
                     vec![merge_struct(&with_fields, field).map_err(|e| e.context(format!("column {:?}", field.arrow.name())))?]
                 }
             };
@@ -374,9 +370,12 @@ pub fn adapt(array: ArrayRef, file: &LanceField, ds: &LanceField) -> Result<Arra
         }
         (have, want) => {
             // Same layout, different child names/nullability (maps, fixed-size lists).
-            let data = array.to_data().into_builder().data_type(want.clone()).build().map_err(|e| {
-                Error::unsupported(format!("data file has type {have}, the dataset says {want}: {e}")).with_source(e)
-            })?;
+            let data = array
+                .to_data()
+                .into_builder()
+                .data_type(want.clone())
+                .build()
+                .map_err(|e| Error::unsupported(format!("data file has type {have}, the dataset says {want}: {e}")).with_source(e))?;
             Ok(make_array(data))
         }
     }

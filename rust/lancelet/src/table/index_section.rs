@@ -143,9 +143,10 @@ pub fn next_indices(
                 if !rewritten.insert(old.uuid.clone()) {
                     return Err(Error::invalid_input("a compaction rewrote one index twice"));
                 }
-                let m = out.iter_mut().find(|m| m.uuid.as_ref().is_some_and(|u| u.uuid == old.uuid)).ok_or_else(|| Error::Conflict {
-                    what: "an index the compaction remapped was dropped or replaced concurrently".into(),
-                })?;
+                let m = out
+                    .iter_mut()
+                    .find(|m| m.uuid.as_ref().is_some_and(|u| u.uuid == old.uuid))
+                    .ok_or_else(|| Error::Conflict { what: "an index the compaction remapped was dropped or replaced concurrently".into() })?;
                 let b = swap_groups(&bitmap(m)?, &groups);
                 set_bitmap(m, &b);
                 m.uuid = Some(new.clone());
@@ -157,7 +158,10 @@ pub fn next_indices(
             // row ids. (Deferred remaps keep the old fragments: queries map
             // them through the reuse index.)
             if !deferred {
-                for m in out.iter_mut().filter(|m| !is_system(m) && !m.uuid.as_ref().is_some_and(|u| r.rewritten_indices.iter().any(|ri| ri.new_id.as_ref() == Some(u)))) {
+                for m in out
+                    .iter_mut()
+                    .filter(|m| !is_system(m) && !m.uuid.as_ref().is_some_and(|u| r.rewritten_indices.iter().any(|ri| ri.new_id.as_ref() == Some(u))))
+                {
                     let kind = m.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url));
                     // BTREE holds addresses even with stable row ids; index
                     // types lancelet does not know follow pylance (ids when
@@ -190,8 +194,7 @@ pub fn next_indices(
             }
             let rewrite_rows = u.update_mode == pb::transaction::UpdateMode::RewriteRows as i32;
             if stable && rewrite_rows {
-                let moved: Vec<u64> =
-                    u.new_fragments.iter().zip(new_fragment_ids).filter(|(f, _)| all_rows_moved(f)).map(|(_, id)| *id).collect();
+                let moved: Vec<u64> = u.new_fragments.iter().zip(new_fragment_ids).filter(|(f, _)| all_rows_moved(f)).map(|(_, id)| *id).collect();
                 let sources: Vec<u64> = u.removed_fragment_ids.iter().copied().chain(u.updated_fragments.iter().map(|f| f.id)).collect();
                 let preserving: HashSet<i32> = u.fields_for_preserving_frag_bitmap.iter().map(|f| *f as i32).collect();
                 for m in out.iter_mut().filter(|m| !is_system(m)) {
@@ -290,7 +293,9 @@ mod tests {
     #[test]
     fn the_commit_after_a_deferred_remap_moves_bitmaps() {
         use crate::index::frag_reuse::Group;
-        let reuse = FragReuse { versions: vec![(4, vec![Group::new(vec![(0, 10, 0), (1, 10, 0)], vec![(5, 20)], (0..10u64).chain((1 << 32)..(1 << 32) + 10).collect())])] };
+        let reuse = FragReuse {
+            versions: vec![(4, vec![Group::new(vec![(0, 10, 0), (1, 10, 0)], vec![(5, 20)], (0..10u64).chain((1 << 32)..(1 << 32) + 10).collect())])],
+        };
         let bt = idx("x", 1, 0, IndexKind::BTree, &[0, 1, 3]);
         let other = idx("y", 2, 1, IndexKind::Bitmap, &[3]);
         let append = pb::Transaction { operation: Some(Operation::Append(Default::default())), ..Default::default() };

@@ -91,9 +91,9 @@ impl UsableIndex {
         let f = &ds.fragments()[i];
         let rows = ds.physical_rows(i)?;
         if self.keyed_by_row_id {
-            let seq = ds.row_id_sequence(i)?.ok_or_else(|| {
-                Error::corrupt(format!("fragment {} has no row id sequence but index {:?} holds row ids", f.id, self.info.name()))
-            })?;
+            let seq = ds
+                .row_id_sequence(i)?
+                .ok_or_else(|| Error::corrupt(format!("fragment {} has no row id sequence but index {:?} holds row ids", f.id, self.info.name())))?;
             let mut out = RoaringBitmap::new();
             #[allow(clippy::single_range_in_vec_init)]
             let all = [0..rows];
@@ -193,8 +193,7 @@ impl DatasetIndices {
 
     /// The segments that answer `query` on `column`, widest coverage first.
     pub fn for_query(&self, column: &str, query: &IndexQuery) -> Vec<Arc<UsableIndex>> {
-        let mut v: Vec<Arc<UsableIndex>> =
-            self.indices.iter().filter(|i| i.column == column && query.answered_by(i.kind)).cloned().collect();
+        let mut v: Vec<Arc<UsableIndex>> = self.indices.iter().filter(|i| i.column == column && query.answered_by(i.kind)).cloned().collect();
         // BTREE answers ranges from sorted pages; for the rest prefer the
         // index covering most fragments.
         v.sort_by_key(|i| std::cmp::Reverse(i.coverage.len()));

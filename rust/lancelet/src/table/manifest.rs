@@ -92,9 +92,7 @@ pub fn list_versions(root: &Storage) -> Result<Vec<ManifestLocation>> {
     let mut out: Vec<ManifestLocation> = dir
         .list()?
         .into_iter()
-        .filter_map(|(name, size)| {
-            parse_manifest_name(&name).map(|(version, naming)| ManifestLocation { version, name, naming, size: Some(size) })
-        })
+        .filter_map(|(name, size)| parse_manifest_name(&name).map(|(version, naming)| ManifestLocation { version, name, naming, size: Some(size) }))
         .collect();
     out.sort_by(|a, b| a.version.cmp(&b.version).then((a.naming == ManifestNaming::V1).cmp(&(b.naming == ManifestNaming::V1))));
     // Both names for one version (a migration in progress): keep the V2 one.
@@ -129,11 +127,7 @@ impl ManifestFile {
         let n = self.bytes.len();
         let manifest_pos = u64::from_le_bytes(self.bytes[n - 16..n - 8].try_into().expect("8 bytes"));
         let m = &self.manifest;
-        let first = [Some(manifest_pos), m.index_section, m.transaction_section, m.transaction_section_old]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(0);
+        let first = [Some(manifest_pos), m.index_section, m.transaction_section, m.transaction_section_old].into_iter().flatten().min().unwrap_or(0);
         self.bytes.slice(..(first as usize).min(n - FOOTER_LEN))
     }
 

@@ -23,8 +23,8 @@
 //!   [`cleanup`]: removing old versions and the files only they use;
 //! * [`branches`]: reading the branch records pylance writes.
 
-pub mod branches;
 pub mod apply_rewrite;
+pub mod branches;
 pub mod cleanup;
 pub mod commit;
 pub mod conflict;
@@ -35,9 +35,9 @@ pub mod evolve;
 pub mod explain;
 pub mod features;
 pub mod file_cache;
-pub mod hooks;
 pub mod filter_index;
 pub mod fragment;
+pub mod hooks;
 pub mod index_section;
 pub mod indexed;
 pub mod manifest;

@@ -257,7 +257,12 @@ mod tests {
     fn segment_choice_as_pylance() {
         // Bytes pylance 14 wrote for ids 1, 5, 9, 13, 17: RangeWithBitmap{1, 18, [0x11, 0x11, 0x01]}.
         let seg = encode_segment(&[1, 5, 9, 13, 17]);
-        assert_eq!(seg, pb::U64Segment { segment: Some(S::RangeWithBitmap(pb::u64_segment::RangeWithBitmap { start: 1, end: 18, bitmap: vec![0x11, 0x11, 0x01] })) });
+        assert_eq!(
+            seg,
+            pb::U64Segment {
+                segment: Some(S::RangeWithBitmap(pb::u64_segment::RangeWithBitmap { start: 1, end: 18, bitmap: vec![0x11, 0x11, 0x01] }))
+            }
+        );
         assert_eq!(encode_segment(&[3, 4, 5]), range_segment(3, 6));
         // one hole in 13 slots: a 2-byte bitmap (26) beats a hole list (28); in 100 slots the hole list wins
         assert!(matches!(encode_segment(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12]).segment, Some(S::RangeWithBitmap(_))));

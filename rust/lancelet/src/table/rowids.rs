@@ -204,7 +204,9 @@ impl RowIdSequence {
                 Some(S::SortedArray(a)) | Some(S::Array(a)) => Segment::Array(decode_array(&a)?),
                 None => return Err(Error::corrupt("row id segment with no content")),
             });
-            total = total.checked_add(segments.last().expect("just pushed").len()).ok_or_else(|| Error::corrupt("row id sequence holds more than 2^64 ids"))?;
+            total = total
+                .checked_add(segments.last().expect("just pushed").len())
+                .ok_or_else(|| Error::corrupt("row id sequence holds more than 2^64 ids"))?;
         }
         Ok(RowIdSequence { segments })
     }
@@ -314,12 +316,7 @@ impl RowIdIndex {
         runs.sort_unstable_by_key(|r| r.0);
         for w in runs.windows(2) {
             if w[1].0 - w[0].0 < w[0].2 {
-                return Err(Error::corrupt(format!(
-                    "row id {} is live at two addresses ({} and {})",
-                    w[1].0,
-                    w[0].1 + (w[1].0 - w[0].0),
-                    w[1].1
-                )));
+                return Err(Error::corrupt(format!("row id {} is live at two addresses ({} and {})", w[1].0, w[0].1 + (w[1].0 - w[0].0), w[1].1)));
             }
         }
         Ok(RowIdIndex { runs })
@@ -353,8 +350,11 @@ mod tests {
     /// to be walked one by one).
     #[test]
     fn wide_range_with_holes_is_cheap() {
-        let holes = pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: [7u64, 1 << 39].iter().flat_map(|x| x.to_le_bytes()).collect() })) };
-        let msg = pb::RowIdSequence { segments: vec![seg(S::RangeWithHoles(pb::u64_segment::RangeWithHoles { start: 0, end: 1 << 40, holes: Some(holes) }))] };
+        let holes =
+            pb::EncodedU64Array { array: Some(Array::U64Array(U64Array { values: [7u64, 1 << 39].iter().flat_map(|x| x.to_le_bytes()).collect() })) };
+        let msg = pb::RowIdSequence {
+            segments: vec![seg(S::RangeWithHoles(pb::u64_segment::RangeWithHoles { start: 0, end: 1 << 40, holes: Some(holes) }))],
+        };
         let seq = RowIdSequence::decode(&msg.encode_to_vec()).unwrap();
         let n = seq.len();
         assert_eq!(n, (1 << 40) - 2);

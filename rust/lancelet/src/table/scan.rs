@@ -225,9 +225,9 @@ impl Scanner {
             Some(ids) => ids
                 .iter()
                 .map(|id| {
-                    self.ds.fragment_index(*id).ok_or_else(|| {
-                        Error::invalid_input(format!("no fragment {id} in version {} of {}", self.ds.version(), self.ds.uri()))
-                    })
+                    self.ds
+                        .fragment_index(*id)
+                        .ok_or_else(|| Error::invalid_input(format!("no fragment {id} in version {} of {}", self.ds.version(), self.ds.uri())))
                 })
                 .collect(),
         }
@@ -238,10 +238,13 @@ impl Scanner {
         let live = self.ds.live_ranges(i)?;
         Ok(match &self.opts.row_range {
             None => live,
-            Some(r) => live.into_iter().filter_map(|l| {
-                let (s, e) = (l.start.max(r.start), l.end.min(r.end));
-                (s < e).then_some(s..e)
-            }).collect(),
+            Some(r) => live
+                .into_iter()
+                .filter_map(|l| {
+                    let (s, e) = (l.start.max(r.start), l.end.min(r.end));
+                    (s < e).then_some(s..e)
+                })
+                .collect(),
         })
     }
 
@@ -614,7 +617,11 @@ impl Dataset {
         let mut addrs = Vec::with_capacity(indices.len());
         for &ix in indices {
             if ix >= total {
-                return Err(Error::invalid_input(format!("row index {ix} out of bounds: version {} of {} has {total} rows", self.version(), self.uri())));
+                return Err(Error::invalid_input(format!(
+                    "row index {ix} out of bounds: version {} of {} has {total} rows",
+                    self.version(),
+                    self.uri()
+                )));
             }
             let fi = starts.partition_point(|&s| s <= ix) - 1;
             if live[fi].is_none() {
@@ -631,7 +638,8 @@ impl Dataset {
                 }
                 k -= len;
             }
-            let off = off.ok_or_else(|| Error::corrupt(format!("fragment {} has fewer live rows than its deletion count says", self.fragments()[fi].id)))?;
+            let off =
+                off.ok_or_else(|| Error::corrupt(format!("fragment {} has fewer live rows than its deletion count says", self.fragments()[fi].id)))?;
             addrs.push((self.fragments()[fi].id << 32) | off);
         }
         self.take_addresses(&addrs, columns)
@@ -691,8 +699,9 @@ impl Dataset {
             let g = match group_of.get(&fid) {
                 Some(&g) => g,
                 None => {
-                    let fi = self.fragment_index(fid)
-                        .ok_or_else(|| Error::invalid_input(format!("row address {a} names fragment {fid}, which version {} does not have", self.version())))?;
+                    let fi = self.fragment_index(fid).ok_or_else(|| {
+                        Error::invalid_input(format!("row address {a} names fragment {fid}, which version {} does not have", self.version()))
+                    })?;
                     groups.push((fi, Vec::new()));
                     group_of.insert(fid, groups.len() - 1);
                     groups.len() - 1

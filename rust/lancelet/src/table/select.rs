@@ -84,11 +84,8 @@ pub(crate) fn select(input: SelectInput<'_>, ranges: &[Range<u64>]) -> Result<Se
             fields.push(Arc::new(f.clone()));
             cols.push(c.clone());
         }
-        let with_rows = RecordBatch::try_new_with_options(
-            Arc::new(Schema::new(fields)),
-            cols,
-            &RecordBatchOptions::new().with_row_count(Some(n)),
-        ).map_err(Error::internal_arrow)?;
+        let with_rows = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &RecordBatchOptions::new().with_row_count(Some(n)))
+            .map_err(Error::internal_arrow)?;
         input.filter.evaluate(&with_rows)?
     };
     if evaluated.len() != n {

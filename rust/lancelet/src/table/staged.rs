@@ -91,9 +91,10 @@ impl StagePlan {
             0 => None,
             v => {
                 let root = open_root_with(&self.uri, &self.storage_options)?;
-                let loc = list_versions(&root)?.into_iter().find(|l| l.version == v).ok_or_else(|| {
-                    Error::not_found(format!("version {v} of dataset {} (the version the write was planned on)", self.uri))
-                })?;
+                let loc = list_versions(&root)?
+                    .into_iter()
+                    .find(|l| l.version == v)
+                    .ok_or_else(|| Error::not_found(format!("version {v} of dataset {} (the version the write was planned on)", self.uri)))?;
                 Some(dataset_file_version(&read_manifest(&root, &loc.name)?.manifest)?)
             }
         };
@@ -268,8 +269,8 @@ pub fn remove_staged_files(uri: &str, options: &StorageOptions, name_prefix: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::scan::{ScanOptions, Scanner};
     use crate::ids::random_u64;
+    use crate::table::scan::{ScanOptions, Scanner};
     use arrow_array::{Array, Int64Array};
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;

@@ -102,8 +102,7 @@ pub fn feature_flags(m: &pb::Manifest, stable: bool) -> (u64, u64) {
     if stable {
         r |= STABLE_ROW_IDS;
     }
-    let versions: HashSet<(u32, u32)> =
-        m.fragments.iter().flat_map(|f| &f.files).map(|d| (d.file_major_version, d.file_minor_version)).collect();
+    let versions: HashSet<(u32, u32)> = m.fragments.iter().flat_map(|f| &f.files).map(|d| (d.file_major_version, d.file_minor_version)).collect();
     if versions.len() > 1 {
         r |= MIXED_DATA_FILE_VERSIONS;
     }
@@ -120,8 +119,7 @@ fn range_segment(start: u64, end: u64) -> pb::U64Segment {
 
 /// A one-run version sequence: every one of `rows` rows at `version`.
 pub fn version_sequence(rows: u64, version: u64) -> Vec<u8> {
-    pb::RowDatasetVersionSequence { runs: vec![pb::RowDatasetVersionRun { span: Some(range_segment(0, rows)), version }] }
-        .encode_to_vec()
+    pb::RowDatasetVersionSequence { runs: vec![pb::RowDatasetVersionRun { span: Some(range_segment(0, rows)), version }] }.encode_to_vec()
 }
 
 /// Give new fragments ids (and row ids / version sequences with stable row ids).
@@ -134,12 +132,13 @@ fn place_new(frags: &[pb::DataFragment], next_id: &mut u64, next_row_id: Option<
     for f in frags {
         let mut f = f.clone();
         f.id = *next_id;
-        *next_id = next_id.checked_add(1).ok_or_else(|| Error::corrupt("fragment ids exhausted (the latest manifest's max_fragment_id is 2^64 - 1)"))?;
+        *next_id =
+            next_id.checked_add(1).ok_or_else(|| Error::corrupt("fragment ids exhausted (the latest manifest's max_fragment_id is 2^64 - 1)"))?;
         if let Some(n) = rid.as_deref_mut() {
             if f.row_id_sequence.is_none() {
-                let end = n.checked_add(f.physical_rows).ok_or_else(|| {
-                    Error::corrupt(format!("row ids exhausted: next_row_id {n} + {} rows overflows", f.physical_rows))
-                })?;
+                let end = n
+                    .checked_add(f.physical_rows)
+                    .ok_or_else(|| Error::corrupt(format!("row ids exhausted: next_row_id {n} + {} rows overflows", f.physical_rows)))?;
                 let seq = pb::RowIdSequence { segments: vec![range_segment(*n, end)] };
                 f.row_id_sequence = Some(R::InlineRowIds(seq.encode_to_vec()));
                 *n = end;
@@ -190,11 +189,7 @@ pub fn build_manifest(
     };
     let mut next_row_id = prev.map(|p| p.next_row_id).unwrap_or(0);
     let prev_max = prev.and_then(|p| p.max_fragment_id.map(u64::from).or_else(|| p.fragments.iter().map(|f| f.id).max()));
-    let mut m = pb::Manifest {
-        version,
-        writer_version: Some(writer_version()),
-        ..Default::default()
-    };
+    let mut m = pb::Manifest { version, writer_version: Some(writer_version()), ..Default::default() };
     if let Some(p) = prev {
         m.fields = p.fields.clone();
         m.schema_metadata = p.schema_metadata.clone();
@@ -204,9 +199,7 @@ pub fn build_manifest(
         m.base_paths = p.base_paths.clone();
         m.fragments = p.fragments.clone();
     }
-    let need_prev = || {
-        prev.ok_or_else(|| Error::not_found(format!("a dataset to apply {} to", op_name(txn.operation.as_ref()))))
-    };
+    let need_prev = || prev.ok_or_else(|| Error::not_found(format!("a dataset to apply {} to", op_name(txn.operation.as_ref()))));
     let mut max_id = prev_max;
     match txn.operation.as_ref() {
         Some(Operation::Overwrite(o)) => {
@@ -316,7 +309,11 @@ mod tests {
     use crate::ids::random_u64;
 
     fn frag(rows: u64) -> pb::DataFragment {
-        pb::DataFragment { physical_rows: rows, files: vec![pb::DataFile { path: "a.lance".into(), file_major_version: 2, file_minor_version: 2, ..Default::default() }], ..Default::default() }
+        pb::DataFragment {
+            physical_rows: rows,
+            files: vec![pb::DataFile { path: "a.lance".into(), file_major_version: 2, file_minor_version: 2, ..Default::default() }],
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -371,7 +368,10 @@ mod tests {
         assert_eq!(seq.to_vec(), vec![15, 16, 17]);
         let mut upd = m2.fragments[0].clone();
         upd.deletion_file = Some(pb::DeletionFile { num_deleted_rows: 1, ..Default::default() });
-        let del = new_transaction(2, Operation::Delete(pb::transaction::Delete { updated_fragments: vec![upd], deleted_fragment_ids: vec![1], predicate: "x".into() }));
+        let del = new_transaction(
+            2,
+            Operation::Delete(pb::transaction::Delete { updated_fragments: vec![upd], deleted_fragment_ids: vec![1], predicate: "x".into() }),
+        );
         let m3 = build_manifest(Some(&m2), &del, 3, &BuildOptions::default(), None, None).unwrap();
         assert_eq!(m3.fragments.len(), 2);
         assert_eq!(m3.reader_feature_flags, 3);

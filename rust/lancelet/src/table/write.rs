@@ -32,16 +32,15 @@ use crate::file::structural::to_arrow::{is_packed_struct, owns_column};
 use crate::file::version::PageFamily;
 use crate::file::{FileVersion, FileWriter};
 use crate::io::{Storage, StorageOptions};
-use crate::table::write_schema::write_schema;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, remove_files, CommitOptions};
-use crate::table::hooks::{step, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::{step, FailHook};
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::{new_data_file_name, new_transaction, BuildOptions};
+use crate::table::write_schema::write_schema;
 
 use pb::transaction::Operation;
-
 
 /// How `write_dataset` treats an existing dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +90,15 @@ pub struct WriteParams {
 
 impl Default for WriteParams {
     fn default() -> Self {
-        WriteParams { mode: WriteMode::Create, max_rows_per_file: 1024 * 1024, data_storage_version: None, enable_stable_row_ids: false, hook: None, storage_options: StorageOptions::new(), group_bytes: 0 }
+        WriteParams {
+            mode: WriteMode::Create,
+            max_rows_per_file: 1024 * 1024,
+            data_storage_version: None,
+            enable_stable_row_ids: false,
+            hook: None,
+            storage_options: StorageOptions::new(),
+            group_bytes: 0,
+        }
     }
 }
 
@@ -109,9 +116,7 @@ pub fn column_field_ids(schema: &LanceSchema, version: FileVersion) -> Vec<i32> 
             out.push(f.id);
             match f.arrow.data_type() {
                 DataType::Struct(_) if is_packed_struct(&f.arrow) => {}
-                DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) => {
-                    f.children.iter().for_each(|c| walk(c, structural, out))
-                }
+                DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) => f.children.iter().for_each(|c| walk(c, structural, out)),
                 _ => {}
             }
         }
@@ -260,7 +265,9 @@ impl FragmentSink<'_> {
         }
         match self.current.as_mut() {
             Some((w, _)) => w.write_batches(&held),
-            None => Err(Error::Internal { what: format!("{} input rows held with no data file open", held.iter().map(|b| b.num_rows()).sum::<usize>()) }),
+            None => {
+                Err(Error::Internal { what: format!("{} input rows held with no data file open", held.iter().map(|b| b.num_rows()).sum::<usize>()) })
+            }
         }
     }
 
@@ -284,10 +291,7 @@ impl FragmentSink<'_> {
     /// Wait for the file finishing in the background and record it.
     fn join_finishing(&mut self) -> Result<()> {
         let Some(f) = self.finishing.take() else { return Ok(()) };
-        let size = f
-            .handle
-            .join()
-            .map_err(|_| Error::Internal { what: format!("the writer thread of {} panicked", f.storage.display()) })??;
+        let size = f.handle.join().map_err(|_| Error::Internal { what: format!("the writer thread of {} panicked", f.storage.display()) })??;
         let (name, rows) = (f.name, f.rows);
         let ids = column_field_ids(&self.schema, self.version);
         let (major, minor) = self.version.data_file_numbers();
@@ -427,7 +431,8 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordB
         }
         cols.push(col);
     }
-    RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")).with_source(e))
+    RecordBatch::try_new(target.clone(), cols)
+        .map_err(|e| Error::invalid_input(format!("data does not match the dataset schema: {e}")).with_source(e))
 }
 
 /// The dataset root for a write; local paths with `..` are created and
@@ -448,21 +453,14 @@ pub(crate) fn open_root_with(uri: &str, options: &StorageOptions) -> Result<Stor
 
 /// Write a stream of batches as a dataset (see [`WriteParams`]). Returns
 /// the new version, opened.
-pub fn write_dataset(
-    uri: &str,
-    schema: SchemaRef,
-    batches: impl Iterator<Item = Result<RecordBatch>>,
-    params: &WriteParams,
-) -> Result<Dataset> {
+pub fn write_dataset(uri: &str, schema: SchemaRef, batches: impl Iterator<Item = Result<RecordBatch>>, params: &WriteParams) -> Result<Dataset> {
     if params.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
     let root = open_root_with(uri, &params.storage_options)?;
     let latest = list_versions(&root)?.last().cloned();
     let existing = match (&latest, params.mode) {
-        (Some(_), WriteMode::Create) => {
-            return Err(Error::already_exists(format!("dataset at {uri} (use mode=\"overwrite\" or \"append\")")))
-        }
+        (Some(_), WriteMode::Create) => return Err(Error::already_exists(format!("dataset at {uri} (use mode=\"overwrite\" or \"append\")"))),
         (Some(l), WriteMode::Append) => Some(Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(l.version)))?),
         _ => None,
     };
@@ -487,7 +485,15 @@ pub fn write_dataset(
         // Check the stream's declared schema before writing anything.
         write_schema(&lance_schema, &schema)?;
     }
-    let target_spec = StageTarget { root: &root, schema: &lance_schema, version, max_rows_per_file: params.max_rows_per_file, name_prefix: "", hook: params.hook.clone(), group_bytes: params.group_bytes };
+    let target_spec = StageTarget {
+        root: &root,
+        schema: &lance_schema,
+        version,
+        max_rows_per_file: params.max_rows_per_file,
+        name_prefix: "",
+        hook: params.hook.clone(),
+        group_bytes: params.group_bytes,
+    };
     let fragments = stage_fragments(&target_spec, batches)?;
     let owned_files = data_file_paths(&fragments);
     let op = match existing {
@@ -514,7 +520,15 @@ pub fn write_dataset(
 /// Append batches to an existing dataset (read at `ds`'s version).
 pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, hook: Option<FailHook>) -> Result<Dataset> {
     let version = write_file_version(true, Some(dataset_file_version(ds.manifest())?), None)?;
-    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", hook: hook.clone(), group_bytes: 0 };
+    let target = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: 1024 * 1024,
+        name_prefix: "",
+        hook: hook.clone(),
+        group_bytes: 0,
+    };
     let fragments = stage_fragments(&target, batches)?;
     let owned_files = data_file_paths(&fragments);
     let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
@@ -554,8 +568,8 @@ pub fn restore(ds: &Dataset) -> Result<Dataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::scan::{ScanOptions, Scanner};
     use crate::ids::random_u64;
+    use crate::table::scan::{ScanOptions, Scanner};
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{Field, Schema};
 
@@ -563,7 +577,10 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
         RecordBatch::try_new(
             schema,
-            vec![Arc::new(Int64Array::from_iter_values(start..start + n)), Arc::new(StringArray::from_iter((start..start + n).map(|i| (i % 3 != 0).then(|| format!("s{i}")))))],
+            vec![
+                Arc::new(Int64Array::from_iter_values(start..start + n)),
+                Arc::new(StringArray::from_iter((start..start + n).map(|i| (i % 3 != 0).then(|| format!("s{i}"))))),
+            ],
         )
         .unwrap()
     }
@@ -706,10 +723,12 @@ mod tests {
                 }
                 let uri = tmp("fail");
                 let b = batch(0, 20);
-                let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams { max_rows_per_file: 8, ..Default::default() }).unwrap();
+                let ds =
+                    write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams { max_rows_per_file: 8, ..Default::default() }).unwrap();
                 let before = files_under(&uri);
                 let name = fail_at.to_string();
-                let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) });
+                let hook: FailHook =
+                    Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) });
                 let r = match op {
                     "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), Some(hook)).map(|_| ()),
                     "delete" => crate::table::ops::delete::delete(&Arc::new(ds), "x < 10", &Default::default(), Some(hook)).map(|_| ()),
@@ -734,7 +753,12 @@ mod tests {
         write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()).unwrap();
         let b = batch(3, 3);
         let before = files_under(&uri);
-        let r = write_dataset(&uri, b.schema(), vec![Ok(b), Err(Error::invalid_input("bad batch"))].into_iter(), &WriteParams { mode: WriteMode::Append, max_rows_per_file: 2, ..Default::default() });
+        let r = write_dataset(
+            &uri,
+            b.schema(),
+            vec![Ok(b), Err(Error::invalid_input("bad batch"))].into_iter(),
+            &WriteParams { mode: WriteMode::Append, max_rows_per_file: 2, ..Default::default() },
+        );
         assert!(r.is_err());
         assert_eq!(files_under(&uri), before, "the failed append left files behind");
         let now = Dataset::open(&uri, None).unwrap();
@@ -764,7 +788,9 @@ mod tests {
 
     #[test]
     fn overwrite_keeps_the_storage_version() {
-        for (base, asked, want) in [(FileVersion::V2_0, None, "2.0"), (FileVersion::V2_1, None, "2.1"), (FileVersion::V2_0, Some(FileVersion::V2_2), "2.2")] {
+        for (base, asked, want) in
+            [(FileVersion::V2_0, None, "2.0"), (FileVersion::V2_1, None, "2.1"), (FileVersion::V2_0, Some(FileVersion::V2_2), "2.2")]
+        {
             let uri = tmp("ow");
             let b = batch(0, 5);
             let p = WriteParams { data_storage_version: Some(base), ..Default::default() };

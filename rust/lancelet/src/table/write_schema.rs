@@ -45,9 +45,7 @@ fn match_fields(have: &[LanceField], got: &Fields, prefix: &str) -> Result<Vec<L
                 LanceField { id: f.id, arrow, children }
             }
             (want, have_t) if have_t.equals_datatype(want) => f.clone(),
-            (want, have_t) => {
-                return Err(Error::invalid_input(format!("field {path:?} has type {have_t} in the data but {want} in the dataset")))
-            }
+            (want, have_t) => return Err(Error::invalid_input(format!("field {path:?} has type {have_t} in the data but {want} in the dataset"))),
         });
     }
     for f in have {
@@ -103,9 +101,7 @@ mod tests {
             .to_string();
         assert!(e.contains("\"z\""), "{e}");
         let bad = DataType::Struct(vec![Field::new("q", DataType::Int64, true)].into());
-        let e = write_schema(&ds, &Schema::new(vec![Field::new("a", DataType::Int64, false), Field::new("s", bad, true)]))
-            .unwrap_err()
-            .to_string();
+        let e = write_schema(&ds, &Schema::new(vec![Field::new("a", DataType::Int64, false), Field::new("s", bad, true)])).unwrap_err().to_string();
         assert!(e.contains("\"s.q\""), "{e}");
     }
 }

@@ -26,10 +26,10 @@ use std::cmp::Ordering;
 use arrow_array::{Array, ArrayRef, BooleanArray, LargeBinaryArray, LargeStringArray};
 
 use super::array::TileDbArray;
+use super::cells::{cmp_bound, cmp_values, normalize_subarray, DimRanges, ReadOptions};
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr, TileStats};
 use super::query::TilePruner;
-use super::cells::{cmp_bound, cmp_values, normalize_subarray, DimRanges, ReadOptions};
 use super::schema::{float_value, int_value, Attribute};
 use crate::error::{Error, Result};
 
@@ -99,7 +99,11 @@ impl Acc {
             None => true,
             Some(c) => {
                 let o = cmp_values(self.t, v, c);
-                if is_min { o == Ordering::Less } else { o == Ordering::Greater }
+                if is_min {
+                    o == Ordering::Less
+                } else {
+                    o == Ordering::Greater
+                }
             }
         };
         if replace {
@@ -174,7 +178,13 @@ impl Acc {
             }
             // No value (tiledb-py's results): nullable integers give None,
             // nullable floats NaN; non-nullable sums 0, means NaN.
-            AggOp::Sum if valid == 0 && nullable => if self.is_float() { AggValue::Float(f64::NAN) } else { AggValue::Null },
+            AggOp::Sum if valid == 0 && nullable => {
+                if self.is_float() {
+                    AggValue::Float(f64::NAN)
+                } else {
+                    AggValue::Null
+                }
+            }
             AggOp::Sum if self.is_float() => AggValue::Float(self.sum_f),
             AggOp::Sum => AggValue::Int(self.sum_i),
             AggOp::Mean if valid == 0 && nullable && !self.is_float() => AggValue::Null,
@@ -205,9 +215,9 @@ impl TilePruner for MetaTiles {
 fn mbr_inside(array: &TileDbArray, mbr: &Mbr, sub: &[Option<DimRanges>]) -> bool {
     array.schema.dims.iter().enumerate().all(|(d, dim)| match &sub[d] {
         None => true,
-        Some(r) => r.iter().any(|(lo, hi)| {
-            cmp_bound(dim.datatype, &mbr[d].0, lo) != Ordering::Less && cmp_bound(dim.datatype, &mbr[d].1, hi) != Ordering::Greater
-        }),
+        Some(r) => r
+            .iter()
+            .any(|(lo, hi)| cmp_bound(dim.datatype, &mbr[d].0, lo) != Ordering::Less && cmp_bound(dim.datatype, &mbr[d].1, hi) != Ordering::Greater),
     })
 }
 
@@ -245,7 +255,11 @@ impl TileDbArray {
     /// Compute `ops` per attribute over `subarray`; results in the order
     /// asked, and the tiles read (those not summarised from metadata).
     #[allow(clippy::type_complexity)]
-    pub fn aggregate(&self, subarray: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)]) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::cells::TileCounts)> {
+    pub fn aggregate(
+        &self,
+        subarray: &[Option<DimRanges>],
+        requests: &[(String, Vec<AggOp>)],
+    ) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::cells::TileCounts)> {
         let schema = &self.schema;
         let sub = normalize_subarray(schema, subarray)?;
         let mut attrs: Vec<(usize, &Attribute)> = Vec::new();
@@ -292,7 +306,13 @@ impl TileDbArray {
     /// wrote take part only in `count`, which counts every cell of the
     /// subarray. With no value, `sum`, `min` and `max` are 0 and `mean` NaN.
     #[allow(clippy::type_complexity)]
-    fn dense_aggregate(&self, sub: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)], attrs: &[(usize, &Attribute)], mut accs: Vec<Acc>) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::cells::TileCounts)> {
+    fn dense_aggregate(
+        &self,
+        sub: &[Option<DimRanges>],
+        requests: &[(String, Vec<AggOp>)],
+        attrs: &[(usize, &Attribute)],
+        mut accs: Vec<Acc>,
+    ) -> Result<(Vec<(String, Vec<(AggOp, AggValue)>)>, super::cells::TileCounts)> {
         use super::cells::{build_array, gather, unpack, FILL};
         use super::schema::Layout;
         let schema = &self.schema;
@@ -309,12 +329,21 @@ impl TileDbArray {
         let ext: Vec<i128> = schema.dims.iter().zip(&dom).map(|(d, (lo, hi))| d.int_extent().unwrap_or(hi - lo + 1).max(1)).collect();
         let ned_box = |f: usize| -> Option<Vec<(i128, i128)>> {
             let ned = self.fragments[f].nonempty.as_ref()?;
-            (0..nd).map(|d| Some((super::schema::int_value(schema.dims[d].datatype, &ned[d].0)?, super::schema::int_value(schema.dims[d].datatype, &ned[d].1)?))).collect()
+            (0..nd)
+                .map(|d| {
+                    Some((
+                        super::schema::int_value(schema.dims[d].datatype, &ned[d].0)?,
+                        super::schema::int_value(schema.dims[d].datatype, &ned[d].1)?,
+                    ))
+                })
+                .collect()
         };
         let inside = |b: &[(i128, i128)]| {
             (0..nd).all(|d| match &sub[d] {
                 None => true,
-                Some(r) => r.iter().any(|(lo, hi)| matches!((lo, hi), (super::cells::Bound::Int(lo), super::cells::Bound::Int(hi)) if *lo <= b[d].0 && b[d].1 <= *hi)),
+                Some(r) => r.iter().any(
+                    |(lo, hi)| matches!((lo, hi), (super::cells::Bound::Int(lo), super::cells::Bound::Int(hi)) if *lo <= b[d].0 && b[d].1 <= *hi),
+                ),
             })
         };
         let meets = |a: &[(i128, i128)], b: &[(i128, i128)]| (0..nd).all(|d| a[d].0 <= b[d].1 && b[d].0 <= a[d].1);
@@ -409,13 +438,23 @@ impl TileDbArray {
             }
             out.push((name.clone(), vals));
         }
-        let counts = super::cells::TileCounts { fragments: self.fragments.len(), tiles_total: total_tiles, tiles_read: read_tiles.iter().filter(|x| **x).count() };
+        let counts = super::cells::TileCounts {
+            fragments: self.fragments.len(),
+            tiles_total: total_tiles,
+            tiles_read: read_tiles.iter().filter(|x| **x).count(),
+        };
         Ok((out, counts))
     }
 
     /// Fold the tiles that metadata can summarise into `accs`; returns the
     /// pruner that keeps the read from reading them.
-    fn meta_tiles(&self, sub: &[Option<DimRanges>], requests: &[(String, Vec<AggOp>)], attrs: &[(usize, &Attribute)], accs: &mut [Acc]) -> Result<Option<MetaTiles>> {
+    fn meta_tiles(
+        &self,
+        sub: &[Option<DimRanges>],
+        requests: &[(String, Vec<AggOp>)],
+        attrs: &[(usize, &Attribute)],
+        accs: &mut [Acc],
+    ) -> Result<Option<MetaTiles>> {
         let schema = &self.schema;
         let leaves = self.all_leaves()?;
         let selected = self.select_tiles(&leaves, sub);
@@ -456,8 +495,8 @@ impl TileDbArray {
                 if !mbr_inside(self, mbr, sub) {
                     continue;
                 }
-                let shadowed = check_overlap
-                    && selected.iter().enumerate().any(|(g, w)| g != f && w.iter().any(|&u| mbrs_meet(self, mbr, &leaves[g][u])));
+                let shadowed =
+                    check_overlap && selected.iter().enumerate().any(|(g, w)| g != f && w.iter().any(|&u| mbrs_meet(self, mbr, &leaves[g][u])));
                 if shadowed {
                     continue;
                 }

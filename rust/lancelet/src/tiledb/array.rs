@@ -166,9 +166,7 @@ impl TileDbArray {
                     continue;
                 }
                 if meta.dense {
-                    return Err(Error::unsupported(format!(
-                        "reading part of dense fragment {name} by its per-cell timestamps"
-                    )));
+                    return Err(Error::unsupported(format!("reading part of dense fragment {name} by its per-cell timestamps")));
                 }
             }
             if meta.schema_name != schema.name {
@@ -178,8 +176,11 @@ impl TileDbArray {
                 )));
             }
             if meta.dense == schema.sparse {
-                return Err(Error::corrupt(format!("fragment {name} is {} in a {} array",
-                    if meta.dense { "dense" } else { "sparse" }, if schema.sparse { "sparse" } else { "dense" })));
+                return Err(Error::corrupt(format!(
+                    "fragment {name} is {} in a {} array",
+                    if meta.dense { "dense" } else { "sparse" },
+                    if schema.sparse { "sparse" } else { "dense" }
+                )));
             }
             fragments.push(meta);
         }

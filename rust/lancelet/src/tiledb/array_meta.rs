@@ -44,9 +44,9 @@ pub type MetaEntry = (Vec<u8>, Option<MetaValue>);
 fn value_width(code: u8, file: &str) -> Result<usize> {
     Ok(match code {
         5 | 6 | 4 | 11 | 12 | 17 | 40..=43 => 1, // int8, uint8, char, ascii, utf8, any, blob, bool, geometries
-        7 | 8 | 13 | 15 => 2,                     // int16, uint16, utf16, ucs2
-        0 | 2 | 9 | 14 | 16 => 4,                 // int32, float32, uint32, utf32, ucs4
-        1 | 3 | 10 | 18..=39 => 8,                // int64, float64, uint64, datetimes, times
+        7 | 8 | 13 | 15 => 2,                    // int16, uint16, utf16, ucs2
+        0 | 2 | 9 | 14 | 16 => 4,                // int32, float32, uint32, utf32, ucs4
+        1 | 3 | 10 | 18..=39 => 8,               // int64, float64, uint64, datetimes, times
         other => return Err(Error::corrupt(format!("{file}: metadata value of unknown datatype code {other}"))),
     })
 }
@@ -73,7 +73,8 @@ pub fn parse_entries(b: &[u8], file: &str) -> Result<Vec<MetaEntry>> {
         }
         let datatype = take(&mut pos, 1, "datatype")?[0];
         let count = u32::from_le_bytes(take(&mut pos, 4, "value count")?.try_into().unwrap_or_default());
-        let len = (count as usize).checked_mul(value_width(datatype, file)?).ok_or_else(|| Error::corrupt(format!("{file}: metadata value too large")))?;
+        let len =
+            (count as usize).checked_mul(value_width(datatype, file)?).ok_or_else(|| Error::corrupt(format!("{file}: metadata value too large")))?;
         let bytes = take(&mut pos, len, "value")?.to_vec();
         out.push((key, Some(MetaValue { datatype, count, bytes })));
     }

@@ -130,11 +130,7 @@ pub(crate) fn in_ranges(t: Datatype, v: &[u8], ranges: &DimRanges) -> bool {
 /// Check the caller's subarray against the schema; one entry per dimension.
 pub(crate) fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]) -> Result<Vec<Option<DimRanges>>> {
     if !sub.is_empty() && sub.len() != schema.dims.len() {
-        return Err(Error::invalid_input(format!(
-            "subarray has {} entries for {} dimensions",
-            sub.len(),
-            schema.dims.len()
-        )));
+        return Err(Error::invalid_input(format!("subarray has {} entries for {} dimensions", sub.len(), schema.dims.len())));
     }
     let mut out = Vec::new();
     for (d, dim) in schema.dims.iter().enumerate() {
@@ -169,10 +165,7 @@ pub(crate) fn normalize_subarray(schema: &ArraySchema, sub: &[Option<DimRanges>]
             }
             if let Some((dlo, dhi)) = &dim.domain {
                 if cmp_bound(dim.datatype, dlo, &lo) == Ordering::Greater || cmp_bound(dim.datatype, dhi, &hi) == Ordering::Less {
-                    return Err(Error::invalid_input(format!(
-                        "subarray range {lo:?}..{hi:?} on {} is outside the domain",
-                        dim.name
-                    )));
+                    return Err(Error::invalid_input(format!("subarray range {lo:?}..{hi:?} on {} is outside the domain", dim.name)));
                 }
             }
             fixed.push((lo, hi));
@@ -261,7 +254,8 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
             .add_buffer(Buffer::from_vec(offsets))
             .add_buffer(Buffer::from_vec(cells.values))
             .nulls(nulls)
-            .build().map_err(Error::corrupt_arrow)?,
+            .build()
+            .map_err(Error::corrupt_arrow)?,
         (DataType::LargeUtf8 | DataType::LargeBinary, None) => {
             // One fixed byte per cell shown as a one-character string.
             let offsets: Vec<i64> = (0..=n as i64).collect();
@@ -270,7 +264,8 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
                 .add_buffer(Buffer::from_vec(offsets))
                 .add_buffer(Buffer::from_vec(cells.values))
                 .nulls(nulls)
-                .build().map_err(Error::corrupt_arrow)?
+                .build()
+                .map_err(Error::corrupt_arrow)?
         }
         (DataType::LargeList(f), Some(offsets)) => {
             let w = t.size() as i64;
@@ -282,7 +277,8 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
                 .add_buffer(Buffer::from_vec(elem_offsets))
                 .child_data(vec![child.to_data()])
                 .nulls(nulls)
-                .build().map_err(Error::corrupt_arrow)?
+                .build()
+                .map_err(Error::corrupt_arrow)?
         }
         (DataType::FixedSizeList(f, k), None) => {
             let child = build_array(f.data_type(), t, 1, CellBytes { values: cells.values, offsets: None, len: n * *k as usize }, None)?;
@@ -292,10 +288,14 @@ pub(crate) fn build_array_nulls(dt: &DataType, t: Datatype, cell_val_num: u32, c
             let bits = BooleanBuffer::collect_bool(n, |i| cells.values[i] != 0);
             ArrayData::builder(DataType::Boolean).len(n).add_buffer(bits.into_inner()).nulls(nulls).build().map_err(Error::corrupt_arrow)?
         }
-        (_, None) => ArrayData::builder(dt.clone()).len(n).add_buffer(Buffer::from_vec(cells.values)).nulls(nulls).align_buffers(true).build().map_err(Error::corrupt_arrow)?,
-        (other, Some(_)) => {
-            return Err(Error::Internal { what: format!("var cells for Arrow type {other} (cell values {cell_val_num})") })
-        }
+        (_, None) => ArrayData::builder(dt.clone())
+            .len(n)
+            .add_buffer(Buffer::from_vec(cells.values))
+            .nulls(nulls)
+            .align_buffers(true)
+            .build()
+            .map_err(Error::corrupt_arrow)?,
+        (other, Some(_)) => return Err(Error::Internal { what: format!("var cells for Arrow type {other} (cell values {cell_val_num})") }),
     };
     Ok(make_array(data))
 }
@@ -324,7 +324,13 @@ pub(crate) fn coord<'a>(dim_tiles: &'a [Vec<Option<TileData>>], schema: &ArraySc
 }
 
 /// Gather one column: each source is a (tile, cell) in `tiles` or FILL.
-pub(crate) fn gather(col: &ColumnSpec, tiles: &[Option<TileData>], sources: &[u64], fill: &[u8], fill_valid: bool) -> Result<(CellBytes, Option<Vec<bool>>)> {
+pub(crate) fn gather(
+    col: &ColumnSpec,
+    tiles: &[Option<TileData>],
+    sources: &[u64],
+    fill: &[u8],
+    fill_valid: bool,
+) -> Result<(CellBytes, Option<Vec<bool>>)> {
     let n = sources.len();
     let cs = col.cell_size();
     let mut validity = if col.nullable { Some(Vec::with_capacity(n)) } else { None };
@@ -379,7 +385,13 @@ pub(crate) struct TileIds {
 }
 
 /// Load the tiles of `col` that `sources` name.
-pub(crate) fn load_used(array: &TileDbArray, ids: &TileIds, col: &ColumnSpec, sources: &[u64], cells_of: &dyn Fn(usize, usize) -> usize) -> Result<Vec<Option<TileData>>> {
+pub(crate) fn load_used(
+    array: &TileDbArray,
+    ids: &TileIds,
+    col: &ColumnSpec,
+    sources: &[u64],
+    cells_of: &dyn Fn(usize, usize) -> usize,
+) -> Result<Vec<Option<TileData>>> {
     let total = *ids.bases.last().unwrap_or(&0);
     let mut used = vec![false; total];
     for &s in sources {

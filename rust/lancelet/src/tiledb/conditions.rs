@@ -71,7 +71,12 @@ pub enum Condition {
     Or(Vec<Condition>),
     Not(Box<Condition>),
     /// `field op value`; `value` `None` is null; `set` holds IN members.
-    Value { op: CondOp, field: String, value: Option<Vec<u8>>, set: Vec<Vec<u8>> },
+    Value {
+        op: CondOp,
+        field: String,
+        value: Option<Vec<u8>>,
+        set: Vec<Vec<u8>>,
+    },
 }
 
 /// One cell's value of a field as the condition sees it.
@@ -198,11 +203,7 @@ fn compare(op: CondOp, cell: CellValue, value: Option<&[u8]>, set: &[Vec<u8>]) -
     let Some(v) = value else {
         return op == CondOp::Ne;
     };
-    let ord = if cell.as_bytes || cell.datatype.is_bytes() {
-        x.cmp(v)
-    } else {
-        super::cells::cmp_values(cell.datatype, x, v)
-    };
+    let ord = if cell.as_bytes || cell.datatype.is_bytes() { x.cmp(v) } else { super::cells::cmp_values(cell.datatype, x, v) };
     match op {
         CondOp::Lt => ord == Ordering::Less,
         CondOp::Le => ord != Ordering::Greater,

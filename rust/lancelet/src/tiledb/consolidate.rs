@@ -67,9 +67,9 @@ impl ConsolidationMode {
             "fragment_meta" => Ok(Self::FragmentMeta),
             "array_meta" => Ok(Self::ArrayMeta),
             "group_meta" => Err(Error::unsupported("consolidation mode \"group_meta\" (lancelet does not handle TileDB groups)")),
-            other => Err(Error::invalid_input(format!(
-                "unknown consolidation mode {other:?} (expected fragments, commits, fragment_meta or array_meta)"
-            ))),
+            other => {
+                Err(Error::invalid_input(format!("unknown consolidation mode {other:?} (expected fragments, commits, fragment_meta or array_meta)")))
+            }
         }
     }
 }
@@ -305,9 +305,7 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
         }
     } else {
         let nd = schema.dims.len();
-        let ints = |v: &[u8], d: usize| {
-            int_value(schema.dims[d].datatype, v).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"))
-        };
+        let ints = |v: &[u8], d: usize| int_value(schema.dims[d].datatype, v).ok_or_else(|| Error::corrupt("non-integer dense non-empty domain"));
         let mut boxed: Vec<(i128, i128)> = Vec::with_capacity(nd);
         let mut written_cells = 0f64;
         for f in &frags {
@@ -348,7 +346,13 @@ pub fn consolidate_fragments(uri: &str, options: &StorageOptions, range: (u64, u
 
 /// Read `array` (opened on just the fragments to merge) over the box
 /// `boxed` row-major and write it as one dense fragment named for `range`.
-fn merge_dense(array: &TileDbArray, uri: &str, options: &StorageOptions, boxed: Vec<(i128, i128)>, range: (u64, u64)) -> Result<super::write::WrittenFragment> {
+fn merge_dense(
+    array: &TileDbArray,
+    uri: &str,
+    options: &StorageOptions,
+    boxed: Vec<(i128, i128)>,
+    range: (u64, u64),
+) -> Result<super::write::WrittenFragment> {
     use super::cells::{Bound, ReadOptions};
     let sub = boxed.iter().map(|&(l, h)| Some(vec![(Bound::Int(l), Bound::Int(h))])).collect();
     let batch = array.read(&ReadOptions { subarray: sub, dims: false, attrs: None, order: super::cells::Order::RowMajor, ..Default::default() })?;

@@ -37,11 +37,7 @@ impl<'a> Cursor<'a> {
     /// The next `n` bytes; `field` names what is being read in the error.
     pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(Error::corrupt(format!(
-                "truncated reading {field}: needs {n} bytes at offset {}, {} left",
-                self.pos,
-                self.remaining()
-            )));
+            return Err(Error::corrupt(format!("truncated reading {field}: needs {n} bytes at offset {}, {} left", self.pos, self.remaining())));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -91,10 +87,7 @@ impl<'a> Cursor<'a> {
         let n = self.u64(field)?;
         let fits = (n as u128) * (elem.max(1) as u128) <= self.remaining() as u128;
         if !fits {
-            return Err(Error::corrupt(format!(
-                "{field}: count {n} does not fit in the {} bytes left",
-                self.remaining()
-            )));
+            return Err(Error::corrupt(format!("{field}: count {n} does not fit in the {} bytes left", self.remaining())));
         }
         Ok(n as usize)
     }

@@ -134,8 +134,7 @@ impl Datatype {
     /// filters (deltas, bit-width reduction) transform.
     pub fn is_integer(self) -> bool {
         use Datatype::*;
-        matches!(self, Int8 | UInt8 | Int16 | UInt16 | Int32 | UInt32 | Int64 | UInt64 | Datetime(_) | Bool)
-            || matches!(self, Other(18..=39))
+        matches!(self, Int8 | UInt8 | Int16 | UInt16 | Int32 | UInt32 | Int64 | UInt64 | Datetime(_) | Bool) || matches!(self, Other(18..=39))
     }
 
     /// A signed integer type (datetimes are int64).

@@ -26,9 +26,9 @@
 use rayon::prelude::*;
 
 use super::array::TileDbArray;
+use super::cells::{dense_int_ranges, next_index, strides, DimRanges, Order};
 use super::datatype::Datatype;
 use super::filters::TileKind;
-use super::cells::{dense_int_ranges, next_index, strides, DimRanges, Order};
 use super::schema::{int_value, Layout};
 use super::tiles::{read_tiles, ColumnSpec};
 use crate::error::{Error, Result};
@@ -232,9 +232,12 @@ impl TileDbArray {
             return Err(Error::invalid_input(format!("the read would return {total} cells; read a smaller subarray")));
         }
         let ostride = strides(lens.iter().copied(), order == Order::ColMajor);
-        let cells_per_tile = ext.iter().try_fold(1u128, |acc, &e| acc.checked_mul(e as u128)).filter(|&n| n <= MAX_TILE_CELLS).ok_or_else(|| {
-            Error::unsupported(format!("tile extents {ext:?} make tiles of more than {MAX_TILE_CELLS} cells"))
-        })? as usize;
+        let cells_per_tile = ext
+            .iter()
+            .try_fold(1u128, |acc, &e| acc.checked_mul(e as u128))
+            .filter(|&n| n <= MAX_TILE_CELLS)
+            .ok_or_else(|| Error::unsupported(format!("tile extents {ext:?} make tiles of more than {MAX_TILE_CELLS} cells")))?
+            as usize;
         let cstride = strides(ext.iter().map(|&e| e as usize), schema.cell_order == Layout::ColMajor);
         let boxes: Vec<Option<Vec<(i128, i128)>>> = (0..self.fragments.len()).map(|f| ned_box(self, f)).collect::<Result<_>>()?;
         let covered = boxes.iter().flatten().any(|b| (0..nd).all(|d| ranges[d].iter().all(|&(lo, hi)| b[d].0 <= lo && hi <= b[d].1)));
@@ -349,53 +352,60 @@ impl TileDbArray {
             let max_len = plan.cells_per_tile.saturating_mul(cs);
             let kind = TileKind { datatype: col.datatype, cell_size: cs, version: frag.version, var_strings: false, max_len };
             let vkind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version: frag.version, var_strings: false, max_len: plan.cells_per_tile };
-            crate::process::install(|| groups.par_iter().try_for_each(|group| -> Result<()> {
-                let want: Vec<_> = group.iter().map(|j| loc(&locs, j.tile, "tile offsets")).collect::<Result<_>>()?;
-                let raw = read_tiles(self, frag, &file, &want)?;
-                let vraw = match &vlocs {
-                    Some(vl) => {
-                        let want: Vec<_> = group.iter().map(|j| loc(vl, j.tile, "validity tile offsets")).collect::<Result<_>>()?;
-                        Some(read_tiles(self, frag, &vfile, &want)?)
-                    }
-                    None => None,
-                };
-                SCRATCH.with(|cell| -> Result<()> {
-                    let mut buf = cell.borrow_mut();
-                    for (i, job) in group.iter().enumerate() {
-                        let t = job.tile;
-                        // A tile the read needs only part of has only the
-                        // chunks holding that part decoded.
-                        let wanted = plan.wanted_cells(job);
-                        let decode = |pipeline: &super::filters::FilterPipeline, raw: &[u8], kind: TileKind, w: usize, buf: &mut Vec<u8>| match &wanted {
-                            None => pipeline.unfilter_into(raw, kind, buf),
-                            Some(iv) => {
-                                let hit = |r: std::ops::Range<usize>| {
-                                    let (c0, c1) = (r.start / w, r.end.div_ceil(w));
-                                    let k = iv.partition_point(|&(_, e)| e <= c0);
-                                    k < iv.len() && iv[k].0 < c1
+            crate::process::install(|| {
+                groups.par_iter().try_for_each(|group| -> Result<()> {
+                    let want: Vec<_> = group.iter().map(|j| loc(&locs, j.tile, "tile offsets")).collect::<Result<_>>()?;
+                    let raw = read_tiles(self, frag, &file, &want)?;
+                    let vraw = match &vlocs {
+                        Some(vl) => {
+                            let want: Vec<_> = group.iter().map(|j| loc(vl, j.tile, "validity tile offsets")).collect::<Result<_>>()?;
+                            Some(read_tiles(self, frag, &vfile, &want)?)
+                        }
+                        None => None,
+                    };
+                    SCRATCH.with(|cell| -> Result<()> {
+                        let mut buf = cell.borrow_mut();
+                        for (i, job) in group.iter().enumerate() {
+                            let t = job.tile;
+                            // A tile the read needs only part of has only the
+                            // chunks holding that part decoded.
+                            let wanted = plan.wanted_cells(job);
+                            let decode =
+                                |pipeline: &super::filters::FilterPipeline, raw: &[u8], kind: TileKind, w: usize, buf: &mut Vec<u8>| match &wanted {
+                                    None => pipeline.unfilter_into(raw, kind, buf),
+                                    Some(iv) => {
+                                        let hit = |r: std::ops::Range<usize>| {
+                                            let (c0, c1) = (r.start / w, r.end.div_ceil(w));
+                                            let k = iv.partition_point(|&(_, e)| e <= c0);
+                                            k < iv.len() && iv[k].0 < c1
+                                        };
+                                        pipeline.unfilter_wanted(raw, kind, &hit, buf)
+                                    }
                                 };
-                                pipeline.unfilter_wanted(raw, kind, &hit, buf)
+                            decode(&col.filters, &raw[i], kind, cs, &mut buf).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
+                            if buf.len() != plan.cells_per_tile * cs {
+                                return Err(ctx(
+                                    Error::corrupt(format!("tile {t} holds {} bytes for {} cells of {cs} bytes", buf.len(), plan.cells_per_tile)),
+                                    &file,
+                                ));
                             }
-                        };
-                        decode(&col.filters, &raw[i], kind, cs, &mut buf).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
-                        if buf.len() != plan.cells_per_tile * cs {
-                            return Err(ctx(
-                                Error::corrupt(format!("tile {t} holds {} bytes for {} cells of {cs} bytes", buf.len(), plan.cells_per_tile)),
-                                &file,
-                            ));
-                        }
-                        copy_tile(plan, &job.segs, &buf, cs, &out)?;
-                        if let (Some(vraw), Some(vout)) = (&vraw, &vout) {
-                            decode(&self.schema.validity_filters, &vraw[i], vkind, 1, &mut buf).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
-                            if buf.len() != plan.cells_per_tile {
-                                return Err(ctx(Error::corrupt(format!("validity tile {t} holds {} bytes for {} cells", buf.len(), plan.cells_per_tile)), &vfile));
+                            copy_tile(plan, &job.segs, &buf, cs, &out)?;
+                            if let (Some(vraw), Some(vout)) = (&vraw, &vout) {
+                                decode(&self.schema.validity_filters, &vraw[i], vkind, 1, &mut buf)
+                                    .map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
+                                if buf.len() != plan.cells_per_tile {
+                                    return Err(ctx(
+                                        Error::corrupt(format!("validity tile {t} holds {} bytes for {} cells", buf.len(), plan.cells_per_tile)),
+                                        &vfile,
+                                    ));
+                                }
+                                copy_tile(plan, &job.segs, &buf, 1, vout)?;
                             }
-                            copy_tile(plan, &job.segs, &buf, 1, vout)?;
                         }
-                    }
-                    Ok(())
+                        Ok(())
+                    })
                 })
-            }))?;
+            })?;
         }
         Ok((values, validity))
     }
@@ -478,13 +488,12 @@ fn copy_tile(plan: &DensePlan, segs: &[Vec<Seg>], tile: &[u8], cs: usize, out: &
     // Output and tile offsets of every coordinate of the other dimensions.
     let others: Vec<Vec<(usize, usize)>> = (0..nd)
         .filter(|&d| d != fast)
-        .map(|d| {
-            segs[d].iter().flat_map(|s| (0..s.len).map(move |k| ((s.out + k) * plan.ostride[d], (s.cell + k) * plan.cstride[d]))).collect()
-        })
+        .map(|d| segs[d].iter().flat_map(|s| (0..s.len).map(move |k| ((s.out + k) * plan.ostride[d], (s.cell + k) * plan.cstride[d]))).collect())
         .collect();
     let (os, cst) = (plan.ostride[fast], plan.cstride[fast]);
     let src = |c: usize, n: usize| -> Result<&[u8]> {
-        tile.get(c * cs..(c + n) * cs).ok_or_else(|| Error::Internal { what: format!("dense copy reads tile cells {c}..{} of {}", c + n, tile.len() / cs.max(1)) })
+        tile.get(c * cs..(c + n) * cs)
+            .ok_or_else(|| Error::Internal { what: format!("dense copy reads tile cells {c}..{} of {}", c + n, tile.len() / cs.max(1)) })
     };
     let mut idx = vec![0usize; others.len()];
     loop {

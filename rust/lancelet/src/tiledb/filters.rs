@@ -30,33 +30,62 @@ use std::io::Read;
 use md5::Digest;
 
 use super::cursor::Cursor;
-use super::{bitshuffle, codecs, string_codecs};
 use super::datatype::Datatype;
+use super::{bitshuffle, codecs, string_codecs};
 use crate::encoding::bss;
 use crate::error::{Error, Result};
 
 /// One filter with the options it was created with.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
-    Gzip { level: i32 },
-    Zstd { level: i32 },
-    Lz4 { level: i32 },
-    Rle { level: i32 },
-    Bzip2 { level: i32 },
-    Dictionary { level: i32 },
-    Delta { level: i32, reinterpret: Option<Datatype> },
-    DoubleDelta { level: i32, reinterpret: Option<Datatype> },
-    BitWidthReduction { window: u32 },
-    PositiveDelta { window: u32 },
+    Gzip {
+        level: i32,
+    },
+    Zstd {
+        level: i32,
+    },
+    Lz4 {
+        level: i32,
+    },
+    Rle {
+        level: i32,
+    },
+    Bzip2 {
+        level: i32,
+    },
+    Dictionary {
+        level: i32,
+    },
+    Delta {
+        level: i32,
+        reinterpret: Option<Datatype>,
+    },
+    DoubleDelta {
+        level: i32,
+        reinterpret: Option<Datatype>,
+    },
+    BitWidthReduction {
+        window: u32,
+    },
+    PositiveDelta {
+        window: u32,
+    },
     BitShuffle,
     ByteShuffle,
     ChecksumMd5,
     ChecksumSha256,
-    FloatScale { factor: f64, offset: f64, bytewidth: u64 },
+    FloatScale {
+        factor: f64,
+        offset: f64,
+        bytewidth: u64,
+    },
     Xor,
     /// A filter lancelet cannot reverse (WebP, deprecated ids): reading a
     /// tile it filtered is `Unsupported` naming it.
-    Unknown { id: u8, name: &'static str },
+    Unknown {
+        id: u8,
+        name: &'static str,
+    },
 }
 
 impl Filter {
@@ -126,14 +155,12 @@ impl Filter {
     /// The datatype this filter hands to the next one, given its input's.
     fn output_type(&self, input: Datatype) -> Datatype {
         match self {
-            Filter::FloatScale { bytewidth, .. } if matches!(input, Datatype::Float32 | Datatype::Float64) => {
-                match bytewidth {
-                    1 => Datatype::Int8,
-                    2 => Datatype::Int16,
-                    4 => Datatype::Int32,
-                    _ => Datatype::Int64,
-                }
-            }
+            Filter::FloatScale { bytewidth, .. } if matches!(input, Datatype::Float32 | Datatype::Float64) => match bytewidth {
+                1 => Datatype::Int8,
+                2 => Datatype::Int16,
+                4 => Datatype::Int32,
+                _ => Datatype::Int64,
+            },
             // TileDB hands the reinterpreted type on to the next filter.
             Filter::Delta { reinterpret: Some(t), .. } | Filter::DoubleDelta { reinterpret: Some(t), .. } => *t,
             _ => input,
@@ -287,7 +314,14 @@ impl FilterPipeline {
     /// Decode `chunks` (of a tile of `tile_len` filtered bytes that decodes
     /// to `total`) one after the other into `out`, cleared first and sized
     /// up front as far as the filtered bytes vouch for.
-    fn decode_chunks(&self, chunks: Vec<ChunkHeader<'_>>, total: usize, tile_len: usize, kind: TileKind, out: &mut Vec<u8>) -> Result<Option<Vec<u64>>> {
+    fn decode_chunks(
+        &self,
+        chunks: Vec<ChunkHeader<'_>>,
+        total: usize,
+        tile_len: usize,
+        kind: TileKind,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Vec<u64>>> {
         out.clear();
         let mut offsets: Option<Vec<u64>> = None;
         out.reserve(reserve_len(total, tile_len));
@@ -311,7 +345,16 @@ impl FilterPipeline {
     /// filter's output is appended to `out`, earlier stages borrow the
     /// tile's bytes instead of copying them.
     #[allow(clippy::too_many_arguments)]
-    fn unfilter_chunk(&self, md: &[u8], data: &[u8], orig: usize, kind: TileKind, types: &[Datatype], offsets: &mut Option<Vec<u64>>, out: &mut Vec<u8>) -> Result<()> {
+    fn unfilter_chunk(
+        &self,
+        md: &[u8],
+        data: &[u8],
+        orig: usize,
+        kind: TileKind,
+        types: &[Datatype],
+        offsets: &mut Option<Vec<u64>>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         use std::borrow::Cow;
         if self.filters.is_empty() {
             out.extend_from_slice(data);
@@ -346,25 +389,36 @@ fn part_lengths(c: &mut Cursor) -> Result<Vec<usize>> {
 /// Reverse filter `f` over (`md`, `data`): append the data it was given on
 /// write to `out` and return the metadata left for the filters before it.
 #[allow(clippy::too_many_arguments)]
-fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: TileKind, offsets: &mut Option<Vec<u64>>, out: &mut Vec<u8>) -> Result<Vec<u8>> {
+fn reverse(
+    f: &Filter,
+    md: &[u8],
+    data: &[u8],
+    ty: Datatype,
+    orig: usize,
+    kind: TileKind,
+    offsets: &mut Option<Vec<u64>>,
+    out: &mut Vec<u8>,
+) -> Result<Vec<u8>> {
     let mut c = Cursor::new(md);
     let string_type = matches!(ty, Datatype::StringAscii | Datatype::StringUtf8);
     if kind.var_strings && string_type && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. }) {
         if offsets.is_some() {
             return Err(Error::corrupt("two string codecs in one pipeline"));
         }
-        let (rest, s) = if matches!(f, Filter::Rle { .. }) {
-            string_codecs::rle_reverse(md, data)?
-        } else {
-            string_codecs::dict_reverse(md, data)?
-        };
+        let (rest, s) = if matches!(f, Filter::Rle { .. }) { string_codecs::rle_reverse(md, data)? } else { string_codecs::dict_reverse(md, data)? };
         *offsets = Some(s.offsets);
         out.extend_from_slice(&s.data);
         return Ok(rest);
     }
     match f {
-        Filter::Gzip { .. } | Filter::Zstd { .. } | Filter::Lz4 { .. } | Filter::Bzip2 { .. } | Filter::Rle { .. }
-        | Filter::Delta { .. } | Filter::DoubleDelta { .. } | Filter::Dictionary { .. } => {
+        Filter::Gzip { .. }
+        | Filter::Zstd { .. }
+        | Filter::Lz4 { .. }
+        | Filter::Bzip2 { .. }
+        | Filter::Rle { .. }
+        | Filter::Delta { .. }
+        | Filter::DoubleDelta { .. }
+        | Filter::Dictionary { .. } => {
             if matches!(f, Filter::Dictionary { .. }) {
                 return Err(Error::corrupt("DictionaryFilter on data that is not var-sized strings"));
             }
@@ -419,16 +473,12 @@ fn reverse(f: &Filter, md: &[u8], data: &[u8], ty: Datatype, orig: usize, kind: 
             let mut md_pos = 0usize;
             let mut data_pos = 0usize;
             for (i, (n, want)) in sums.iter().enumerate() {
-                let (src, pos): (&[u8], &mut usize) =
-                    if i < n_md { (&rest, &mut md_pos) } else { (data, &mut data_pos) };
-                let end = pos.checked_add(*n).filter(|e| *e <= src.len()).ok_or_else(|| {
-                    Error::corrupt(format!("checksum {i} covers {n} bytes past the end"))
-                })?;
-                let got = if width == 16 {
-                    md5::Md5::digest(&src[*pos..end]).to_vec()
-                } else {
-                    sha2::Sha256::digest(&src[*pos..end]).to_vec()
-                };
+                let (src, pos): (&[u8], &mut usize) = if i < n_md { (&rest, &mut md_pos) } else { (data, &mut data_pos) };
+                let end = pos
+                    .checked_add(*n)
+                    .filter(|e| *e <= src.len())
+                    .ok_or_else(|| Error::corrupt(format!("checksum {i} covers {n} bytes past the end")))?;
+                let got = if width == 16 { md5::Md5::digest(&src[*pos..end]).to_vec() } else { sha2::Sha256::digest(&src[*pos..end]).to_vec() };
                 if &got != want {
                     return Err(Error::corrupt(format!("{} mismatch on {} bytes", f.name(), n)));
                 }
@@ -507,10 +557,7 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
     let start = out.len();
     match f {
         Filter::Gzip { .. } => {
-            flate2::read::ZlibDecoder::new(comp)
-                .take(raw_len as u64 + 1)
-                .read_to_end(out)
-                .map_err(|e| Error::corrupt(format!("gzip: {e}")))?;
+            flate2::read::ZlibDecoder::new(comp).take(raw_len as u64 + 1).read_to_end(out).map_err(|e| Error::corrupt(format!("gzip: {e}")))?;
         }
         Filter::Zstd { .. } => zstd_into(comp, raw_len, out)?,
         Filter::Lz4 { .. } => {
@@ -519,15 +566,11 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
                 return Err(Error::corrupt(format!("lz4 part of {} bytes cannot decode to the {raw_len} its header says", comp.len())));
             }
             out.resize(start + raw_len, 0);
-            let n = lz4_flex::block::decompress_into(comp, &mut out[start..])
-                .map_err(|e| Error::corrupt(format!("lz4: {e}")))?;
+            let n = lz4_flex::block::decompress_into(comp, &mut out[start..]).map_err(|e| Error::corrupt(format!("lz4: {e}")))?;
             out.truncate(start + n);
         }
         Filter::Bzip2 { .. } => {
-            bzip2::read::BzDecoder::new(comp)
-                .take(raw_len as u64 + 1)
-                .read_to_end(out)
-                .map_err(|e| Error::corrupt(format!("bzip2: {e}")))?;
+            bzip2::read::BzDecoder::new(comp).take(raw_len as u64 + 1).read_to_end(out).map_err(|e| Error::corrupt(format!("bzip2: {e}")))?;
         }
         Filter::Rle { .. } => out.extend(codecs::rle_decode(comp, cell_size.max(1), raw_len)?),
         Filter::Delta { reinterpret, .. } => {
@@ -544,11 +587,7 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
         _ => unreachable!("only compressors reach decompress"),
     }
     if out.len() - start != raw_len {
-        return Err(Error::corrupt(format!(
-            "{} part decodes to {} bytes, header says {raw_len}",
-            f.name(),
-            out.len() - start
-        )));
+        return Err(Error::corrupt(format!("{} part decodes to {} bytes, header says {raw_len}", f.name(), out.len() - start)));
     }
     Ok(())
 }

@@ -157,9 +157,10 @@ impl FragmentMeta {
             return Err(Error::corrupt("fragment metadata shorter than its footer length"));
         }
         let footer_len = u64::from_le_bytes(bytes[n - 8..].try_into().unwrap_or_default());
-        let footer_len = usize::try_from(footer_len).ok().filter(|l| *l <= n - 8).ok_or_else(|| {
-            Error::corrupt(format!("footer length {footer_len} larger than the file ({n} bytes)"))
-        })?;
+        let footer_len = usize::try_from(footer_len)
+            .ok()
+            .filter(|l| *l <= n - 8)
+            .ok_or_else(|| Error::corrupt(format!("footer length {footer_len} larger than the file ({n} bytes)")))?;
         let mut c = Cursor::new(&bytes[n - 8 - footer_len..n - 8]);
         let version = c.u32("fragment version")?;
         check_version(version, "fragment")?;

@@ -21,9 +21,7 @@ pub fn check_version(v: u32, what: &str) -> Result<()> {
     if (MIN_VERSION..=MAX_VERSION).contains(&v) {
         Ok(())
     } else {
-        Err(Error::unsupported(format!(
-            "{what} has TileDB format version {v}; lancelet reads {MIN_VERSION}–{MAX_VERSION}"
-        )))
+        Err(Error::unsupported(format!("{what} has TileDB format version {v}; lancelet reads {MIN_VERSION}–{MAX_VERSION}")))
     }
 }
 
@@ -52,10 +50,7 @@ pub fn read_generic_tile(buf: &[u8], offset: usize) -> Result<(Vec<u8>, usize)> 
     let kind = TileKind { datatype, cell_size: cell_size.clamp(1, 1 << 20) as usize, version, var_strings: false, max_len };
     let bytes = pipeline.unfilter(body, kind)?;
     if bytes.len() as u64 != tile_size {
-        return Err(Error::corrupt(format!(
-            "generic tile decodes to {} bytes, header says {tile_size}",
-            bytes.len()
-        )));
+        return Err(Error::corrupt(format!("generic tile decodes to {} bytes, header says {tile_size}", bytes.len())));
     }
     Ok((bytes, offset + c.position()))
 }

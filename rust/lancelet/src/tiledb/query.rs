@@ -24,11 +24,11 @@ use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Schema, SchemaRef};
 
 use super::array::TileDbArray;
+use super::cells::{build_array, gather, load_used, normalize_subarray, output_schema, CellBytes, ReadOptions, TileCounts};
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr, TileStats};
-use super::cells::{build_array, gather, load_used, normalize_subarray, output_schema, CellBytes, ReadOptions, TileCounts};
-use super::tiles::{ColumnSpec, TileData};
 use super::schema::ArraySchema;
+use super::tiles::{ColumnSpec, TileData};
 use crate::error::{Error, Result};
 use crate::expr::SqlFilter;
 use crate::file::stats::GroupStats;
@@ -123,7 +123,15 @@ impl Pruner {
             .collect()
     }
 
-    fn attr_stats(&self, array: &TileDbArray, frag: &FragmentMeta, a: usize, which: &[usize], ntiles: usize, cells: &[u64]) -> Result<Option<GroupStats>> {
+    fn attr_stats(
+        &self,
+        array: &TileDbArray,
+        frag: &FragmentMeta,
+        a: usize,
+        which: &[usize],
+        ntiles: usize,
+        cells: &[u64],
+    ) -> Result<Option<GroupStats>> {
         let at = &array.schema.attrs[a];
         let var = at.is_var();
         if !has_minmax(at.datatype, at.cell_val_num) {

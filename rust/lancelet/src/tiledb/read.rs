@@ -20,15 +20,14 @@
 //! sources, value comparisons, cells gathered into Arrow arrays) is in
 //! `cells.rs`.
 
-
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, SchemaRef};
 
 use super::array::TileDbArray;
 use super::cells::{
-    build_array, build_array_nulls, dense_domain_and_extents, dense_int_ranges, gather, load_used, next_index, normalize_subarray, output_columns, output_schema,
-    pack, strides, unpack, CellBytes, DimRanges, Order, ReadOptions, TileCounts, TileIds, FILL, PRUNED,
+    build_array, build_array_nulls, dense_domain_and_extents, dense_int_ranges, gather, load_used, next_index, normalize_subarray, output_columns,
+    output_schema, pack, strides, unpack, CellBytes, DimRanges, Order, ReadOptions, TileCounts, TileIds, FILL, PRUNED,
 };
 use super::schema::{int_value, Layout};
 use super::tiles::ColumnSpec;
@@ -69,7 +68,8 @@ impl TileDbArray {
             columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
         }
         let n = sp.sources.len();
-        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?)
+        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))
+            .map_err(Error::internal_arrow)?)
     }
 
     /// Every version of every cell of a sparse array in the open range
@@ -92,7 +92,11 @@ impl TileDbArray {
 
     /// Read without a filter; `pruner` marks tiles no filtered cell can come
     /// from. Dense reads also return which rows are not pruned cells.
-    pub(crate) fn read_plain(&self, opts: &ReadOptions, pruner: Option<&dyn super::query::TilePruner>) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
+    pub(crate) fn read_plain(
+        &self,
+        opts: &ReadOptions,
+        pruner: Option<&dyn super::query::TilePruner>,
+    ) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
         let schema = &self.schema;
         let sub = normalize_subarray(schema, &opts.subarray)?;
         let out_schema = output_schema(schema, opts)?;
@@ -144,7 +148,8 @@ impl TileDbArray {
             columns.push(self.dense_gathered(&dense, a, out_schema.field(columns.len()).data_type())?);
         }
         let n = dense.sources.len();
-        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)?;
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))
+            .map_err(Error::internal_arrow)?;
         Ok((batch, counts, keep))
     }
 
@@ -162,7 +167,14 @@ impl TileDbArray {
 
     /// A dense read without a filter: fixed-size columns are copied tile
     /// by tile (see `dense.rs`), var-sized attributes gathered per cell.
-    fn read_dense(&self, sub: &[Option<DimRanges>], opts: &ReadOptions, out_schema: SchemaRef, dims: &[usize], attrs: &[usize]) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
+    fn read_dense(
+        &self,
+        sub: &[Option<DimRanges>],
+        opts: &ReadOptions,
+        out_schema: SchemaRef,
+        dims: &[usize],
+        attrs: &[usize],
+    ) -> Result<(RecordBatch, TileCounts, Option<Vec<bool>>)> {
         let schema = &self.schema;
         let plan = self.dense_plan(sub, opts.order)?;
         let (tiles_total, tiles_read) = plan.tile_counts();
@@ -190,7 +202,8 @@ impl TileDbArray {
             let cells = CellBytes { values, offsets: None, len: plan.total };
             columns.push(build_array_nulls(&dt, col.datatype, col.cell_val_num, cells, nulls)?);
         }
-        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(plan.total))).map_err(Error::internal_arrow)?;
+        let batch = RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(plan.total)))
+            .map_err(Error::internal_arrow)?;
         Ok((batch, counts, None))
     }
 }
@@ -236,7 +249,12 @@ impl TileDbArray {
     }
 
     #[allow(clippy::type_complexity)]
-    pub(crate) fn dense_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<&dyn Fn(usize, usize, usize) -> Result<Vec<bool>>>) -> Result<DenseSources> {
+    pub(crate) fn dense_sources(
+        &self,
+        sub: &[Option<DimRanges>],
+        order: Order,
+        may_match: Option<&dyn Fn(usize, usize, usize) -> Result<Vec<bool>>>,
+    ) -> Result<DenseSources> {
         let schema = &self.schema;
         let nd = schema.dims.len();
         let order = if order == Order::Unordered { Order::RowMajor } else { order };

@@ -25,8 +25,8 @@ use std::cmp::Ordering;
 use arrow_array::RecordBatch;
 
 use super::array::TileDbArray;
-use super::datatype::Datatype;
 use super::cells::{dense_domain_and_extents, dense_int_ranges, output_schema, Bound, DimRanges, ReadOptions};
+use super::datatype::Datatype;
 use super::schema::{float_value, int_value, ArraySchema};
 use crate::error::{Error, Result};
 
@@ -53,11 +53,19 @@ pub(crate) fn cmp_b(a: &Bound, b: &Bound) -> Ordering {
 }
 
 fn max_b(a: &Bound, b: &Bound) -> Bound {
-    if cmp_b(a, b) == Ordering::Less { b.clone() } else { a.clone() }
+    if cmp_b(a, b) == Ordering::Less {
+        b.clone()
+    } else {
+        a.clone()
+    }
 }
 
 fn min_b(a: &Bound, b: &Bound) -> Bound {
-    if cmp_b(a, b) == Ordering::Greater { b.clone() } else { a.clone() }
+    if cmp_b(a, b) == Ordering::Greater {
+        b.clone()
+    } else {
+        a.clone()
+    }
 }
 
 /// The smallest bound greater than `b` (None if `b` is the largest).
@@ -156,11 +164,8 @@ impl DensePlan {
 
     fn plan(&self, target: u64, out: &mut Vec<Subarray>) -> Result<()> {
         let nd = self.lo.len();
-        let hull: Vec<(i128, i128)> = self
-            .ranges
-            .iter()
-            .map(|r| (r.iter().map(|x| x.0).min().unwrap_or(0), r.iter().map(|x| x.1).max().unwrap_or(-1)))
-            .collect();
+        let hull: Vec<(i128, i128)> =
+            self.ranges.iter().map(|r| (r.iter().map(|x| x.0).min().unwrap_or(0), r.iter().map(|x| x.1).max().unwrap_or(-1))).collect();
         if nd == 0 || hull.iter().any(|(a, b)| a > b) {
             return Ok(());
         }
@@ -175,11 +180,8 @@ impl DensePlan {
             return Err(Error::invalid_input(format!("more than {MAX_REGIONS} regions: ask for more cells per region")));
         }
         let bounds: Vec<(Bound, Bound)> = boxed.iter().map(|&(a, b)| (Bound::Int(a), Bound::Int(b))).collect();
-        let sub: Vec<Option<DimRanges>> = self
-            .ranges
-            .iter()
-            .map(|r| Some(r.iter().map(|&(a, b)| (Bound::Int(a), Bound::Int(b))).collect()))
-            .collect();
+        let sub: Vec<Option<DimRanges>> =
+            self.ranges.iter().map(|r| Some(r.iter().map(|&(a, b)| (Bound::Int(a), Bound::Int(b))).collect())).collect();
         if let Some(s) = subarray_of(&bounds, &sub) {
             out.push(s);
         }
@@ -246,13 +248,11 @@ impl SparsePlan {
         let mut tiles = Vec::new();
         let mut hull: Option<Vec<(Bound, Bound)>> = None;
         for frag in &array.fragments {
-            let leaves = frag
-                .leaf_mbrs(schema)
-                .map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", array.uri(), frag.name)))?;
+            let leaves =
+                frag.leaf_mbrs(schema).map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", array.uri(), frag.name)))?;
             for (t, mbr) in leaves.iter().enumerate() {
-                let mbr: Vec<(Bound, Bound)> = (0..nd)
-                    .map(|d| (to_bound(schema.dims[d].datatype, &mbr[d].0), to_bound(schema.dims[d].datatype, &mbr[d].1)))
-                    .collect();
+                let mbr: Vec<(Bound, Bound)> =
+                    (0..nd).map(|d| (to_bound(schema.dims[d].datatype, &mbr[d].0), to_bound(schema.dims[d].datatype, &mbr[d].1))).collect();
                 let meets = mbr.iter().zip(sub).all(|((lo, hi), s)| match s {
                     None => true,
                     Some(r) => r.iter().any(|(a, b)| cmp_b(hi, a) != Ordering::Less && cmp_b(lo, b) != Ordering::Greater),

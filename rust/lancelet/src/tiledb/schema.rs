@@ -317,10 +317,7 @@ impl ArraySchema {
         c.u8("attribute order")?;
         let enumeration = c.take_len_u32("enumeration name")?;
         if !enumeration.is_empty() {
-            return Err(Error::unsupported(format!(
-                "attribute {name} uses enumeration {}",
-                String::from_utf8_lossy(enumeration)
-            )));
+            return Err(Error::unsupported(format!("attribute {name} uses enumeration {}", String::from_utf8_lossy(enumeration))));
         }
         Ok(Attribute { name, datatype, cell_val_num, filters, fill, nullable, fill_valid })
     }
@@ -435,10 +432,7 @@ mod tests {
         assert_eq!(ext(dim(Datatype::Int8, &[(-10i8) as u8], &[20])).unwrap(), Some(vec![31]));
         assert_eq!(ext(dim(Datatype::Int8, &[(-100i8) as u8], &[26])).unwrap(), Some(vec![127]));
         assert_eq!(ext(dim(Datatype::UInt8, &[0], &[254])).unwrap(), Some(vec![255]));
-        assert_eq!(
-            ext(dim(Datatype::UInt64, &0u64.to_le_bytes(), &(u64::MAX - 1).to_le_bytes())).unwrap(),
-            Some(u64::MAX.to_le_bytes().to_vec())
-        );
+        assert_eq!(ext(dim(Datatype::UInt64, &0u64.to_le_bytes(), &(u64::MAX - 1).to_le_bytes())).unwrap(), Some(u64::MAX.to_le_bytes().to_vec()));
         let dt = dim(Datatype::Datetime(TimeUnit::Millisecond), &(-5i64).to_le_bytes(), &1000i64.to_le_bytes());
         assert_eq!(ext(dt).unwrap(), Some(1006i64.to_le_bytes().to_vec()));
         // Floats: hi - lo in the dimension's type, 0 for a single point.

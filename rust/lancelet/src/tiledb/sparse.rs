@@ -28,10 +28,10 @@
 use std::cmp::Ordering;
 
 use super::array::TileDbArray;
+use super::cells::{cmp_bound, cmp_values, coord, in_ranges, load_used, pack, space_tile_index, unpack, DimRanges, Order, TileIds};
 use super::conditions::CellValue;
 use super::datatype::Datatype;
 use super::fragment::{FragmentMeta, Mbr};
-use super::cells::{cmp_bound, cmp_values, coord, in_ranges, load_used, pack, space_tile_index, unpack, DimRanges, Order, TileIds};
 use super::schema::{Layout, VAR_NUM};
 use super::tiles::{load_tiles, ColumnSpec, TileData};
 use crate::error::{Error, Result};
@@ -92,9 +92,7 @@ impl TileDbArray {
         let schema = &self.schema;
         let mut out = Vec::new();
         for frag in &self.fragments {
-            let mbrs = frag
-                .leaf_mbrs(schema)
-                .map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", self.uri(), frag.name)))?;
+            let mbrs = frag.leaf_mbrs(schema).map_err(|e| e.in_file(&format!("{}/__fragments/{}/__fragment_metadata.tdb", self.uri(), frag.name)))?;
             if mbrs.len() as u64 != frag.sparse_tile_num {
                 return Err(Error::corrupt(format!("fragment {}: {} R-tree leaves for {} tiles", frag.name, mbrs.len(), frag.sparse_tile_num)));
             }
@@ -115,7 +113,8 @@ impl TileDbArray {
                         schema.dims.iter().enumerate().all(|(d, dim)| match &sub[d] {
                             None => true,
                             Some(r) => r.iter().any(|(lo, hi)| {
-                                cmp_bound(dim.datatype, &mbr[d].1, lo) != Ordering::Less && cmp_bound(dim.datatype, &mbr[d].0, hi) != Ordering::Greater
+                                cmp_bound(dim.datatype, &mbr[d].1, lo) != Ordering::Less
+                                    && cmp_bound(dim.datatype, &mbr[d].0, hi) != Ordering::Greater
                             }),
                         })
                     })
@@ -132,7 +131,14 @@ impl TileDbArray {
     /// deduplication; equal coordinates oldest first) and report each
     /// row's timestamp: what a consolidation keeping per-cell timestamps
     /// writes.
-    pub(crate) fn sparse_sources(&self, sub: &[Option<DimRanges>], order: Order, may_match: Option<MayMatch>, isolated: bool, all_versions: bool) -> Result<SparseSources> {
+    pub(crate) fn sparse_sources(
+        &self,
+        sub: &[Option<DimRanges>],
+        order: Order,
+        may_match: Option<MayMatch>,
+        isolated: bool,
+        all_versions: bool,
+    ) -> Result<SparseSources> {
         let schema = &self.schema;
         let nd = schema.dims.len();
         let leaves = self.all_leaves()?;
@@ -249,7 +255,10 @@ impl TileDbArray {
             }
         };
         let word_keys = prefix_kind.len() + nd + 2 <= 20
-            && schema.dims.iter().all(|d| d.cell_val_num == 1 && (d.datatype.is_integer() || matches!(d.datatype, Datatype::Float32 | Datatype::Float64)));
+            && schema
+                .dims
+                .iter()
+                .all(|d| d.cell_val_num == 1 && (d.datatype.is_integer() || matches!(d.datatype, Datatype::Float32 | Datatype::Float64)));
         let mut sources: Vec<u64> = if word_keys {
             let with_ts = self.fragments.iter().any(|f| f.has_timestamps);
             let words = KeyWords { prefix: &prefix_kind, dim_order: &dim_order, dims: dim_ref, schema, cell_ts: &cell_ts, with_ts };
@@ -279,7 +288,8 @@ impl TileDbArray {
             } else {
                 self.deleted_by(&ids, &sources, &dim_tiles, &cell_ts)?
             };
-            let markers: Vec<String> = self.deletes.iter().map(|d| format!("__commits/{}", d.marker.rsplit('/').next().unwrap_or(&d.marker))).collect();
+            let markers: Vec<String> =
+                self.deletes.iter().map(|d| format!("__commits/{}", d.marker.rsplit('/').next().unwrap_or(&d.marker))).collect();
             let mut dci_tiles: Vec<Option<TileData>> = vec![None; total];
             let mut old_markers: Vec<Vec<String>> = Vec::new();
             for (f, frag) in self.fragments.iter().enumerate() {
@@ -306,7 +316,13 @@ impl TileDbArray {
                 });
                 let new = by_commit[i].map(|k| (self.deletes[k].timestamp, k as u64));
                 let (t, k) = match (old, new) {
-                    (Some(a), Some(b)) => if a.0 <= b.0 { a } else { b },
+                    (Some(a), Some(b)) => {
+                        if a.0 <= b.0 {
+                            a
+                        } else {
+                            b
+                        }
+                    }
                     (Some(a), None) => a,
                     (None, Some(b)) => b,
                     (None, None) => (u64::MAX, u64::MAX),
@@ -315,7 +331,8 @@ impl TileDbArray {
                 dci.push(k);
             }
             let timestamps = sources.iter().map(|&s| cell_ts(s)).collect();
-            let delete_meta = (!markers.is_empty() || self.fragments.iter().any(|f| f.has_delete_meta)).then_some(DeleteMeta { dt, dci, processed: markers });
+            let delete_meta =
+                (!markers.is_empty() || self.fragments.iter().any(|f| f.has_delete_meta)).then_some(DeleteMeta { dt, dci, processed: markers });
             return Ok(SparseSources { ids, sources, dim_tiles, tiles_total: total, tiles_read, timestamps, delete_meta });
         }
         let open_end = self.range.1;
@@ -323,7 +340,11 @@ impl TileDbArray {
             let (g, c) = unpack(s);
             dt_tiles[g].as_ref().is_none_or(|td| {
                 let dt = u64_of(td, c);
-                if open_end == u64::MAX { dt == u64::MAX } else { dt > open_end }
+                if open_end == u64::MAX {
+                    dt == u64::MAX
+                } else {
+                    dt > open_end
+                }
             })
         });
         if !self.deletes.is_empty() && !sources.is_empty() {
@@ -335,7 +356,13 @@ impl TileDbArray {
 
     /// Per source, the first visible delete commit (index into
     /// `self.deletes`, oldest first) that removes it, if any.
-    fn deleted_by(&self, ids: &TileIds, sources: &[u64], dim_tiles: &[Vec<Option<TileData>>], cell_ts: &dyn Fn(u64) -> u64) -> Result<Vec<Option<usize>>> {
+    fn deleted_by(
+        &self,
+        ids: &TileIds,
+        sources: &[u64],
+        dim_tiles: &[Vec<Option<TileData>>],
+        cell_ts: &dyn Fn(u64) -> u64,
+    ) -> Result<Vec<Option<usize>>> {
         let schema = &self.schema;
         let mut processed: Vec<Vec<String>> = Vec::new();
         for frag in &self.fragments {
@@ -445,7 +472,11 @@ fn order_word(t: Datatype, v: &[u8]) -> u64 {
         _ => v.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0),
     };
     // total_cmp's order: negative values reversed below the positives.
-    if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) }
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits ^ (1 << 63)
+    }
 }
 
 impl KeyWords<'_> {

@@ -51,12 +51,7 @@ impl TileDbArray {
     }
 
     /// Cut the read of `sub` into slabs of about `target` cells.
-    pub fn plan_slabs(
-        &self,
-        sub: &[Option<DimRanges>],
-        order: Order,
-        target: usize,
-    ) -> Result<Vec<Vec<Option<DimRanges>>>> {
+    pub fn plan_slabs(&self, sub: &[Option<DimRanges>], order: Order, target: usize) -> Result<Vec<Vec<Option<DimRanges>>>> {
         let sub = normalize_subarray(&self.schema, sub)?;
         let Some(m) = self.major_dim(order) else {
             return Ok(vec![sub]);
@@ -70,13 +65,7 @@ impl TileDbArray {
         let mut ranges = dense_int_ranges(&dom, &sub)?;
         let lens: Vec<u128> = ranges.iter().map(|r| r.iter().map(|(a, b)| (b - a + 1) as u128).sum()).collect();
         let ranges_m = std::mem::take(&mut ranges[m]);
-        let across: u128 = lens
-            .iter()
-            .enumerate()
-            .filter(|(d, _)| *d != m)
-            .map(|(_, l)| *l)
-            .product::<u128>()
-            .max(1);
+        let across: u128 = lens.iter().enumerate().filter(|(d, _)| *d != m).map(|(_, l)| *l).product::<u128>().max(1);
         let per = (target / across).max(1) as i128;
         let mut slabs = Vec::new();
         let mut cur: DimRanges = Vec::new();
@@ -104,12 +93,7 @@ impl TileDbArray {
         Ok(slabs)
     }
 
-    fn sparse_slabs(
-        &self,
-        sub: &[Option<DimRanges>],
-        m: usize,
-        target: u128,
-    ) -> Result<Vec<Vec<Option<DimRanges>>>> {
+    fn sparse_slabs(&self, sub: &[Option<DimRanges>], m: usize, target: u128) -> Result<Vec<Vec<Option<DimRanges>>>> {
         let dim = &self.schema.dims[m];
         let leaves = self.all_leaves()?;
         let selected = self.select_tiles(&leaves, sub);
@@ -118,10 +102,7 @@ impl TileDbArray {
         for (f, which) in selected.iter().enumerate() {
             for &t in which {
                 let mbr = &leaves[f][t];
-                let (a, b) = (
-                    to_bound(dim.datatype, &mbr[m].0),
-                    to_bound(dim.datatype, &mbr[m].1),
-                );
+                let (a, b) = (to_bound(dim.datatype, &mbr[m].0), to_bound(dim.datatype, &mbr[m].1));
                 if lo.as_ref().is_none_or(|l| cmp_b(&a, l).is_lt()) {
                     lo = Some(a);
                 }
@@ -130,10 +111,7 @@ impl TileDbArray {
         }
         let Some(lo) = lo else { return Ok(Vec::new()) };
         ends.sort_by(|a, b| cmp_b(&a.0, &b.0));
-        let hi = ends
-            .last()
-            .map(|e| e.0.clone())
-            .unwrap_or_else(|| lo.clone());
+        let hi = ends.last().map(|e| e.0.clone()).unwrap_or_else(|| lo.clone());
         let mut cuts: Vec<(Bound, Bound)> = Vec::new();
         let (mut start, mut acc) = (lo, 0u128);
         let mut i = 0;
@@ -179,17 +157,8 @@ impl BatchStream {
         if let Some(sql) = &opts.filter {
             super::query::Pruner::new(&array, sql)?;
         }
-        let slabs = array
-            .plan_slabs(&opts.subarray, opts.order, batch_size)?
-            .into();
-        Ok(BatchStream {
-            array,
-            opts,
-            slabs,
-            current: None,
-            batch_size,
-            schema,
-        })
+        let slabs = array.plan_slabs(&opts.subarray, opts.order, batch_size)?.into();
+        Ok(BatchStream { array, opts, slabs, current: None, batch_size, schema })
     }
 
     /// The schema of every batch.

@@ -123,13 +123,7 @@ pub(crate) fn read_tiles(array: &TileDbArray, frag: &FragmentMeta, file: &str, l
 
 /// Decode tiles `which` of column `col` of fragment `frag`, each holding
 /// `cells[i]` cells.
-pub fn load_tiles(
-    array: &TileDbArray,
-    frag: &FragmentMeta,
-    col: &ColumnSpec,
-    which: &[usize],
-    cells: &[usize],
-) -> Result<Vec<TileData>> {
+pub fn load_tiles(array: &TileDbArray, frag: &FragmentMeta, col: &ColumnSpec, which: &[usize], cells: &[usize]) -> Result<Vec<TileData>> {
     let schema = &array.schema;
     let ctx = |e: Error, file: &str| e.in_file(&format!("{}/__fragments/{}/{file}", array.uri(), frag.name));
     let version = frag.version;
@@ -138,9 +132,7 @@ pub fn load_tiles(
         which
             .iter()
             .map(|&t| {
-                locs.get(t).copied().ok_or_else(|| {
-                    Error::corrupt(format!("{what} of column {} has {} tiles, tile {t} wanted", col.name, locs.len()))
-                })
+                locs.get(t).copied().ok_or_else(|| Error::corrupt(format!("{what} of column {} has {} tiles, tile {t} wanted", col.name, locs.len())))
             })
             .collect()
     };
@@ -149,13 +141,8 @@ pub fn load_tiles(
     if col.is_var() {
         // Strings whose offsets travel inside the var data (RLE or
         // dictionary): `aN.tdb` holds empty tiles and is not read.
-        let strings_with_offsets =
-            col.filters.encodes_string_offsets() && matches!(col.datatype, Datatype::StringAscii | Datatype::StringUtf8);
-        let fixed_raw = if strings_with_offsets {
-            Vec::new()
-        } else {
-            read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?
-        };
+        let strings_with_offsets = col.filters.encodes_string_offsets() && matches!(col.datatype, Datatype::StringAscii | Datatype::StringUtf8);
+        let fixed_raw = if strings_with_offsets { Vec::new() } else { read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)? };
         let (var_locs, var_sizes) = frag.var_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let var_file = format!("{}_var.tdb", col.stem);
         let var_raw = read_tiles(array, frag, &var_file, &pick(&var_locs, "var tile offsets")?)?;
@@ -164,7 +151,8 @@ pub fn load_tiles(
             // A var tile's size comes from the fragment metadata; without
             // one, the filtered bytes of the tile bound what is reserved.
             let var_max = var_sizes.get(t).map_or(usize::MAX, |&n| usize::try_from(n).unwrap_or(usize::MAX));
-            let vkind = TileKind { datatype: col.datatype, cell_size: col.datatype.size(), version, var_strings: col.datatype.is_bytes(), max_len: var_max };
+            let vkind =
+                TileKind { datatype: col.datatype, cell_size: col.datatype.size(), version, var_strings: col.datatype.is_bytes(), max_len: var_max };
             let okind = TileKind { datatype: Datatype::UInt64, cell_size: 8, version, var_strings: false, max_len: cells[i].saturating_mul(8) };
             let (offs, var) = if strings_with_offsets {
                 let (var, starts) = col.filters.unfilter_strings(&var_raw[i], vkind).map_err(|e| ctx(e.context(format!("tile {t}")), &var_file))?;
@@ -194,7 +182,13 @@ pub fn load_tiles(
         let fixed_raw = read_tiles(array, frag, &file, &pick(&fixed_locs, "tile offsets")?)?;
         let decode = |i: usize| -> Result<TileData> {
             let t = which[i];
-            let kind = TileKind { datatype: col.datatype, cell_size: col.cell_size(), version, var_strings: false, max_len: cells[i].saturating_mul(col.cell_size()) };
+            let kind = TileKind {
+                datatype: col.datatype,
+                cell_size: col.cell_size(),
+                version,
+                var_strings: false,
+                max_len: cells[i].saturating_mul(col.cell_size()),
+            };
             let fixed = col.filters.unfilter(&fixed_raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &file))?;
             if fixed.len() != cells[i] * col.cell_size() {
                 return Err(ctx(
@@ -210,16 +204,18 @@ pub fn load_tiles(
         let vlocs = frag.validity_tiles(col.slot).map_err(|e| ctx(e, "__fragment_metadata.tdb"))?;
         let vfile = format!("{}_validity.tdb", col.stem);
         let raw = read_tiles(array, frag, &vfile, &pick(&vlocs, "validity tile offsets")?)?;
-        crate::process::install(|| out.par_iter_mut().enumerate().try_for_each(|(i, tile)| -> Result<()> {
-            let t = which[i];
-            let kind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version, var_strings: false, max_len: cells[i] };
-            let v = schema.validity_filters.unfilter(&raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
-            if v.len() != cells[i] {
-                return Err(ctx(Error::corrupt(format!("validity tile {t} holds {} bytes for {} cells", v.len(), cells[i])), &vfile));
-            }
-            tile.validity = Some(v);
-            Ok(())
-        }))?;
+        crate::process::install(|| {
+            out.par_iter_mut().enumerate().try_for_each(|(i, tile)| -> Result<()> {
+                let t = which[i];
+                let kind = TileKind { datatype: Datatype::UInt8, cell_size: 1, version, var_strings: false, max_len: cells[i] };
+                let v = schema.validity_filters.unfilter(&raw[i], kind).map_err(|e| ctx(e.context(format!("tile {t}")), &vfile))?;
+                if v.len() != cells[i] {
+                    return Err(ctx(Error::corrupt(format!("validity tile {t} holds {} bytes for {} cells", v.len(), cells[i])), &vfile));
+                }
+                tile.validity = Some(v);
+                Ok(())
+            })
+        })?;
     }
     Ok(out)
 }

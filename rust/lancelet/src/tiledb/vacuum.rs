@@ -74,9 +74,10 @@ fn vacuum_commits(root: &Storage) -> Result<Vacuumed> {
         }
     }
     // one .con holding every consolidated entry makes the others redundant
-    let complete = dir.cons.iter().find(|(_, entries)| {
-        entries.len() == consolidated.len() && entries.iter().all(|e| consolidated.iter().any(|c| c.uri == e.uri))
-    });
+    let complete = dir
+        .cons
+        .iter()
+        .find(|(_, entries)| entries.len() == consolidated.len() && entries.iter().all(|e| consolidated.iter().any(|c| c.uri == e.uri)));
     if let Some((keep, _)) = complete {
         for (name, _) in &dir.cons {
             if name != keep {
@@ -143,11 +144,8 @@ fn vacuum_fragments(root: &Storage, range: (u64, u64)) -> Result<Vacuumed> {
     let mut out = Vacuumed::default();
     // commits a .con lists must be ignored before their fragments go
     let consolidated = dir.consolidated();
-    let to_ignore: Vec<String> = fragments
-        .iter()
-        .map(|f| format!("__commits/{f}.wrt"))
-        .filter(|c| consolidated.iter().any(|e| &e.uri == c))
-        .collect();
+    let to_ignore: Vec<String> =
+        fragments.iter().map(|f| format!("__commits/{f}.wrt")).filter(|c| consolidated.iter().any(|e| &e.uri == c)).collect();
     if !to_ignore.is_empty() {
         let first = TimestampedName::parse(&fragments[0])?;
         let last = fragments.iter().filter_map(|f| TimestampedName::parse(f).ok()).map(|t| t.t2).max().unwrap_or(first.t2);

@@ -158,8 +158,7 @@ impl Encoder {
                     bucket[at] = bucket[at - 1];
                     at -= 1;
                 }
-                bucket[at] =
-                    LongSlot { word, shift: 64 - 8 * len as u32, len: len as u8, entry: (len as u16) << 8 | i as u16 };
+                bucket[at] = LongSlot { word, shift: 64 - 8 * len as u32, len: len as u8, entry: (len as u16) << 8 | i as u16 };
             }
         }
         enc.short = short;
@@ -344,4 +343,3 @@ impl<O: Offset> Stepper<'_, O> {
         true
     }
 }
-

@@ -19,10 +19,8 @@ pub fn decompress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) ->
     }
     // Every code byte yields at most 8 bytes, so this bound lets the loop
     // store whole 8-byte symbol words and advance by the real length.
-    let bound = (last - first)
-        .checked_mul(MAX_SYMBOL_LEN)
-        .and_then(|b| b.checked_add(MAX_SYMBOL_LEN))
-        .ok_or_else(|| corrupt!("fsst: input too large"))?;
+    let bound =
+        (last - first).checked_mul(MAX_SYMBOL_LEN).and_then(|b| b.checked_add(MAX_SYMBOL_LEN)).ok_or_else(|| corrupt!("fsst: input too large"))?;
     let mut out = Vec::new();
     out.try_reserve_exact(bound).map_err(|_| corrupt!("fsst: cannot allocate {bound} bytes"))?;
     out.resize(bound, 0);
@@ -71,13 +69,7 @@ pub fn decompress<O: Offset>(table: &SymbolTable, offsets: &[O], data: &[u8]) ->
 /// ([`SymbolTable::symbols_ascii`], asked once per table) the appended
 /// bytes are; `false` for a table with the switch off (bytes copied, not
 /// looked at).
-pub fn decompress_strings_into<O: Offset>(
-    table: &SymbolTable,
-    src: &[u8],
-    ends: &[usize],
-    out: &mut Vec<u8>,
-    offsets: &mut Vec<O>,
-) -> Result<bool> {
+pub fn decompress_strings_into<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<bool> {
     if ends.last().is_some_and(|&e| e != src.len()) || ends.windows(2).any(|w| w[0] > w[1]) {
         return Err(corrupt!("fsst: string ends out of order or not covering the input"));
     }
@@ -120,7 +112,14 @@ pub(super) const LITERAL: u32 = u32::MAX;
 /// [`decompress_strings_into`] for an enabled table: the strings in passes
 /// of at most `pass` code bytes (at most [`PASS_CODE_BYTES`]). Returns
 /// whether every escaped byte was ASCII.
-pub(super) fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], out: &mut Vec<u8>, offsets: &mut Vec<O>, pass: usize) -> Result<bool> {
+pub(super) fn decode_stream<O: Offset>(
+    table: &SymbolTable,
+    src: &[u8],
+    ends: &[usize],
+    out: &mut Vec<u8>,
+    offsets: &mut Vec<O>,
+    pass: usize,
+) -> Result<bool> {
     let pass = pass.min(PASS_CODE_BYTES);
     if ends.is_empty() {
         return if src.is_empty() { Ok(true) } else { Err(corrupt!("fsst: {} code bytes but no strings", src.len())) };
@@ -159,7 +158,14 @@ pub(super) fn decode_stream<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[
 /// or above the table's size is rare enough that one scan of `src`
 /// afterwards finds whether any may be present. Returns whether every
 /// escaped byte was ASCII.
-pub(super) fn decode_pass<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<bool> {
+pub(super) fn decode_pass<O: Offset>(
+    table: &SymbolTable,
+    src: &[u8],
+    ends: &[usize],
+    ends_base: usize,
+    out: &mut Vec<u8>,
+    offsets: &mut Vec<O>,
+) -> Result<bool> {
     // Each code byte yields at most 8 bytes; 8 more for the last word store.
     out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
     let start = out.len();
@@ -294,4 +300,3 @@ unsafe fn decode_codes(table: &SymbolTable, src: *const u8, n: usize, dst: *mut 
         Some((pos, literals))
     }
 }
-

@@ -127,10 +127,6 @@ fn passthrough<O: Offset>(offsets: &[O], data: &[u8], what: &str) -> Result<(Vec
     if offsets.is_empty() {
         return Ok((vec![O::default()], Vec::new()));
     }
-    let new_offsets = offsets
-        .iter()
-        .map(|o| offset(o.to_usize().expect("checked") - first))
-        .collect::<Result<Vec<O>>>()?;
+    let new_offsets = offsets.iter().map(|o| offset(o.to_usize().expect("checked") - first)).collect::<Result<Vec<O>>>()?;
     Ok((new_offsets, data[first..last].to_vec()))
 }
-

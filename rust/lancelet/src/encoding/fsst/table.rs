@@ -20,10 +20,7 @@ pub struct SymbolTable {
 
 impl std::fmt::Debug for SymbolTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SymbolTable")
-            .field("n_symbols", &self.n_symbols)
-            .field("enabled", &self.enabled)
-            .finish_non_exhaustive()
+        f.debug_struct("SymbolTable").field("n_symbols", &self.n_symbols).field("enabled", &self.enabled).finish_non_exhaustive()
     }
 }
 
@@ -31,14 +28,7 @@ impl SymbolTable {
     /// The table Lance writes when the switch is off: no symbols, strings
     /// stored verbatim.
     pub fn uncompressed() -> Self {
-        SymbolTable {
-            symbols: [[0; 8]; 256],
-            lens: [0; 256],
-            n_symbols: 0,
-            terminator: 0,
-            suffix_lim: 0,
-            enabled: false,
-        }
+        SymbolTable { symbols: [[0; 8]; 256], lens: [0; 256], n_symbols: 0, terminator: 0, suffix_lim: 0, enabled: false }
     }
 
     /// Whether strings are compressed (the switch bit).
@@ -135,4 +125,3 @@ impl SymbolTable {
         Ok(t)
     }
 }
-

@@ -53,7 +53,14 @@ proptest! {
 
 /// The session-6 pass (four codes a step), kept as a second reference
 /// for the current one and for the speed comparison below.
-fn decode_pass_v1<O: Offset>(table: &SymbolTable, src: &[u8], ends: &[usize], ends_base: usize, out: &mut Vec<u8>, offsets: &mut Vec<O>) -> Result<()> {
+fn decode_pass_v1<O: Offset>(
+    table: &SymbolTable,
+    src: &[u8],
+    ends: &[usize],
+    ends_base: usize,
+    out: &mut Vec<u8>,
+    offsets: &mut Vec<O>,
+) -> Result<()> {
     // Each code byte yields at most 8 bytes; 8 more for the last word store.
     out.reserve(src.len() * MAX_SYMBOL_LEN + MAX_SYMBOL_LEN);
     let start = out.len();
@@ -146,7 +153,13 @@ fn a_like_strings(n: usize) -> (Vec<u32>, Vec<u8>) {
             let mut s = if next(2) == 0 {
                 (0..2 + next(5)).map(|_| words[next(3000) as usize].as_str()).collect::<Vec<_>>().join(" ")
             } else {
-                format!("https://{}.com/{}/{}?id={}", words[next(3000) as usize], words[next(3000) as usize], words[next(3000) as usize], next(100000))
+                format!(
+                    "https://{}.com/{}/{}?id={}",
+                    words[next(3000) as usize],
+                    words[next(3000) as usize],
+                    words[next(3000) as usize],
+                    next(100000)
+                )
             };
             s.truncate(10 + next(51) as usize);
             s
@@ -202,7 +215,11 @@ fn ascii_is_reported_only_when_true() {
     let table = SymbolTable::from_symbols(&[b"ab".as_slice(), b"c"]).unwrap();
     assert!(table.symbols_ascii());
     assert!(!SymbolTable::from_symbols(&[b"a".as_slice(), "\u{e9}".as_bytes()]).unwrap().symbols_ascii());
-    for (src, want) in [(&[0u8, 1, ESCAPE, b'z', 0, 0, 0, 0, 0, 1][..], true), (&[0, ESCAPE, 0xC3, 1][..], false), (&[0, 0, 0, 0, 0, 0, 0, 0, ESCAPE, 0x80][..], false)] {
+    for (src, want) in [
+        (&[0u8, 1, ESCAPE, b'z', 0, 0, 0, 0, 0, 1][..], true),
+        (&[0, ESCAPE, 0xC3, 1][..], false),
+        (&[0, 0, 0, 0, 0, 0, 0, 0, ESCAPE, 0x80][..], false),
+    ] {
         let (mut out, mut offs) = (Vec::new(), Vec::<i32>::new());
         assert_eq!(decompress_strings_into(&table, src, &[src.len()], &mut out, &mut offs).unwrap(), want, "{src:?}");
         assert_eq!(out.is_ascii(), want);
@@ -324,13 +341,8 @@ fn stream_decoder_rejects_corrupt_input() {
     let table = train_forced(&offsets, data).unwrap();
     let (mut out, mut offs) = (Vec::new(), Vec::<i32>::new());
     let unused = (0..=254u8).find(|&c| table.lens[c as usize] == 0).expect("a free code");
-    let cases: [(&[u8], &[usize]); 5] = [
-        (&[ESCAPE, b'x', ESCAPE, b'y'], &[1, 4]),
-        (&[0, 0, 0, 0, 0, 0, 0, unused], &[8]),
-        (&[unused], &[1]),
-        (&[0, 0], &[]),
-        (&[0, 0], &[1]),
-    ];
+    let cases: [(&[u8], &[usize]); 5] =
+        [(&[ESCAPE, b'x', ESCAPE, b'y'], &[1, 4]), (&[0, 0, 0, 0, 0, 0, 0, unused], &[8]), (&[unused], &[1]), (&[0, 0], &[]), (&[0, 0], &[1])];
     for (src, ends) in cases {
         let err = decompress_strings_into(&table, src, ends, &mut out, &mut offs);
         assert!(matches!(err, Err(Error::Corrupt { .. })), "{src:?} {ends:?}: {err:?}");
@@ -469,7 +481,14 @@ mod size_tests {
         let doms = ["example.com", "github.com", "lancedb.com", "wikipedia.org"];
         let paths = ["user", "repo", "issues", "pull", "wiki", "search", "blob", "tree"];
         let (o, d) = build(40000, |_, r| {
-            format!("https://www.{}/{}/{}?id={}&page={}", doms[(r % 4) as usize], paths[(r / 4 % 8) as usize], paths[(r / 32 % 8) as usize], r % 1_000_000, r % 50)
+            format!(
+                "https://www.{}/{}/{}?id={}&page={}",
+                doms[(r % 4) as usize],
+                paths[(r / 4 % 8) as usize],
+                paths[(r / 32 % 8) as usize],
+                r % 1_000_000,
+                r % 50
+            )
         });
         let r = ratio(&o, &d);
         assert!(r < 0.4, "ratio {r}");
@@ -498,8 +517,7 @@ mod compare {
     fn load(path: &std::path::Path) -> (Vec<u64>, Vec<u8>) {
         let b = std::fs::read(path).unwrap();
         let n = u64::from_le_bytes(b[..8].try_into().unwrap()) as usize;
-        let offsets: Vec<u64> =
-            (0..=n).map(|i| u64::from_le_bytes(b[8 + 8 * i..16 + 8 * i].try_into().unwrap())).collect();
+        let offsets: Vec<u64> = (0..=n).map(|i| u64::from_le_bytes(b[8 + 8 * i..16 + 8 * i].try_into().unwrap())).collect();
         (offsets, b[8 + 8 * (n + 1)..].to_vec())
     }
 

@@ -226,4 +226,3 @@ fn build_table(sample: &[&[u8]]) -> SymbolTable {
     }
     best.map_or(table, |(_, t)| t)
 }
-

@@ -225,9 +225,9 @@ pub fn decode_block(enc: &CompressiveEncoding, buf: &[u8], n: usize, wide: bool)
                 Offsets::I32(raw.iter().map(|&o| (o as usize - first) as i32).collect())
             };
             let offsets = match (offsets, wide) {
-                (Offsets::I64(o), false) => Offsets::I32(
-                    o.into_iter().map(|x| i32::try_from(x).map_err(|_| Error::corrupt("dictionary too large"))).collect::<Result<_>>()?,
-                ),
+                (Offsets::I64(o), false) => {
+                    Offsets::I32(o.into_iter().map(|x| i32::try_from(x).map_err(|_| Error::corrupt("dictionary too large"))).collect::<Result<_>>()?)
+                }
                 (o, _) => o,
             };
             Ok(DataBlock::variable(offsets, bytes))
@@ -289,9 +289,7 @@ fn read_width(buf: &[u8], word: usize) -> Option<u32> {
 /// Decode levels (u16) from a block.
 pub fn decode_levels(enc: &CompressiveEncoding, buf: &[u8], n: usize) -> Result<Vec<u16>> {
     match decode_block(enc, buf, n, false)? {
-        DataBlock::Fixed { bits: 16, data, len } if len == n => {
-            Ok(data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
-        }
+        DataBlock::Fixed { bits: 16, data, len } if len == n => Ok(data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
         DataBlock::Fixed { bits: 8, data, len } if len == n => Ok(data.into_iter().map(u16::from).collect()),
         _ => Err(Error::corrupt("rep/def levels did not decode to 16-bit values")),
     }

@@ -49,9 +49,8 @@ impl Offsets {
     pub fn push_end(&mut self, end: usize) -> Result<()> {
         match self {
             Offsets::I32(o) => {
-                let e = i32::try_from(end).map_err(|_| {
-                    Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary")
-                })?;
+                let e = i32::try_from(end)
+                    .map_err(|_| Error::invalid_input("more than 2 GiB of string/binary data in one array; use large_string/large_binary"))?;
                 o.push(e)
             }
             Offsets::I64(o) => o.push(end as i64),
@@ -119,14 +118,10 @@ impl DataBlock {
     pub fn empty_like(&self) -> DataBlock {
         match self {
             DataBlock::Fixed { bits, .. } => DataBlock::Fixed { bits: *bits, data: Vec::new(), len: 0 },
-            DataBlock::Variable { offsets, .. } => {
-                DataBlock::variable(Offsets::new(matches!(offsets, Offsets::I64(_))), Vec::new())
+            DataBlock::Variable { offsets, .. } => DataBlock::variable(Offsets::new(matches!(offsets, Offsets::I64(_))), Vec::new()),
+            DataBlock::FixedSizeList { dim, items, item_validity } => {
+                DataBlock::FixedSizeList { dim: *dim, items: Box::new(items.empty_like()), item_validity: item_validity.as_ref().map(|_| Vec::new()) }
             }
-            DataBlock::FixedSizeList { dim, items, item_validity } => DataBlock::FixedSizeList {
-                dim: *dim,
-                items: Box::new(items.empty_like()),
-                item_validity: item_validity.as_ref().map(|_| Vec::new()),
-            },
             DataBlock::Nulls { .. } => DataBlock::Nulls { len: 0 },
         }
     }
@@ -177,10 +172,14 @@ impl DataBlock {
         // allocation, no per-value dispatch (offsets checked once first).
         let sane = |first: i64, last: i64, increasing: bool, len: usize| first >= 0 && increasing && last as u64 <= len as u64;
         match self {
-            DataBlock::Variable { offsets: Offsets::I32(o), data, .. } if !sane(o.first().copied().unwrap_or(0) as i64, *o.last().unwrap_or(&0) as i64, o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
+            DataBlock::Variable { offsets: Offsets::I32(o), data, .. }
+                if !sane(o.first().copied().unwrap_or(0) as i64, *o.last().unwrap_or(&0) as i64, o.windows(2).all(|w| w[0] <= w[1]), data.len()) =>
+            {
                 return Err(Error::corrupt("dictionary offsets are not increasing or point past its data"));
             }
-            DataBlock::Variable { offsets: Offsets::I64(o), data, .. } if !sane(o.first().copied().unwrap_or(0), *o.last().unwrap_or(&0), o.windows(2).all(|w| w[0] <= w[1]), data.len()) => {
+            DataBlock::Variable { offsets: Offsets::I64(o), data, .. }
+                if !sane(o.first().copied().unwrap_or(0), *o.last().unwrap_or(&0), o.windows(2).all(|w| w[0] <= w[1]), data.len()) =>
+            {
                 return Err(Error::corrupt("dictionary offsets are not increasing or point past its data"));
             }
             _ => {}
@@ -261,16 +260,12 @@ impl Appender {
     /// An appender for blocks shaped like `like`.
     pub fn new(like: &DataBlock) -> Self {
         let inner = match like {
-            DataBlock::Fixed { bits, .. } => AppenderKind::Fixed {
-                bits: *bits,
-                data: Vec::new(),
-                len: 0,
-                bools: (*bits == 1).then(|| BooleanBufferBuilder::new(0)),
-            },
-            DataBlock::Variable { offsets, .. } => AppenderKind::Variable {
-                offsets: Offsets::new(matches!(offsets, Offsets::I64(_))),
-                data: Vec::new(),
-            },
+            DataBlock::Fixed { bits, .. } => {
+                AppenderKind::Fixed { bits: *bits, data: Vec::new(), len: 0, bools: (*bits == 1).then(|| BooleanBufferBuilder::new(0)) }
+            }
+            DataBlock::Variable { offsets, .. } => {
+                AppenderKind::Variable { offsets: Offsets::new(matches!(offsets, Offsets::I64(_))), data: Vec::new() }
+            }
             DataBlock::FixedSizeList { dim, items, item_validity } => AppenderKind::Fsl {
                 dim: *dim,
                 items: Box::new(Appender::new(items)),

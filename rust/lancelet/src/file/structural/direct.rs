@@ -44,9 +44,7 @@ fn plain(enc: &CompressiveEncoding, width: usize, dim: Option<usize>) -> bool {
     match (enc.compression.as_ref(), dim) {
         (Some(Enc::Flat(f)), None) => f.data.is_none() && f.bits_per_value == 8 * width as u64,
         (Some(Enc::FixedSizeList(l)), Some(d)) => {
-            !l.has_validity
-                && l.items_per_value == d as u64
-                && l.values.as_deref().is_some_and(|v| plain(v, width / d, None))
+            !l.has_validity && l.items_per_value == d as u64 && l.values.as_deref().is_some_and(|v| plain(v, width / d, None))
         }
         _ => false,
     }
@@ -106,7 +104,8 @@ fn array_over(dt: &DataType, bytes: Bytes, rows: usize, width: usize) -> Result<
     let buffer = if (bytes.as_ptr() as usize) % align.min(8) == 0 { Buffer::from(bytes) } else { Buffer::from_slice_ref(&bytes) };
     let data = match dt {
         DataType::FixedSizeList(item, n) => {
-            let child = ArrayData::builder(item.data_type().clone()).len(rows * *n as usize).add_buffer(buffer).build().map_err(Error::corrupt_arrow)?;
+            let child =
+                ArrayData::builder(item.data_type().clone()).len(rows * *n as usize).add_buffer(buffer).build().map_err(Error::corrupt_arrow)?;
             ArrayData::builder(dt.clone()).len(rows).add_child_data(child).build().map_err(Error::corrupt_arrow)?
         }
         _ => ArrayData::builder(dt.clone()).len(rows).add_buffer(buffer).build().map_err(Error::corrupt_arrow)?,

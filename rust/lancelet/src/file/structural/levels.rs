@@ -96,9 +96,11 @@ impl Layers {
             let mut any_null = false;
             let mut any_empty = false;
             for l in all {
-                let layer = l.layers.get(k).filter(|x| x.is_list == first.layers[k].is_list).ok_or_else(|| {
-                    Error::corrupt("pages of one column have differently shaped rep/def layers")
-                })?;
+                let layer = l
+                    .layers
+                    .get(k)
+                    .filter(|x| x.is_list == first.layers[k].is_list)
+                    .ok_or_else(|| Error::corrupt("pages of one column have differently shaped rep/def layers"))?;
                 if l.layers.len() != n {
                     return Err(Error::corrupt("pages of one column have different numbers of rep/def layers"));
                 }
@@ -193,10 +195,7 @@ impl LevelStream {
             None => n,
         };
         if visible != self.values.len() {
-            return Err(Error::corrupt(format!(
-                "levels describe {visible} visible values but {} were decoded",
-                self.values.len()
-            )));
+            return Err(Error::corrupt(format!("levels describe {visible} visible values but {} were decoded", self.values.len())));
         }
         let rows = match &self.rep {
             Some(r) => r.iter().filter(|&&x| x == layers.max_rep).count(),

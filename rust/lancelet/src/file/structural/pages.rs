@@ -69,9 +69,7 @@ fn u16_at(b: &[u8], at: usize) -> Result<u16> {
     b.get(at..at + 2).map(|s| u16::from_le_bytes([s[0], s[1]])).ok_or_else(|| Error::corrupt("mini-block chunk header truncated"))
 }
 fn u32_at(b: &[u8], at: usize) -> Result<u32> {
-    b.get(at..at + 4)
-        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-        .ok_or_else(|| Error::corrupt("mini-block chunk header truncated"))
+    b.get(at..at + 4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]])).ok_or_else(|| Error::corrupt("mini-block chunk header truncated"))
 }
 fn pad8(x: usize) -> usize {
     x.div_ceil(8) * 8
@@ -190,10 +188,7 @@ fn indices_of(block: &DataBlock) -> Result<Vec<u32>> {
             8 => data.iter().map(|&x| x as u32).collect(),
             16 => data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u32).collect(),
             32 => data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-            64 => data
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap()).min(u32::MAX as u64) as u32)
-                .collect(),
+            64 => data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()).min(u32::MAX as u64) as u32).collect(),
             _ => return Err(Error::corrupt(format!("dictionary indices of {bits} bits"))),
         })
         .map(|v: Vec<u32>| v.into_iter().take(*len).collect()),
@@ -415,11 +410,9 @@ fn fixed_entries(
     }
     let values = match dim {
         None => DataBlock::Fixed { bits: item_bits, data: out, len: rows },
-        Some(dim) => DataBlock::FixedSizeList {
-            dim,
-            items: Box::new(DataBlock::Fixed { bits: item_bits, data: out, len: rows * dim }),
-            item_validity: None,
-        },
+        Some(dim) => {
+            DataBlock::FixedSizeList { dim, items: Box::new(DataBlock::Fixed { bits: item_bits, data: out, len: rows * dim }), item_validity: None }
+        }
     };
     Ok(Some(LevelStream { rep: None, def: None, values, num_rows: rows }))
 }

@@ -130,9 +130,9 @@ impl ValueSink {
                         bitpack::unpack_inline_rows(*bits as u32, buf, n, rows, data)?;
                     }
                 } else {
-                    let src = buf.get(..n * w).ok_or_else(|| {
-                        Error::corrupt(format!("flat buffer of {} bytes holds fewer than {n} values of {bits} bits", buf.len()))
-                    })?;
+                    let src = buf
+                        .get(..n * w)
+                        .ok_or_else(|| Error::corrupt(format!("flat buffer of {} bytes holds fewer than {n} values of {bits} bits", buf.len())))?;
                     rows.iter().for_each(|&(s, e)| data.extend_from_slice(&src[s * w..e * w]));
                 }
                 *len += rows.iter().map(|(s, e)| e - s).sum::<usize>();

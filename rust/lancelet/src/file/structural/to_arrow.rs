@@ -47,8 +47,7 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
     match values {
         DataBlock::Nulls { len } => Ok(new_null_array(dt, len)),
         DataBlock::Fixed { bits, data, len } => {
-            let want = fixed_width_bits(dt)
-                .ok_or_else(|| Error::corrupt(format!("fixed-width values for non-fixed type {dt}")))?;
+            let want = fixed_width_bits(dt).ok_or_else(|| Error::corrupt(format!("fixed-width values for non-fixed type {dt}")))?;
             if want != bits {
                 return Err(Error::corrupt(format!("{bits}-bit values for type {dt} ({want} bits)")));
             }
@@ -56,7 +55,9 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
             if data.len() < need {
                 return Err(Error::corrupt(format!("{} bytes for {len} values of {bits} bits", data.len())));
             }
-            let data = ArrayDataBuilder::new(dt.clone()).align_buffers(true).align_buffers(true)
+            let data = ArrayDataBuilder::new(dt.clone())
+                .align_buffers(true)
+                .align_buffers(true)
                 .len(len)
                 .add_buffer(Buffer::from_vec(data))
                 .nulls(validity)
@@ -82,7 +83,8 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
             let ascii = matches!(dt, DataType::Utf8 | DataType::LargeUtf8)
                 && (ascii.0 || data.is_ascii())
                 && offsets_in_order(&offsets_buf, wide, len, data.len());
-            let builder = ArrayDataBuilder::new(dt.clone()).align_buffers(true)
+            let builder = ArrayDataBuilder::new(dt.clone())
+                .align_buffers(true)
                 .len(len)
                 .add_buffer(offsets_buf)
                 .add_buffer(Buffer::from_vec(data))
@@ -106,11 +108,11 @@ pub fn leaf_array(values: DataBlock, validity: Option<NullBuffer>, dt: &DataType
             if *n as usize != dim {
                 return Err(Error::corrupt(format!("list size {dim} for type {dt}")));
             }
-            let item_validity = item_validity.map(|bits| {
-                NullBuffer::new(arrow_buffer::BooleanBuffer::new(Buffer::from_vec(bits), 0, items.len()))
-            });
+            let item_validity = item_validity.map(|bits| NullBuffer::new(arrow_buffer::BooleanBuffer::new(Buffer::from_vec(bits), 0, items.len())));
             let child = leaf_array(*items, item_validity, item_field.data_type())?;
-            let data = ArrayDataBuilder::new(dt.clone()).align_buffers(true).align_buffers(true)
+            let data = ArrayDataBuilder::new(dt.clone())
+                .align_buffers(true)
+                .align_buffers(true)
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
@@ -201,7 +203,10 @@ fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, da
                     DataBlock::Fixed { bits, data: b.to_vec(), len: 1 }
                 }
                 None => {
-                    let l = row.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
+                    let l = row
+                        .get(at..at + 8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize)
+                        .ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
                     at += 8;
                     let b = row.get(at..at.saturating_add(l)).ok_or_else(|| Error::corrupt("packed struct row truncated"))?;
                     at += l;
@@ -213,11 +218,8 @@ fn variable_packed_struct(children: &arrow_schema::Fields, offsets: &Offsets, da
             p.append_all(&one)?;
         }
     }
-    let arrays = children
-        .iter()
-        .zip(parts)
-        .map(|(c, p)| leaf_array(p.finish(), None, c.data_type()).map(|a| a.to_data()))
-        .collect::<Result<Vec<_>>>()?;
+    let arrays =
+        children.iter().zip(parts).map(|(c, p)| leaf_array(p.finish(), None, c.data_type()).map(|a| a.to_data())).collect::<Result<Vec<_>>>()?;
     let data = ArrayDataBuilder::new(DataType::Struct(children.clone()))
         .align_buffers(true)
         .len(len)
@@ -299,10 +301,7 @@ pub fn assemble(field: &Field, leaves: &mut std::slice::IterMut<'_, Option<Unrav
 }
 
 fn take_next(leaves: &mut std::slice::IterMut<'_, Option<Unraveled>>) -> Result<Unraveled> {
-    leaves
-        .next()
-        .and_then(Option::take)
-        .ok_or_else(|| Error::corrupt("fewer leaf columns than the schema needs"))
+    leaves.next().and_then(Option::take).ok_or_else(|| Error::corrupt("fewer leaf columns than the schema needs"))
 }
 
 /// Whether a field is stored in a column of its own (rather than through
@@ -319,10 +318,7 @@ pub fn owns_column(field: &Field) -> bool {
 /// `lance-encoding:packed` on a struct stores it row-major in one column.
 pub fn is_packed_struct(field: &Field) -> bool {
     matches!(field.data_type(), DataType::Struct(_))
-        && field
-            .metadata()
-            .get("lance-encoding:packed")
-            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes" | "on"))
+        && field.metadata().get("lance-encoding:packed").is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes" | "on"))
 }
 
 /// Number of leaf columns under a field.
@@ -338,11 +334,7 @@ pub fn leaf_count(field: &Field) -> usize {
 }
 
 fn first_layer_of(leaves: &std::slice::IterMut<'_, Option<Unraveled>>, depth: usize) -> Result<LayerOut> {
-    let first = leaves
-        .as_slice()
-        .first()
-        .and_then(|u| u.as_ref())
-        .ok_or_else(|| Error::corrupt("fewer leaf columns than the schema needs"))?;
+    let first = leaves.as_slice().first().and_then(|u| u.as_ref()).ok_or_else(|| Error::corrupt("fewer leaf columns than the schema needs"))?;
     first
         .outer
         .get(depth)
@@ -350,12 +342,7 @@ fn first_layer_of(leaves: &std::slice::IterMut<'_, Option<Unraveled>>, depth: us
         .ok_or_else(|| Error::corrupt(format!("leaf column has {} structural layers, needs more than {depth}", first.outer.len())))
 }
 
-fn assemble_inner(
-    field: &Field,
-    leaves: &mut std::slice::IterMut<'_, Option<Unraveled>>,
-    depth: usize,
-    _top: bool,
-) -> Result<ArrayRef> {
+fn assemble_inner(field: &Field, leaves: &mut std::slice::IterMut<'_, Option<Unraveled>>, depth: usize, _top: bool) -> Result<ArrayRef> {
     if owns_column(field) {
         let leaf = take_next(leaves)?;
         if leaf.outer.len() != depth {
@@ -365,8 +352,7 @@ fn assemble_inner(
                 leaf.outer.len()
             )));
         }
-        return leaf_array(leaf.values, leaf.leaf_validity, field.data_type())
-            .map_err(|e| e.context(format!("field {:?}", field.name())));
+        return leaf_array(leaf.values, leaf.leaf_validity, field.data_type()).map_err(|e| e.context(format!("field {:?}", field.name())));
     }
     let layer = first_layer_of(leaves, depth)?;
     match (field.data_type(), layer) {
@@ -375,16 +361,13 @@ fn assemble_inner(
             for c in children.iter() {
                 let a = assemble_inner(c, leaves, depth + 1, false)?;
                 if a.len() != len {
-                    return Err(Error::corrupt(format!(
-                        "struct {:?}: child {:?} has {} rows, struct has {len}",
-                        field.name(),
-                        c.name(),
-                        a.len()
-                    )));
+                    return Err(Error::corrupt(format!("struct {:?}: child {:?} has {} rows, struct has {len}", field.name(), c.name(), a.len())));
                 }
                 arrays.push(a.to_data());
             }
-            let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true).align_buffers(true)
+            let data = ArrayDataBuilder::new(field.data_type().clone())
+                .align_buffers(true)
+                .align_buffers(true)
                 .len(len)
                 .child_data(arrays)
                 .nulls(validity)
@@ -397,7 +380,8 @@ fn assemble_inner(
             if child.len() != len * *dim as usize {
                 return Err(Error::corrupt(format!("fixed-size list {:?} has {} items for {len} lists", field.name(), child.len())));
             }
-            let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true)
+            let data = ArrayDataBuilder::new(field.data_type().clone())
+                .align_buffers(true)
                 .len(len)
                 .add_child_data(child.to_data())
                 .nulls(validity)
@@ -420,7 +404,9 @@ fn assemble_inner(
                     .collect::<Result<Vec<i32>>>()?;
                 Buffer::from_vec(o32)
             };
-            let data = ArrayDataBuilder::new(field.data_type().clone()).align_buffers(true).align_buffers(true)
+            let data = ArrayDataBuilder::new(field.data_type().clone())
+                .align_buffers(true)
+                .align_buffers(true)
                 .len(len)
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
@@ -429,10 +415,7 @@ fn assemble_inner(
                 .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
-        (dt, _) => Err(Error::corrupt(format!(
-            "field {:?} of type {dt} does not match the structure stored in its column",
-            field.name()
-        ))),
+        (dt, _) => Err(Error::corrupt(format!("field {:?} of type {dt} does not match the structure stored in its column", field.name()))),
     }
 }
 

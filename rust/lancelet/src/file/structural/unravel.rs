@@ -73,9 +73,7 @@ pub fn unravel(layers: &Layers, stream: LevelStream, ancestors: &[Ancestor]) -> 
     if n == 1 {
         let leaf_validity = match (&stream.def, layers.layers[0].null_def) {
             // (Packed 64 bits at a time; level 0 is a valid value.)
-            (Some(def), Some(_)) if def.iter().any(|&d| d != 0) => {
-                Some(NullBuffer::new(BooleanBuffer::collect_bool(def.len(), |i| def[i] == 0)))
-            }
+            (Some(def), Some(_)) if def.iter().any(|&d| d != 0) => Some(NullBuffer::new(BooleanBuffer::collect_bool(def.len(), |i| def[i] == 0))),
             _ => None,
         };
         return Ok(Unraveled { outer: vec![], leaf_validity, values: stream.values, num_rows: stream.num_rows });
@@ -131,9 +129,7 @@ pub fn unravel(layers: &Layers, stream: LevelStream, ancestors: &[Ancestor]) -> 
         let start = start_for_rep[r as usize];
         let (null_k, is_empty) = if d == 0 { (usize::MAX, false) } else { def_layer[d as usize] };
         if d != 0 && null_k < start {
-            return Err(Error::corrupt(format!(
-                "level entry {i} continues a list (rep {r}) that its definition level {d} says is absent"
-            )));
+            return Err(Error::corrupt(format!("level entry {i} continues a list (rep {r}) that its definition level {d} says is absent")));
         }
         // Inside a fixed-size list's group of `dim` entries, only the layers
         // below the list gain slots: move the start past every such list
@@ -184,10 +180,7 @@ pub fn unravel(layers: &Layers, stream: LevelStream, ancestors: &[Ancestor]) -> 
     }
     let leaf_count = b[n - 1].count;
     if leaf_count != stream.values.len() {
-        return Err(Error::corrupt(format!(
-            "structure has {leaf_count} leaf slots but {} values were decoded",
-            stream.values.len()
-        )));
+        return Err(Error::corrupt(format!("structure has {leaf_count} leaf slots but {} values were decoded", stream.values.len())));
     }
     let mut leaf = b.pop().expect("at least two layers");
     let leaf_validity = finish_validity(std::mem::replace(&mut leaf.validity, BooleanBufferBuilder::new(0)), leaf.any_null);
@@ -224,9 +217,5 @@ pub enum Ancestor {
 /// Page lengths of a column under fixed-size lists stored as layers (and
 /// no list above them) count the lists' items: this is how many per row.
 pub fn row_multiplier(ancestors: &[Ancestor]) -> usize {
-    ancestors
-        .iter()
-        .take_while(|a| **a != Ancestor::List)
-        .map(|a| if let Ancestor::FixedSizeList(d) = a { *d } else { 1 })
-        .product()
+    ancestors.iter().take_while(|a| **a != Ancestor::List).map(|a| if let Ancestor::FixedSizeList(d) = a { *d } else { 1 }).product()
 }

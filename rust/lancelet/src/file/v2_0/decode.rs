@@ -30,21 +30,14 @@ pub(super) const MAX_PAGE_VALUES: u64 = 1 << 31;
 pub(super) fn array_encoding(page: &Page) -> Result<pb::ArrayEncoding> {
     let any = page_encoding_any(page)?;
     if any.type_url != type_url::ARRAY_ENCODING {
-        return Err(Error::unsupported(format!(
-            "page encoding {:?} in a 2.0 file",
-            any.type_url
-        )));
+        return Err(Error::unsupported(format!("page encoding {:?} in a 2.0 file", any.type_url)));
     }
     pb::ArrayEncoding::decode(any.value.as_slice()).map_err(Error::bad_protobuf)
 }
 
-
 pub(super) fn page_len(page: &Page) -> Result<usize> {
     if page.length > MAX_PAGE_VALUES {
-        return Err(Error::unsupported(format!(
-            "page of {} values (limit {MAX_PAGE_VALUES})",
-            page.length
-        )));
+        return Err(Error::unsupported(format!("page of {} values (limit {MAX_PAGE_VALUES})", page.length)));
     }
     Ok(page.length as usize)
 }
@@ -62,12 +55,8 @@ pub(super) fn as_u64s(block: &DataBlock, n: usize) -> Result<Vec<u64>> {
                 })
                 .collect())
         }
-        DataBlock::Fixed { bits, len, .. } => Err(Error::corrupt(format!(
-            "{len} offsets/indices of {bits} bits, expected {n} integers"
-        ))),
-        _ => Err(Error::corrupt(
-            "offsets/indices are not fixed-width integers",
-        )),
+        DataBlock::Fixed { bits, len, .. } => Err(Error::corrupt(format!("{len} offsets/indices of {bits} bits, expected {n} integers"))),
+        _ => Err(Error::corrupt("offsets/indices are not fixed-width integers")),
     }
 }
 
@@ -112,27 +101,16 @@ impl Validity {
 }
 
 fn sub<'a>(e: &'a Option<Box<pb::ArrayEncoding>>, what: &str) -> Result<&'a pb::ArrayEncoding> {
-    e.as_deref()
-        .ok_or_else(|| Error::corrupt(format!("encoding without {what}")))
+    e.as_deref().ok_or_else(|| Error::corrupt(format!("encoding without {what}")))
 }
 
 fn page_buf<'a>(b: &Option<pb::Buffer>, bufs: &'a [Bytes]) -> Result<&'a Bytes> {
-    let b = b
-        .as_ref()
-        .ok_or_else(|| Error::corrupt("encoding without a buffer"))?;
+    let b = b.as_ref().ok_or_else(|| Error::corrupt("encoding without a buffer"))?;
     if b.buffer_type != pb::buffer::BufferType::Page as i32 {
-        return Err(Error::unsupported(format!(
-            "2.0 buffers stored outside the page (buffer type {})",
-            b.buffer_type
-        )));
+        return Err(Error::unsupported(format!("2.0 buffers stored outside the page (buffer type {})", b.buffer_type)));
     }
-    bufs.get(b.buffer_index as usize).ok_or_else(|| {
-        Error::corrupt(format!(
-            "buffer index {} but the page has {} buffers",
-            b.buffer_index,
-            bufs.len()
-        ))
-    })
+    bufs.get(b.buffer_index as usize)
+        .ok_or_else(|| Error::corrupt(format!("buffer index {} but the page has {} buffers", b.buffer_index, bufs.len())))
 }
 
 fn bytes_for(n: usize, bits: u64) -> Result<usize> {
@@ -156,69 +134,34 @@ fn is_wide(dt: &DataType) -> bool {
 }
 
 /// Decode `n` values of an encoding tree.
-pub(super) fn decode_array(
-    enc: &pb::ArrayEncoding,
-    bufs: &[Bytes],
-    n: usize,
-    dt: &DataType,
-) -> Result<Decoded> {
-    let enc = enc
-        .array_encoding
-        .as_ref()
-        .ok_or_else(|| Error::corrupt("empty array encoding"))?;
-    let valid = |values| {
-        Ok(Decoded {
-            values,
-            validity: Validity::AllValid,
-        })
-    };
+pub(super) fn decode_array(enc: &pb::ArrayEncoding, bufs: &[Bytes], n: usize, dt: &DataType) -> Result<Decoded> {
+    let enc = enc.array_encoding.as_ref().ok_or_else(|| Error::corrupt("empty array encoding"))?;
+    let valid = |values| Ok(Decoded { values, validity: Validity::AllValid });
     match enc {
-        Enc::Nullable(nullable) => match nullable
-            .nullability
-            .as_ref()
-            .ok_or_else(|| Error::corrupt("nullable without nullability"))?
-        {
+        Enc::Nullable(nullable) => match nullable.nullability.as_ref().ok_or_else(|| Error::corrupt("nullable without nullability"))? {
             Nullability::NoNulls(nn) => decode_array(sub(&nn.values, "values")?, bufs, n, dt),
             Nullability::SomeNulls(sn) => {
                 let v = decode_array(sub(&sn.validity, "validity")?, bufs, n, &DataType::Boolean)?;
                 let bits = match v.values {
                     DataBlock::Fixed { bits: 1, data, len } if len == n => data,
-                    _ => {
-                        return Err(Error::corrupt(
-                            "validity is not a bitmap of the page's length",
-                        ))
-                    }
+                    _ => return Err(Error::corrupt("validity is not a bitmap of the page's length")),
                 };
                 let values = decode_array(sub(&sn.values, "values")?, bufs, n, dt)?;
-                Ok(Decoded {
-                    values: values.values,
-                    validity: values.validity.and(Validity::Bits(bits), n),
-                })
+                Ok(Decoded { values: values.values, validity: values.validity.and(Validity::Bits(bits), n) })
             }
-            Nullability::AllNulls(_) => Ok(Decoded {
-                values: DataBlock::Nulls { len: n },
-                validity: Validity::AllNull,
-            }),
+            Nullability::AllNulls(_) => Ok(Decoded { values: DataBlock::Nulls { len: n }, validity: Validity::AllNull }),
         },
         Enc::Flat(flat) => {
             let raw = page_buf(&flat.buffer, bufs)?;
             let decompressed;
-            let data: &[u8] = match flat
-                .compression
-                .as_ref()
-                .map(|c| c.scheme.to_ascii_lowercase())
-            {
+            let data: &[u8] = match flat.compression.as_ref().map(|c| c.scheme.to_ascii_lowercase()) {
                 None => raw,
                 Some(s) if s.is_empty() || s == "none" => raw,
                 Some(s) => {
                     let scheme = match s.as_str() {
                         "zstd" => general::CompressionScheme::Zstd,
                         "lz4" => general::CompressionScheme::Lz4,
-                        other => {
-                            return Err(Error::unsupported(format!(
-                                "2.0 buffer compression {other:?}"
-                            )))
-                        }
+                        other => return Err(Error::unsupported(format!("2.0 buffer compression {other:?}"))),
                     };
                     decompressed = general::decompress(scheme, raw)?;
                     &decompressed
@@ -233,94 +176,55 @@ pub(super) fn decode_array(
             }
             let item_dt = match value_type(dt) {
                 DataType::FixedSizeList(item, _) => item.data_type().clone(),
-                other => {
-                    return Err(Error::corrupt(format!(
-                        "fixed-size-list page for type {other}"
-                    )))
-                }
+                other => return Err(Error::corrupt(format!("fixed-size-list page for type {other}"))),
             };
-            let n_items = n
-                .checked_mul(dim)
-                .filter(|&x| x as u64 <= MAX_PAGE_VALUES)
-                .ok_or_else(|| Error::unsupported("too many list items in one page"))?;
+            let n_items =
+                n.checked_mul(dim).filter(|&x| x as u64 <= MAX_PAGE_VALUES).ok_or_else(|| Error::unsupported("too many list items in one page"))?;
             let items = decode_array(sub(&fsl.items, "items")?, bufs, n_items, &item_dt)?;
             let item_validity = items.validity.into_bitmap(n_items);
             let items = match items.values {
                 // All-null items: materialize zeroes so the block has a shape.
-                DataBlock::Nulls { len }
-                    if fixed_width_bits(&item_dt).is_some_and(|b| b % 8 == 0 || b == 1) =>
-                {
+                DataBlock::Nulls { len } if fixed_width_bits(&item_dt).is_some_and(|b| b % 8 == 0 || b == 1) => {
                     let bits = fixed_width_bits(&item_dt).expect("checked");
-                    DataBlock::Fixed {
-                        bits,
-                        data: vec![0u8; bytes_for(len, bits)?],
-                        len,
-                    }
+                    DataBlock::Fixed { bits, data: vec![0u8; bytes_for(len, bits)?], len }
                 }
                 v => v,
             };
-            valid(DataBlock::FixedSizeList {
-                dim,
-                items: Box::new(items),
-                item_validity,
-            })
+            valid(DataBlock::FixedSizeList { dim, items: Box::new(items), item_validity })
         }
         Enc::Binary(bin) => decode_binary(bin, bufs, n, dt),
         Enc::Fsst(f) => {
             let inner = decode_array(sub(&f.binary, "binary")?, bufs, n, dt)?;
             let table = fsst::SymbolTable::parse(&f.symbol_table)?;
             let values = match inner.values {
-                DataBlock::Variable {
-                    offsets: Offsets::I32(o),
-                    data,
-                    ..
-                } => {
+                DataBlock::Variable { offsets: Offsets::I32(o), data, .. } => {
                     let (o, d) = fsst::decompress(&table, &o, &data)?;
                     DataBlock::variable(Offsets::I32(o), d)
                 }
-                DataBlock::Variable {
-                    offsets: Offsets::I64(o),
-                    data,
-                    ..
-                } => {
+                DataBlock::Variable { offsets: Offsets::I64(o), data, .. } => {
                     let (o, d) = fsst::decompress(&table, &o, &data)?;
                     DataBlock::variable(Offsets::I64(o), d)
                 }
                 DataBlock::Nulls { len } => DataBlock::Nulls { len },
                 _ => return Err(Error::corrupt("fsst over non-binary values")),
             };
-            Ok(Decoded {
-                values,
-                validity: inner.validity,
-            })
+            Ok(Decoded { values, validity: inner.validity })
         }
         Enc::Dictionary(d) => decode_dictionary(d, bufs, n, dt),
         Enc::FixedSizeBinary(fsb) => {
             let w = fsb.byte_width as usize;
-            let bytes = decode_array(
-                sub(&fsb.bytes, "bytes")?,
-                bufs,
-                n,
-                &DataType::FixedSizeBinary(fsb.byte_width as i32),
-            )?;
+            let bytes = decode_array(sub(&fsb.bytes, "bytes")?, bufs, n, &DataType::FixedSizeBinary(fsb.byte_width as i32))?;
             let data = match bytes.values {
                 DataBlock::Fixed { bits, data, len } if bits == 8 * w as u64 && len == n => data,
                 // Some writers describe the bytes as n·w single bytes.
                 DataBlock::Fixed { bits: 8, data, len } if Some(len) == n.checked_mul(w) => data,
-                _ => {
-                    return Err(Error::corrupt(
-                        "fixed-size-binary bytes do not match the byte width",
-                    ))
-                }
+                _ => return Err(Error::corrupt("fixed-size-binary bytes do not match the byte width")),
             };
             let mut offsets = Offsets::new(is_wide(dt));
             for i in 1..=n {
                 offsets.push_end(i * w)?;
             }
-            Ok(Decoded {
-                values: DataBlock::variable(offsets, data),
-                validity: bytes.validity,
-            })
+            Ok(Decoded { values: DataBlock::variable(offsets, data), validity: bytes.validity })
         }
         // A 2.0 blob column: (position u64, size u64) per row, resolved by
         // `super::read_leaf`, which fetches them.
@@ -333,79 +237,44 @@ pub(super) fn decode_array(
             for f in fields.iter() {
                 match fixed_width_bits(f.data_type()).or_else(|| fsl_bits(f.data_type())) {
                     Some(b) if b % 8 == 0 => row_bits += b,
-                    _ => {
-                        return Err(Error::unsupported(format!(
-                            "packed struct child {:?} of type {}",
-                            f.name(),
-                            f.data_type()
-                        )))
-                    }
+                    _ => return Err(Error::unsupported(format!("packed struct child {:?} of type {}", f.name(), f.data_type()))),
                 }
             }
             if ps.inner.len() != fields.len() {
-                return Err(Error::corrupt(format!(
-                    "packed struct with {} encodings for {} fields",
-                    ps.inner.len(),
-                    fields.len()
-                )));
+                return Err(Error::corrupt(format!("packed struct with {} encodings for {} fields", ps.inner.len(), fields.len())));
             }
             fixed_from(page_buf(&ps.buffer, bufs)?, row_bits, n)
         }
         Enc::Constant(c) => {
             let bits = fixed_width_bits(value_type(dt)).filter(|b| b % 8 == 0);
             match bits {
-                Some(bits)
-                    if c.value.len() as u64 * 8 == bits
-                        && n as u64 * bits / 8 <= MAX_PAGE_VALUES =>
-                {
-                    let one = DataBlock::Fixed {
-                        bits,
-                        data: c.value.to_vec(),
-                        len: 1,
-                    };
+                Some(bits) if c.value.len() as u64 * 8 == bits && n as u64 * bits / 8 <= MAX_PAGE_VALUES => {
+                    let one = DataBlock::Fixed { bits, data: c.value.to_vec(), len: 1 };
                     valid(one.repeat(n)?)
                 }
-                _ => Err(Error::unsupported(format!(
-                    "2.0 constant page of {} bytes for type {dt}",
-                    c.value.len()
-                ))),
+                _ => Err(Error::unsupported(format!("2.0 constant page of {} bytes for type {dt}", c.value.len()))),
             }
         }
         Enc::Bitpacked(bp) => {
             let data = page_buf(&bp.buffer, bufs)?;
-            valid(unpack_bits(
-                data,
-                bp.compressed_bits_per_value,
-                bp.uncompressed_bits_per_value,
-                bp.signed,
-                n,
-            )?)
+            valid(unpack_bits(data, bp.compressed_bits_per_value, bp.uncompressed_bits_per_value, bp.signed, n)?)
         }
         Enc::BitpackedForNonNeg(bp) => {
             let data = page_buf(&bp.buffer, bufs)?;
             let (w, u) = (bp.compressed_bits_per_value, bp.uncompressed_bits_per_value);
             if !matches!(u, 8 | 16 | 32 | 64) || w > u {
-                return Err(Error::corrupt(format!(
-                    "bitpacked_for_non_neg {w} of {u} bits"
-                )));
+                return Err(Error::corrupt(format!("bitpacked_for_non_neg {w} of {u} bits")));
             }
             // FastLanes chunks of 1024 values, the last one padded to full size.
             let padded = n.div_ceil(1024) * 1024;
             let need = bytes_for(padded, w)?;
             if data.len() < need {
-                return Err(Error::corrupt(format!(
-                    "bitpacked buffer of {} bytes, {n} values at {w} bits need {need}",
-                    data.len()
-                )));
+                return Err(Error::corrupt(format!("bitpacked buffer of {} bytes, {n} values at {w} bits need {need}", data.len())));
             }
             let mut out = Vec::new();
             bitpack::unpack_out_of_line(u as u32, w as u32, &data[..need], padded, &mut out)?;
             out.truncate(n * (u / 8) as usize);
-            valid(DataBlock::Fixed {
-                bits: u,
-                data: out,
-                len: n,
-            })
+            valid(DataBlock::Fixed { bits: u, data: out, len: n })
         }
         Enc::List(_) => Err(Error::corrupt("list encoding in a leaf column")),
         Enc::Struct(_) => Err(Error::corrupt("struct encoding in a leaf column")),
@@ -416,10 +285,9 @@ pub(super) fn decode_array(
         | Enc::Block(_)
         | Enc::Rle(_)
         | Enc::GeneralMiniBlock(_)
-        | Enc::ByteStreamSplit(_) => Err(Error::unsupported(format!(
-            "{} is a 2.1 mini-block encoding, not valid as a 2.0 page encoding",
-            enc_name(enc)
-        ))),
+        | Enc::ByteStreamSplit(_) => {
+            Err(Error::unsupported(format!("{} is a 2.1 mini-block encoding, not valid as a 2.0 page encoding", enc_name(enc))))
+        }
     }
 }
 
@@ -439,9 +307,7 @@ fn enc_name(e: &Enc) -> &'static str {
 
 fn fsl_bits(dt: &DataType) -> Option<u64> {
     match dt {
-        DataType::FixedSizeList(item, n) => {
-            Some(fixed_width_bits(item.data_type())? * (*n).max(0) as u64)
-        }
+        DataType::FixedSizeList(item, n) => Some(fixed_width_bits(item.data_type())? * (*n).max(0) as u64),
         _ => None,
     }
 }
@@ -453,19 +319,9 @@ fn fixed_from(data: &[u8], bits: u64, n: usize) -> Result<Decoded> {
     }
     let need = bytes_for(n, bits)?;
     if data.len() < need {
-        return Err(Error::corrupt(format!(
-            "buffer of {} bytes, {n} values of {bits} bits need {need}",
-            data.len()
-        )));
+        return Err(Error::corrupt(format!("buffer of {} bytes, {n} values of {bits} bits need {need}", data.len())));
     }
-    Ok(Decoded {
-        values: DataBlock::Fixed {
-            bits,
-            data: data[..need].to_vec(),
-            len: n,
-        },
-        validity: Validity::AllValid,
-    })
+    Ok(Decoded { values: DataBlock::Fixed { bits, data: data[..need].to_vec(), len: n }, validity: Validity::AllValid })
 }
 
 /// The pre-FastLanes bit packing: values back to back, LSB first, at `w`
@@ -476,10 +332,7 @@ fn unpack_bits(data: &[u8], w: u64, u: u64, signed: bool, n: usize) -> Result<Da
     }
     let need = bytes_for(n, w)?;
     if data.len() < need {
-        return Err(Error::corrupt(format!(
-            "bitpacked buffer of {} bytes, {n} values at {w} bits need {need}",
-            data.len()
-        )));
+        return Err(Error::corrupt(format!("bitpacked buffer of {} bytes, {n} values at {w} bits need {need}", data.len())));
     }
     let ub = (u / 8) as usize;
     let mut out = Vec::with_capacity(n * ub);
@@ -497,11 +350,7 @@ fn unpack_bits(data: &[u8], w: u64, u: u64, signed: bool, n: usize) -> Result<Da
         }
         out.extend_from_slice(&v.to_le_bytes()[..ub]);
     }
-    Ok(DataBlock::Fixed {
-        bits: u,
-        data: out,
-        len: n,
-    })
+    Ok(DataBlock::Fixed { bits: u, data: out, len: n })
 }
 
 fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> Result<Decoded> {
@@ -513,15 +362,9 @@ fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> R
     let mut norm_ends = Vec::with_capacity(n);
     let mut prev = 0u64;
     for (i, &v) in ends.iter().enumerate() {
-        let (ok, end) = if adj != 0 && v >= adj {
-            (false, v - adj)
-        } else {
-            (true, v)
-        };
+        let (ok, end) = if adj != 0 && v >= adj { (false, v - adj) } else { (true, v) };
         if end < prev {
-            return Err(Error::corrupt(format!(
-                "binary value {i} ends at {end}, before the previous end {prev}"
-            )));
+            return Err(Error::corrupt(format!("binary value {i} ends at {end}, before the previous end {prev}")));
         }
         if ok {
             bit_util::set_bit(&mut valid, i);
@@ -536,33 +379,17 @@ fn decode_binary(bin: &pb::Binary, bufs: &[Bytes], n: usize, dt: &DataType) -> R
     let data = match bytes.values {
         DataBlock::Fixed { bits: 8, data, len } if len == total => data,
         DataBlock::Nulls { len: 0 } => Vec::new(),
-        _ => {
-            return Err(Error::corrupt(
-                "binary bytes are not a byte buffer of the indexed length",
-            ))
-        }
+        _ => return Err(Error::corrupt("binary bytes are not a byte buffer of the indexed length")),
     };
     let mut offsets = Offsets::new(is_wide(dt));
     for &e in &norm_ends {
         offsets.push_end(e as usize)?;
     }
-    let validity = if any_null {
-        Validity::Bits(valid)
-    } else {
-        Validity::AllValid
-    };
-    Ok(Decoded {
-        values: DataBlock::variable(offsets, data),
-        validity,
-    })
+    let validity = if any_null { Validity::Bits(valid) } else { Validity::AllValid };
+    Ok(Decoded { values: DataBlock::variable(offsets, data), validity })
 }
 
-fn decode_dictionary(
-    d: &pb::Dictionary,
-    bufs: &[Bytes],
-    n: usize,
-    dt: &DataType,
-) -> Result<Decoded> {
+fn decode_dictionary(d: &pb::Dictionary, bufs: &[Bytes], n: usize, dt: &DataType) -> Result<Decoded> {
     let n_items = d.num_dictionary_items as usize;
     let (key_dt, val_dt, direct) = match dt {
         DataType::Dictionary(k, v) => (k.as_ref().clone(), v.as_ref().clone(), true),
@@ -572,17 +399,10 @@ fn decode_dictionary(
     };
     let items = decode_array(sub(&d.items, "items")?, bufs, n_items, &val_dt)?;
     if items.values.len() != n_items {
-        return Err(Error::corrupt(format!(
-            "dictionary decoded {} items, expected {n_items}",
-            items.values.len()
-        )));
+        return Err(Error::corrupt(format!("dictionary decoded {} items, expected {n_items}", items.values.len())));
     }
     let idx = decode_array(sub(&d.indices, "indices")?, bufs, n, &key_dt)?;
-    let keys = if let DataBlock::Nulls { .. } = idx.values {
-        vec![0; n]
-    } else {
-        as_u64s(&idx.values, n)?
-    };
+    let keys = if let DataBlock::Nulls { .. } = idx.values { vec![0; n] } else { as_u64s(&idx.values, n)? };
     let signed = key_dt.is_signed_integer();
     let key_bits = fixed_width_bits(&key_dt).unwrap_or(64);
     let mut acc = Appender::new(&items.values);
@@ -593,9 +413,7 @@ fn decode_dictionary(
             None
         } else if direct {
             if signed && key_bits < 64 && (k >> (key_bits - 1)) & 1 == 1 {
-                return Err(Error::corrupt(format!(
-                    "negative dictionary key at row {i}"
-                )));
+                return Err(Error::corrupt(format!("negative dictionary key at row {i}")));
             }
             Some(k)
         } else {
@@ -606,9 +424,7 @@ fn decode_dictionary(
                 let k = usize::try_from(k)
                     .ok()
                     .filter(|&k| k < n_items)
-                    .ok_or_else(|| {
-                        Error::corrupt(format!("dictionary key {k} out of range ({n_items} items)"))
-                    })?;
+                    .ok_or_else(|| Error::corrupt(format!("dictionary key {k} out of range ({n_items} items)")))?;
                 acc.append_range(&items.values, k, k + 1)?;
                 if items.validity.is_valid(k) {
                     bit_util::set_bit(&mut valid, i);
@@ -622,36 +438,19 @@ fn decode_dictionary(
             }
         }
     }
-    let validity = if any_null {
-        Validity::Bits(valid)
-    } else {
-        Validity::AllValid
-    };
-    Ok(Decoded {
-        values: acc.finish(),
-        validity,
-    })
+    let validity = if any_null { Validity::Bits(valid) } else { Validity::AllValid };
+    Ok(Decoded { values: acc.finish(), validity })
 }
 
 /// Split row-major packed struct values into the struct's children.
-pub(super) fn packed_struct_array(
-    values: DataBlock,
-    nulls: Option<NullBuffer>,
-    dt: &DataType,
-) -> Result<ArrayRef> {
-    let DataType::Struct(fields) = dt else {
-        unreachable!("caller checked")
-    };
+pub(super) fn packed_struct_array(values: DataBlock, nulls: Option<NullBuffer>, dt: &DataType) -> Result<ArrayRef> {
+    let DataType::Struct(fields) = dt else { unreachable!("caller checked") };
     let len = values.len();
     let (row_bits, data) = match values {
         DataBlock::Fixed { bits, data, .. } => (bits, data),
         // An all-null page: children are zero-filled below.
         DataBlock::Nulls { .. } => (0, Vec::new()),
-        _ => {
-            return Err(Error::corrupt(
-                "packed struct values are not fixed-width rows",
-            ))
-        }
+        _ => return Err(Error::corrupt("packed struct values are not fixed-width rows")),
     };
     let row = (row_bits / 8) as usize;
     let mut children = Vec::with_capacity(fields.len());
@@ -661,16 +460,12 @@ pub(super) fn packed_struct_array(
         let bits = fixed_width_bits(cdt)
             .or_else(|| fsl_bits(cdt))
             .filter(|b| b % 8 == 0)
-            .ok_or_else(|| {
-                Error::unsupported(format!("packed struct child {:?} of type {cdt}", f.name()))
-            })?;
+            .ok_or_else(|| Error::unsupported(format!("packed struct child {:?} of type {cdt}", f.name())))?;
         let w = (bits / 8) as usize;
         let mut col = Vec::with_capacity(w * len);
         if row > 0 {
             if at + w > row {
-                return Err(Error::corrupt(
-                    "packed struct rows narrower than their fields",
-                ));
+                return Err(Error::corrupt("packed struct rows narrower than their fields"));
             }
             for r in data.chunks_exact(row) {
                 col.extend_from_slice(&r[at..at + w]);
@@ -683,29 +478,13 @@ pub(super) fn packed_struct_array(
             DataType::FixedSizeList(item, dim) => {
                 let ib = fixed_width_bits(item.data_type()).unwrap_or(8);
                 let dim = *dim as usize;
-                DataBlock::FixedSizeList {
-                    dim,
-                    items: Box::new(DataBlock::Fixed {
-                        bits: ib,
-                        data: col,
-                        len: len * dim,
-                    }),
-                    item_validity: None,
-                }
+                DataBlock::FixedSizeList { dim, items: Box::new(DataBlock::Fixed { bits: ib, data: col, len: len * dim }), item_validity: None }
             }
-            _ => DataBlock::Fixed {
-                bits,
-                data: col,
-                len,
-            },
+            _ => DataBlock::Fixed { bits, data: col, len },
         };
         children.push(leaf_array(block, None, cdt)?.to_data());
     }
-    let data = ArrayDataBuilder::new(dt.clone())
-        .len(len)
-        .child_data(children)
-        .nulls(nulls)
-        .build().map_err(Error::corrupt_arrow)?;
+    let data = ArrayDataBuilder::new(dt.clone()).len(len).child_data(children).nulls(nulls).build().map_err(Error::corrupt_arrow)?;
     Ok(make_array(data))
 }
 
@@ -723,13 +502,8 @@ mod tests {
             bits |= v << (3 * i);
         }
         let data = bits.to_le_bytes();
-        let DataBlock::Fixed { data, .. } = unpack_bits(&data, 3, 16, true, 4).unwrap() else {
-            panic!()
-        };
-        let got: Vec<i16> = data
-            .chunks_exact(2)
-            .map(|c| i16::from_le_bytes([c[0], c[1]]))
-            .collect();
+        let DataBlock::Fixed { data, .. } = unpack_bits(&data, 3, 16, true, 4).unwrap() else { panic!() };
+        let got: Vec<i16> = data.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
         assert_eq!(got, vec![1, -1, 3, -4]);
         assert!(unpack_bits(&[0u8; 1], 3, 16, false, 4).is_err());
         assert!(unpack_bits(&[0u8; 8], 17, 16, false, 1).is_err());
@@ -739,10 +513,7 @@ mod tests {
         pb::ArrayEncoding {
             array_encoding: Some(Enc::Flat(pb::Flat {
                 bits_per_value: bits,
-                buffer: Some(pb::Buffer {
-                    buffer_index: index,
-                    buffer_type: 0,
-                }),
+                buffer: Some(pb::Buffer { buffer_index: index, buffer_type: 0 }),
                 compression: None,
             })),
         }
@@ -752,11 +523,7 @@ mod tests {
     fn binary_null_adjustment_and_corrupt_indices() {
         // ["a", "b", None] -> ends 1, 2, 5 with adjustment 3.
         let ends: Vec<u8> = [1u64, 2, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let bin = pb::Binary {
-            indices: Some(Box::new(flat(64, 0))),
-            bytes: Some(Box::new(flat(8, 1))),
-            null_adjustment: 3,
-        };
+        let bin = pb::Binary { indices: Some(Box::new(flat(64, 0))), bytes: Some(Box::new(flat(8, 1))), null_adjustment: 3 };
         let bufs = vec![Bytes::from(ends), Bytes::from_static(b"ab")];
         let d = decode_binary(&bin, &bufs, 3, &DataType::Utf8).unwrap();
         assert!(d.validity.is_valid(0) && d.validity.is_valid(1) && !d.validity.is_valid(2));
@@ -764,22 +531,9 @@ mod tests {
         assert_eq!(a.as_string::<i32>().value(1), "b");
         // Decreasing ends, missing bytes, missing buffers: errors, not panics.
         let bad: Vec<u8> = [2u64, 1, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert!(decode_binary(
-            &bin,
-            &[Bytes::from(bad), Bytes::from_static(b"ab")],
-            3,
-            &DataType::Utf8
-        )
-        .is_err());
+        assert!(decode_binary(&bin, &[Bytes::from(bad), Bytes::from_static(b"ab")], 3, &DataType::Utf8).is_err());
         let big: Vec<u8> = [1u64, 2, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert!(decode_binary(
-            &bin,
-            &[Bytes::from(big), Bytes::from_static(b"a")],
-            3,
-            &DataType::Utf8
-        )
-        .is_err());
+        assert!(decode_binary(&bin, &[Bytes::from(big), Bytes::from_static(b"a")], 3, &DataType::Utf8).is_err());
         assert!(decode_binary(&bin, &[], 3, &DataType::Utf8).is_err());
     }
 }
-

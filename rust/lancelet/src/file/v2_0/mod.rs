@@ -80,12 +80,7 @@ pub(crate) fn read_field(
 ) -> Result<ArrayRef> {
     let r = Source { bytes, columns };
     if cols.len() != columns_of(f) {
-        return Err(Error::corrupt(format!(
-            "field {:?} needs {} columns, given {}",
-            f.name(),
-            columns_of(f),
-            cols.len()
-        )));
+        return Err(Error::corrupt(format!("field {:?} needs {} columns, given {}", f.name(), columns_of(f), cols.len())));
     }
     read_node(r, f, cols, ranges)
 }
@@ -130,32 +125,16 @@ type Fetched<'a> = HashMap<usize, Vec<PageData<'a>>>;
 
 /// Fetch the pages of every column of this subtree whose rows are `ranges`
 /// (everything not below a list), then build the array.
-fn read_node(
-    r: Source<'_>,
-    f: &Field,
-    cols: Range<usize>,
-    ranges: &[Range<u64>],
-) -> Result<ArrayRef> {
+fn read_node(r: Source<'_>, f: &Field, cols: Range<usize>, ranges: &[Range<u64>]) -> Result<ArrayRef> {
     let mut direct = Vec::new();
     direct_columns(f, cols.start, &mut direct);
     let plans: Vec<Vec<(u64, &Page)>> = direct.iter().map(|&c| r.pages_for(c, ranges)).collect();
     let all: Vec<&Page> = plans.iter().flatten().map(|(_, p)| *p).collect();
-    let fetched = if all.is_empty() {
-        Vec::new()
-    } else {
-        r.fetch_pages(&all)?
-    };
+    let fetched = if all.is_empty() { Vec::new() } else { r.fetch_pages(&all)? };
     let mut it = fetched.into_iter();
     let mut by_col: Fetched = HashMap::new();
     for (&c, plan) in direct.iter().zip(&plans) {
-        let pages = plan
-            .iter()
-            .map(|&(first_row, page)| PageData {
-                first_row,
-                page,
-                bufs: it.next().unwrap_or_default(),
-            })
-            .collect();
+        let pages = plan.iter().map(|&(first_row, page)| PageData { first_row, page, bufs: it.next().unwrap_or_default() }).collect();
         by_col.insert(c, pages);
     }
     build(r, f, cols.start, ranges, &mut by_col)
@@ -180,13 +159,7 @@ fn total_rows(ranges: &[Range<u64>]) -> u64 {
     ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum()
 }
 
-fn build(
-    r: Source<'_>,
-    f: &Field,
-    col: usize,
-    ranges: &[Range<u64>],
-    by_col: &mut Fetched,
-) -> Result<ArrayRef> {
+fn build(r: Source<'_>, f: &Field, col: usize, ranges: &[Range<u64>], by_col: &mut Fetched) -> Result<ArrayRef> {
     let ctx = |e: Error| e.context(format!("column {col} ({:?})", f.name()));
     match f.data_type() {
         DataType::Struct(fs) if !is_packed(f) => {
@@ -196,19 +169,12 @@ fn build(
             for c in fs.iter() {
                 let a = build(r, c, next, ranges, by_col)?;
                 if a.len() != len {
-                    return Err(ctx(Error::corrupt(format!(
-                        "child {:?} has {} rows, struct has {len}",
-                        c.name(),
-                        a.len()
-                    ))));
+                    return Err(ctx(Error::corrupt(format!("child {:?} has {} rows, struct has {len}", c.name(), a.len()))));
                 }
                 children.push(a.to_data());
                 next += columns_of(c);
             }
-            let data = ArrayDataBuilder::new(f.data_type().clone())
-                .len(len)
-                .child_data(children)
-                .build().map_err(Error::corrupt_arrow)?;
+            let data = ArrayDataBuilder::new(f.data_type().clone()).len(len).child_data(children).build().map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         DataType::List(item) | DataType::LargeList(item) => {
@@ -217,10 +183,7 @@ fn build(
             let n_items = list.offsets.last().copied().unwrap_or(0);
             let child = read_node(r, item, col + 1..col + columns_of(f), &list.item_ranges)?;
             if child.len() as u64 != n_items {
-                return Err(ctx(Error::corrupt(format!(
-                    "list items decoded {} values, offsets need {n_items}",
-                    child.len()
-                ))));
+                return Err(ctx(Error::corrupt(format!("list items decoded {} values, offsets need {n_items}", child.len()))));
             }
             let offsets_buf = if matches!(f.data_type(), DataType::LargeList(_)) {
                 Buffer::from_vec(list.offsets.iter().map(|&o| o as i64).collect::<Vec<_>>())
@@ -228,9 +191,7 @@ fn build(
                 let o32 = list
                     .offsets
                     .iter()
-                    .map(|&o| {
-                        i32::try_from(o).map_err(|_| Error::corrupt("list offsets overflow i32"))
-                    })
+                    .map(|&o| i32::try_from(o).map_err(|_| Error::corrupt("list offsets overflow i32")))
                     .collect::<Result<Vec<i32>>>()
                     .map_err(ctx)?;
                 Buffer::from_vec(o32)
@@ -240,7 +201,8 @@ fn build(
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
                 .nulls(list.validity)
-                .build().map_err(Error::corrupt_arrow)?;
+                .build()
+                .map_err(Error::corrupt_arrow)?;
             Ok(make_array(data))
         }
         DataType::Map(_, _) => Err(ctx(Error::unsupported("map columns in a 2.0 file"))),
@@ -258,12 +220,7 @@ fn rel_ranges(ranges: &[Range<u64>], first: u64, n: u64) -> Vec<(usize, usize)> 
     ranges
         .iter()
         .filter(|r| r.end > first && r.start < end && r.start < r.end)
-        .map(|r| {
-            (
-                (r.start.max(first) - first) as usize,
-                (r.end.min(end) - first) as usize,
-            )
-        })
+        .map(|r| ((r.start.max(first) - first) as usize, (r.end.min(end) - first) as usize))
         .collect()
 }
 
@@ -278,12 +235,7 @@ struct ListRows {
     item_ranges: Vec<Range<u64>>,
 }
 
-fn read_list_offsets(
-    r: Source<'_>,
-    col: usize,
-    pages: &[PageData],
-    ranges: &[Range<u64>],
-) -> Result<ListRows> {
+fn read_list_offsets(r: Source<'_>, col: usize, pages: &[PageData], ranges: &[Range<u64>]) -> Result<ListRows> {
     // Items before each page: the sum of `num_items` of all earlier pages.
     let mut base_of: HashMap<*const Page, u64> = HashMap::new();
     let mut base = 0u64;
@@ -293,9 +245,7 @@ fn read_list_offsets(
             Some(Enc::List(l)) => l.num_items,
             _ => return Err(Error::corrupt("list column page is not a list encoding")),
         };
-        base = base
-            .checked_add(n)
-            .ok_or_else(|| Error::corrupt("list item counts overflow"))?;
+        base = base.checked_add(n).ok_or_else(|| Error::corrupt("list item counts overflow"))?;
     }
     let mut offsets = vec![0u64];
     let mut validity = BooleanBufferBuilder::new(0);
@@ -305,20 +255,11 @@ fn read_list_offsets(
         let n = page_len(pd.page)?;
         let enc = array_encoding(pd.page)?;
         let Some(Enc::List(list)) = enc.array_encoding else {
-            return Err(Error::corrupt(format!(
-                "page at row {}: list column page is not a list encoding",
-                pd.first_row
-            )));
+            return Err(Error::corrupt(format!("page at row {}: list column page is not a list encoding", pd.first_row)));
         };
-        let page_base = *base_of
-            .get(&(pd.page as *const Page))
-            .ok_or_else(|| Error::corrupt("list page not in its column"))?;
-        let offs_enc = list
-            .offsets
-            .as_deref()
-            .ok_or_else(|| Error::corrupt("list encoding without offsets"))?;
-        let dec = decode_array(offs_enc, &pd.bufs, n, &DataType::UInt64)
-            .map_err(|e| e.context(format!("page at row {}: offsets", pd.first_row)))?;
+        let page_base = *base_of.get(&(pd.page as *const Page)).ok_or_else(|| Error::corrupt("list page not in its column"))?;
+        let offs_enc = list.offsets.as_deref().ok_or_else(|| Error::corrupt("list encoding without offsets"))?;
+        let dec = decode_array(offs_enc, &pd.bufs, n, &DataType::UInt64).map_err(|e| e.context(format!("page at row {}: offsets", pd.first_row)))?;
         let ends = as_u64s(&dec.values, n)?;
         let adj = list.null_offset_adjustment;
         let norm = |v: u64| -> (bool, u64) {
@@ -333,10 +274,7 @@ fn read_list_offsets(
                 let start = if i == 0 { 0 } else { norm(ends[i - 1]).1 };
                 let (valid, end) = norm(ends[i]);
                 if start > end || end > list.num_items {
-                    return Err(Error::corrupt(format!(
-                        "page at row {}: list {i} spans items {start}..{end} of {}",
-                        pd.first_row, list.num_items
-                    )));
+                    return Err(Error::corrupt(format!("page at row {}: list {i} spans items {start}..{end} of {}", pd.first_row, list.num_items)));
                 }
                 let last = *offsets.last().expect("non-empty");
                 offsets.push(last + (end - start));
@@ -353,13 +291,8 @@ fn read_list_offsets(
         }
     }
     let validity = any_null.then(|| NullBuffer::new(validity.finish()));
-    Ok(ListRows {
-        offsets,
-        validity,
-        item_ranges,
-    })
+    Ok(ListRows { offsets, validity, item_ranges })
 }
-
 
 // ---------------------------------------------------------------------------
 // Leaves
@@ -375,10 +308,7 @@ fn read_leaf(r: Source<'_>, f: &Field, pages: &[PageData], ranges: &[Range<u64>]
         let enc = array_encoding(pd.page).map_err(page_ctx)?;
         let dec = decode_array(&enc, &pd.bufs, n, dt).map_err(page_ctx)?;
         if dec.values.len() != n {
-            return Err(page_ctx(Error::corrupt(format!(
-                "decoded {} values, page has {n}",
-                dec.values.len()
-            ))));
+            return Err(page_ctx(Error::corrupt(format!("decoded {} values, page has {n}", dec.values.len()))));
         }
         let acc = acc.get_or_insert_with(|| Appender::new(&dec.values));
         for (s, e) in rel_ranges(ranges, pd.first_row, n as u64) {
@@ -468,21 +398,14 @@ mod tests {
         assert_eq!(i32s.value(0), 1);
         assert!(i32s.is_null(1));
         let lst = b.column_by_name("lst").unwrap().as_list::<i32>();
-        assert_eq!(
-            lst.value(0).as_primitive::<Int64Type>().values().to_vec(),
-            vec![1, 2]
-        );
+        assert_eq!(lst.value(0).as_primitive::<Int64Type>().values().to_vec(), vec![1, 2]);
         assert_eq!(lst.value(1).len(), 0);
         let s = b.column_by_name("s").unwrap().as_string::<i32>();
         assert_eq!(s.value(0), "a");
         // Ranges and take agree with the full read.
         let part = r.read_ranges(&all, &[1..2, 4..6]).unwrap();
         for (c, full) in part.columns().iter().zip(b.columns()) {
-            let expect = arrow_select::concat::concat(&[
-                full.slice(1, 1).as_ref(),
-                full.slice(4, 2).as_ref(),
-            ])
-            .unwrap();
+            let expect = arrow_select::concat::concat(&[full.slice(1, 1).as_ref(), full.slice(4, 2).as_ref()]).unwrap();
             assert_eq!(c.to_data(), expect.to_data());
         }
     }

@@ -112,7 +112,10 @@ impl DeferredBlob {
             None,
         )?;
         let layout = pb::PageLayout {
-            layout: Some(pb::page_layout::Layout::BlobLayout(Box::new(pb::BlobLayout { inner_layout: Some(Box::new(inner)), layers: self.layers.clone() }))),
+            layout: Some(pb::page_layout::Layout::BlobLayout(Box::new(pb::BlobLayout {
+                inner_layout: Some(Box::new(inner)),
+                layers: self.layers.clone(),
+            }))),
         };
         Ok((buffers, prost_types::Any { type_url: crate::proto::type_url::PAGE_LAYOUT.to_string(), value: layout.encode_to_vec() }))
     }

@@ -8,8 +8,8 @@
 //! build the exact dictionary. [`FastHasher`] is also the hasher of that
 //! exact dictionary (SipHash was most of its time).
 
-use crate::hashing::{fmix, hash_bytes, K};
 pub use crate::hashing::FastBuild;
+use crate::hashing::{fmix, hash_bytes, K};
 
 /// Registers of the sketch: 2^12 gives a standard error of about 1.6 %.
 const P: u32 = 12;
@@ -125,9 +125,7 @@ fn add_fixed(sketch: &mut Sketch, data: &[u8], width: usize, valid: Option<&[boo
     };
     match (width, valid) {
         (1 | 2 | 4 | 8, None) => data.chunks_exact(width).for_each(|c| sketch.add(fmix(word(c) ^ K))),
-        (1 | 2 | 4 | 8, Some(v)) => {
-            data.chunks_exact(width).zip(v).filter(|(_, ok)| **ok).for_each(|(c, _)| sketch.add(fmix(word(c) ^ K)))
-        }
+        (1 | 2 | 4 | 8, Some(v)) => data.chunks_exact(width).zip(v).filter(|(_, ok)| **ok).for_each(|(c, _)| sketch.add(fmix(word(c) ^ K))),
         (w, v) => data.chunks_exact(w.max(1)).enumerate().filter(|(i, _)| v.is_none_or(|v| v[*i])).for_each(|(_, c)| sketch.add(hash_bytes(c))),
     }
 }

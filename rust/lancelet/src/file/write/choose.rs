@@ -154,7 +154,6 @@ pub fn pack_bools(b: &[bool]) -> Vec<u8> {
     out
 }
 
-
 /// Estimated inline-bitpacked size of `data` (values of `bytes` bytes,
 /// one of 1, 2, 4, 8).
 fn bitpack_size(data: &[u8], bytes: usize) -> usize {
@@ -475,7 +474,16 @@ fn wrap_general(c: Chunked, opts: &FieldOptions) -> Chunked {
 #[allow(clippy::too_many_arguments)]
 /// `force_dict` = Some((key bytes, how many values the key type can
 /// index)) for Arrow dictionary columns.
-pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Option<&[u64]>, opts: &FieldOptions, allowed: Allowed, max_values: usize, force_dict: Option<(usize, u64)>) -> Result<Chunked> {
+pub fn choose(
+    values: &Values,
+    valid: Option<&[bool]>,
+    wide: bool,
+    packed: Option<&[u64]>,
+    opts: &FieldOptions,
+    allowed: Allowed,
+    max_values: usize,
+    force_dict: Option<(usize, u64)>,
+) -> Result<Chunked> {
     let none = opts.compression.as_deref() == Some("none");
     let n = values.len();
     let ok = |i: usize| valid.is_none_or(|v| v[i]);
@@ -483,7 +491,9 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
         // Arrow dictionary columns: pylance expects a dictionary layout with
         // indices at the declared key width.
         let (items, width): (Vec<Option<&[u8]>>, Option<usize>) = match values {
-            Values::Variable { offsets, data } => ((0..n).map(|i| ok(i).then(|| &data[offsets[i] as usize..offsets[i + 1] as usize])).collect(), None),
+            Values::Variable { offsets, data } => {
+                ((0..n).map(|i| ok(i).then(|| &data[offsets[i] as usize..offsets[i + 1] as usize])).collect(), None)
+            }
             Values::Fixed { bytes, data } => ((0..n).map(|i| ok(i).then(|| &data[i * bytes..(i + 1) * bytes])).collect(), Some(*bytes)),
             _ => (vec![], None),
         };
@@ -510,7 +520,10 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             let bytes = *bytes;
             if let Some(bits) = packed {
                 let per = flat_chunk_values(bytes, max_values.min(4096));
-                let e = enc(Enc::PackedStruct(Box::new(pb::PackedStruct { bits_per_value: bits.to_vec(), values: Some(Box::new(flat(8 * bytes as u64))) })));
+                let e = enc(Enc::PackedStruct(Box::new(pb::PackedStruct {
+                    bits_per_value: bits.to_vec(),
+                    values: Some(Box::new(flat(8 * bytes as u64))),
+                })));
                 return Ok(Chunked { encoding: e, num_buffers: 1, chunks: cut_fixed(data, bytes, per), dictionary: None });
             }
             let per = flat_chunk_values(bytes, max_values.min(4096));
@@ -566,7 +579,12 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             }
             let c = match best.1 {
                 0 => plain(),
-                1 => Chunked { encoding: inline_bitpacking(8 * bytes as u64), num_buffers: 1, chunks: bitpack_chunks(data, bytes, max_values), dictionary: None },
+                1 => Chunked {
+                    encoding: inline_bitpacking(8 * bytes as u64),
+                    num_buffers: 1,
+                    chunks: bitpack_chunks(data, bytes, max_values),
+                    dictionary: None,
+                },
                 2 => {
                     let e = enc(Enc::Rle(Box::new(pb::Rle { values: Some(Box::new(flat(8 * bytes as u64))), run_lengths: Some(Box::new(flat(8))) })));
                     return Ok(Chunked { encoding: e, num_buffers: 2, chunks: rle_chunks(data, bytes, max_values.min(4096)), dictionary: None });
@@ -584,7 +602,12 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
         Values::Variable { offsets, data } => {
             let item = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
             let ow: usize = if wide { 8 } else { 4 };
-            let plain = || Chunked { encoding: variable(8 * ow as u64), num_buffers: 1, chunks: variable_chunks(offsets, data, wide, max_values.min(4096)), dictionary: None };
+            let plain = || Chunked {
+                encoding: variable(8 * ow as u64),
+                num_buffers: 1,
+                chunks: variable_chunks(offsets, data, wide, max_values.min(4096)),
+                dictionary: None,
+            };
             if none {
                 return Ok(plain());
             }
@@ -637,7 +660,13 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
             let dim: usize = dims.iter().product();
             let row = dim * item_bytes;
             let per = flat_chunk_values(row.max(1), max_values.min(4096));
-            let cums: Vec<usize> = dims.iter().scan(1, |c, d| { *c *= d; Some(*c) }).collect();
+            let cums: Vec<usize> = dims
+                .iter()
+                .scan(1, |c, d| {
+                    *c *= d;
+                    Some(*c)
+                })
+                .collect();
             let chunks = items
                 .chunks((per * row).max(1))
                 .enumerate()
@@ -656,7 +685,11 @@ pub fn choose(values: &Values, valid: Option<&[bool]>, wide: bool, packed: Optio
                 .collect();
             let mut e = flat(8 * *item_bytes as u64);
             for (d, v) in dims.iter().zip(valid).rev() {
-                e = enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList { items_per_value: *d as u64, has_validity: v.is_some(), values: Some(Box::new(e)) })));
+                e = enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList {
+                    items_per_value: *d as u64,
+                    has_validity: v.is_some(),
+                    values: Some(Box::new(e)),
+                })));
             }
             let num_buffers = 1 + valid.iter().filter(|v| v.is_some()).count();
             Chunked { encoding: e, num_buffers, chunks, dictionary: None }
@@ -713,7 +746,8 @@ mod size_tests {
                         offsets.push(offsets.last().unwrap() + len);
                     }
                     let data = vec![b'x'; *offsets.last().unwrap() as usize];
-                    let built = Chunked { encoding: variable(32), num_buffers: 1, chunks: variable_chunks(&offsets, &data, wide, max), dictionary: None };
+                    let built =
+                        Chunked { encoding: variable(32), num_buffers: 1, chunks: variable_chunks(&offsets, &data, wide, max), dictionary: None };
                     assert_eq!(variable_chunks_size(&offsets, wide, max), built.size(), "n {n} wide {wide} max {max}");
                 }
             }

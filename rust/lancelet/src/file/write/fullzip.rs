@@ -102,7 +102,10 @@ pub fn encode(
                 let (co, cd) = fsst::compress_split(&table, offsets, data)?;
                 if cd.len() + fsst::SYMBOL_TABLE_SIZE < data.len() || opts.compression.as_deref() == Some("fsst") {
                     let enc: Vec<Vec<u8>> = (0..n).map(|i| cd[co[i] as usize..co[i + 1] as usize].to_vec()).collect();
-                    let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst { symbol_table: table.to_bytes(), values: Some(Box::new(choose::variable(ow as u64))) })));
+                    let e = choose::enc(Enc::Fsst(Box::new(pb::Fsst {
+                        symbol_table: table.to_bytes(),
+                        values: Some(Box::new(choose::variable(ow as u64))),
+                    })));
                     (enc, e, Details::BitsPerOffset(ow), true)
                 } else {
                     ((0..n).map(|i| item(i).to_vec()).collect(), choose::variable(ow as u64), Details::BitsPerOffset(ow), true)
@@ -120,7 +123,13 @@ pub fn encode(
             // bytes), then the items.
             let dim: usize = dims.iter().product();
             let row = dim * item_bytes;
-            let cums: Vec<usize> = dims.iter().scan(1, |c, d| { *c *= d; Some(*c) }).collect();
+            let cums: Vec<usize> = dims
+                .iter()
+                .scan(1, |c, d| {
+                    *c *= d;
+                    Some(*c)
+                })
+                .collect();
             let vbytes: usize = valid.iter().zip(&cums).filter(|(v, _)| v.is_some()).map(|(_, c)| c.div_ceil(8)).sum();
             let enc = (0..if contiguous { 0 } else { n })
                 .map(|i| {
@@ -136,7 +145,11 @@ pub fn encode(
                 .collect();
             let mut e = flat(8 * *item_bytes as u64);
             for (d, v) in dims.iter().zip(valid).rev() {
-                e = choose::enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList { items_per_value: *d as u64, has_validity: v.is_some(), values: Some(Box::new(e)) })));
+                e = choose::enc(Enc::FixedSizeList(Box::new(pb::FixedSizeList {
+                    items_per_value: *d as u64,
+                    has_validity: v.is_some(),
+                    values: Some(Box::new(e)),
+                })));
             }
             (enc, e, Details::BitsPerValue(8 * (row + vbytes) as u32), false)
         }

@@ -45,7 +45,10 @@ fn bit_width(x: u16) -> u32 {
 
 /// `OutOfLineBitpacking{16 → w}`.
 pub fn level_encoding(w: u32) -> pb::CompressiveEncoding {
-    choose::enc(Enc::OutOfLineBitpacking(Box::new(pb::OutOfLineBitpacking { uncompressed_bits_per_value: 16, values: Some(Box::new(flat(w as u64))) })))
+    choose::enc(Enc::OutOfLineBitpacking(Box::new(pb::OutOfLineBitpacking {
+        uncompressed_bits_per_value: 16,
+        values: Some(Box::new(flat(w as u64))),
+    })))
 }
 
 /// Pack levels at width `w`.
@@ -111,9 +114,8 @@ pub fn encode(
     let mut meta = Vec::with_capacity(chunked.chunks.len() * 4);
     // Reserved up front: grown by doubling, the chunks were copied twice more.
     let level_bytes = 2 * (levels.rep.is_some() as usize + levels.def.is_some() as usize) * total_entries;
-    let mut data = Vec::with_capacity(
-        chunked.chunks.iter().map(|c| 16 + c.bufs.iter().map(|b| b.len() + 12).sum::<usize>()).sum::<usize>() + level_bytes,
-    );
+    let mut data =
+        Vec::with_capacity(chunked.chunks.iter().map(|c| 16 + c.bufs.iter().map(|b| b.len() + 12).sum::<usize>()).sum::<usize>() + level_bytes);
     let mut rep_index: Vec<u64> = Vec::new();
     let last = chunked.chunks.len().saturating_sub(1);
     for (ci, (chunk, &(ls, le))) in chunked.chunks.iter().zip(&ranges).enumerate() {
@@ -136,7 +138,8 @@ pub fn encode(
             if large_chunks {
                 data.extend_from_slice(&(b.len() as u32).to_le_bytes());
             } else {
-                let len = u16::try_from(b.len()).map_err(|_| Error::invalid_input("a 2.1 mini-block value buffer exceeds 64 KiB; use full-zip or 2.2"))?;
+                let len =
+                    u16::try_from(b.len()).map_err(|_| Error::invalid_input("a 2.1 mini-block value buffer exceeds 64 KiB; use full-zip or 2.2"))?;
                 data.extend_from_slice(&len.to_le_bytes());
             }
         }
@@ -164,11 +167,7 @@ pub fn encode(
             let reps = &r[ls..le];
             let max_rep = levels.max_rep;
             let mut rows = reps.iter().skip(1).filter(|&&v| v == max_rep).count() as u64;
-            let leftovers = if ci < last {
-                reps.iter().rev().position(|&v| v == max_rep).map(|p| p + 1).unwrap_or(reps.len()) as u64
-            } else {
-                0
-            };
+            let leftovers = if ci < last { reps.iter().rev().position(|&v| v == max_rep).map(|p| p + 1).unwrap_or(reps.len()) as u64 } else { 0 };
             if ci != 0 && reps.first() == Some(&max_rep) {
                 let n = rep_index.len();
                 if rep_index[n - 1] != 0 {

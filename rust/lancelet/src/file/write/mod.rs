@@ -25,9 +25,9 @@ pub mod v2_0;
 pub mod vectors;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod poison_tests;
+#[cfg(test)]
+mod tests;
 
 use arrow_array::ArrayRef;
 use arrow_schema::Field;
@@ -415,7 +415,13 @@ impl LeafEncoder {
             return Ok(EncodedPage { buffers: vec![], encoding: prost_types::Any::default(), num_rows, first_row, blob: Some(deferred) });
         }
         let (buffers, layout) = self.encode_page(piece)?;
-        Ok(EncodedPage { buffers: buffers.into_iter().map(Bytes::from).collect(), encoding: page_layout_any(&layout), num_rows, first_row, blob: None })
+        Ok(EncodedPage {
+            buffers: buffers.into_iter().map(Bytes::from).collect(),
+            encoding: page_layout_any(&layout),
+            num_rows,
+            first_row,
+            blob: None,
+        })
     }
 
     fn encode_page(&self, piece: Piece) -> Result<(Vec<Vec<u8>>, pb::PageLayout)> {
@@ -427,11 +433,7 @@ impl LeafEncoder {
             None => !values.is_empty(),
         };
         if matches!(values, Values::Null(_)) || !any_valid {
-            return Ok(if self.traits.constant_pages {
-                constant::constant_v22(&levels, None, self.wide)
-            } else {
-                constant::all_null_v21(&levels)
-            });
+            return Ok(if self.traits.constant_pages { constant::constant_v22(&levels, None, self.wide) } else { constant::all_null_v21(&levels) });
         }
         // pylance 14 aborts on some constant pages that carry levels (a
         // repeated value under a struct with nulls), so a repeated value

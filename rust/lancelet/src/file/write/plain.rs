@@ -282,8 +282,7 @@ mod tests {
         assert_eq!(plain_kind(&Field::new("x", DataType::Boolean, false)), None);
         let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
         assert_eq!(plain_kind(&Field::new("x", dict, false)), None);
-        let blob = Field::new("x", DataType::LargeBinary, true)
-            .with_metadata([("lance-encoding:blob".to_string(), "true".to_string())]);
+        let blob = Field::new("x", DataType::LargeBinary, true).with_metadata([("lance-encoding:blob".to_string(), "true".to_string())]);
         assert_eq!(plain_kind(&blob), None);
     }
 

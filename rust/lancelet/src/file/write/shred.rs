@@ -342,9 +342,10 @@ fn descend(
                     c.data_type()
                 )));
             }
-            let dim = usize::try_from(*dim).ok().filter(|d| *d > 0).ok_or_else(|| {
-                Error::invalid_input(format!("fixed-size list {:?}: size {dim} is not supported", field.name()))
-            })?;
+            let dim = usize::try_from(*dim)
+                .ok()
+                .filter(|d| *d > 0)
+                .ok_or_else(|| Error::invalid_input(format!("fixed-size list {:?}: size {dim} is not supported", field.name())))?;
             let nulls = l.logical_nulls();
             let child_len = l.values().len();
             // Every slot becomes `dim` level entries (a null list or row
@@ -499,11 +500,9 @@ fn var_all<O: OffsetSizeTrait>(data: &arrow_data::ArrayData) -> Option<Values> {
 fn plain_leaf(array: &ArrayRef) -> Result<ArrayRef> {
     if let DataType::Dictionary(_, _) = array.data_type() {
         let dict = arrow_array::cast::AsArray::as_any_dictionary(array.as_ref());
-        let keys = arrow_array::cast::AsArray::as_primitive_opt::<arrow_array::types::UInt32Type>(
-            &arrow_cast_keys(dict.keys())?,
-        )
-        .cloned()
-        .ok_or_else(|| Error::invalid_input("dictionary keys"))?;
+        let keys = arrow_array::cast::AsArray::as_primitive_opt::<arrow_array::types::UInt32Type>(&arrow_cast_keys(dict.keys())?)
+            .cloned()
+            .ok_or_else(|| Error::invalid_input("dictionary keys"))?;
         let n_values = dict.values().len();
         if keys.iter().flatten().any(|k| k as usize >= n_values) {
             return Err(Error::invalid_input("dictionary key out of range of the dictionary values"));
@@ -712,9 +711,10 @@ fn gather_fsl(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Resul
     loop {
         let DataType::FixedSizeList(item, dim) = cur.data_type().clone() else { break };
         let l = cur.as_any().downcast_ref::<FixedSizeListArray>().ok_or_else(|| Error::invalid_input("expected a fixed-size list array"))?;
-        let dim = usize::try_from(dim).ok().filter(|d| *d > 0).ok_or_else(|| {
-            Error::invalid_input(format!("fixed-size list {:?}: size {dim} is not supported", field.name()))
-        })?;
+        let dim = usize::try_from(dim)
+            .ok()
+            .filter(|d| *d > 0)
+            .ok_or_else(|| Error::invalid_input(format!("fixed-size list {:?}: size {dim} is not supported", field.name())))?;
         let child = l.values().clone();
         let is_fsl = matches!(item.data_type(), DataType::FixedSizeList(_, _));
         if !is_fsl && fixed_bytes(item.data_type()).is_none() {
@@ -754,7 +754,8 @@ fn gather_fsl(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Resul
     let mut items = vec![0u8; picks.len() * item_bytes];
     for (k, p) in picks.iter().enumerate() {
         if let Some(j) = p {
-            let src = buf.get((coff + j) * item_bytes..(coff + j + 1) * item_bytes).ok_or_else(|| internal("fixed-size list item out of its buffer"))?;
+            let src =
+                buf.get((coff + j) * item_bytes..(coff + j + 1) * item_bytes).ok_or_else(|| internal("fixed-size list item out of its buffer"))?;
             items[k * item_bytes..(k + 1) * item_bytes].copy_from_slice(src);
         }
     }
@@ -949,9 +950,15 @@ mod top_leaf_tests {
             (Field::new("s_all", DataType::Utf8, false), Arc::new(StringArray::from((0..n).map(|i| "w".repeat(i % 5)).collect::<Vec<_>>()))),
             (Field::new("ls", DataType::LargeUtf8, true), Arc::new(LargeStringArray::from(strs.clone()))),
             (Field::new("lb", DataType::LargeBinary, false), Arc::new(LargeBinaryArray::from_iter_values((0..n).map(|i| vec![i as u8; i % 4])))),
-            (Field::new("b", DataType::Boolean, true), Arc::new(BooleanArray::from((0..n).map(|i| valid[i].then_some(i % 3 == 0)).collect::<Vec<_>>()))),
+            (
+                Field::new("b", DataType::Boolean, true),
+                Arc::new(BooleanArray::from((0..n).map(|i| valid[i].then_some(i % 3 == 0)).collect::<Vec<_>>())),
+            ),
             (Field::new("null", DataType::Null, true), Arc::new(NullArray::new(n))),
-            (Field::new("fsb", DataType::FixedSizeBinary(2), true), Arc::new(FixedSizeBinaryArray::try_from_sparse_iter_with_size((0..n).map(|i| valid[i].then(|| [i as u8, 1])), 2).unwrap())),
+            (
+                Field::new("fsb", DataType::FixedSizeBinary(2), true),
+                Arc::new(FixedSizeBinaryArray::try_from_sparse_iter_with_size((0..n).map(|i| valid[i].then(|| [i as u8, 1])), 2).unwrap()),
+            ),
             (
                 Field::new("vec", DataType::FixedSizeList(item.clone(), 3), true),
                 Arc::new(FixedSizeListArray::new(item.clone(), 3, Arc::new(fsl_items.clone()), None)),
@@ -968,7 +975,10 @@ mod top_leaf_tests {
                 Field::new("packed", DataType::Struct(struct_fields.clone()), true).with_metadata(packed_md),
                 Arc::new(StructArray::new(
                     struct_fields,
-                    vec![Arc::new(Int32Array::from((0..n as i32).collect::<Vec<_>>())), Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>()))],
+                    vec![
+                        Arc::new(Int32Array::from((0..n as i32).collect::<Vec<_>>())),
+                        Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>())),
+                    ],
                     Some(valid.clone().into()),
                 )),
             ),

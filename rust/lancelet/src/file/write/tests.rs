@@ -58,7 +58,12 @@ fn sample(rng: &mut StdRng, n: usize, maps: bool, struct_nulls: bool) -> RecordB
         nulls(rng, n, 0.1),
     ));
     let wide_item = Arc::new(Field::new("item", DataType::Float32, true));
-    let wide: ArrayRef = Arc::new(FixedSizeListArray::new(wide_item.clone(), 80, Arc::new(Float32Array::from_iter_values((0..80 * n).map(|i| i as f32))), nulls(rng, n, 0.2)));
+    let wide: ArrayRef = Arc::new(FixedSizeListArray::new(
+        wide_item.clone(),
+        80,
+        Arc::new(Float32Array::from_iter_values((0..80 * n).map(|i| i as f32))),
+        nulls(rng, n, 0.2),
+    ));
     // list<int32> with nulls, empties and null items.
     let mut offs = vec![0i32];
     for _ in 0..n {
@@ -90,7 +95,11 @@ fn sample(rng: &mut StdRng, n: usize, maps: bool, struct_nulls: bool) -> RecordB
         loffs.push(loffs.last().unwrap() + rng.random_range(0..3));
     }
     let lt = *loffs.last().unwrap() as usize;
-    let items = StructArray::new(ef.clone(), vec![Arc::new(Int64Array::from_iter_values(0..lt as i64))], if struct_nulls { nulls(rng, lt, 0.1) } else { None });
+    let items = StructArray::new(
+        ef.clone(),
+        vec![Arc::new(Int64Array::from_iter_values(0..lt as i64))],
+        if struct_nulls { nulls(rng, lt, 0.1) } else { None },
+    );
     let litem = Arc::new(Field::new("item", DataType::Struct(ef.clone()), true));
     let lls: ArrayRef = Arc::new(LargeListArray::new(litem.clone(), OffsetBuffer::new(loffs.into()), Arc::new(items), None));
     let dict: ArrayRef = Arc::new((0..n).map(|i| ["a", "bb", "ccc"][i % 3]).collect::<DictionaryArray<arrow_array::types::Int32Type>>());
@@ -230,7 +239,8 @@ fn v2_0_writes() {
 fn levels_of_list_of_nullable_struct() {
     // [[{a:1}, null], null, [], [{a: null}]]
     let ef = Fields::from(vec![Field::new("a", DataType::Int32, true)]);
-    let items = StructArray::new(ef.clone(), vec![Arc::new(Int32Array::from(vec![Some(1), Some(9), None]))], Some(NullBuffer::from(vec![true, false, true])));
+    let items =
+        StructArray::new(ef.clone(), vec![Arc::new(Int32Array::from(vec![Some(1), Some(9), None]))], Some(NullBuffer::from(vec![true, false, true])));
     let item = Arc::new(Field::new("item", DataType::Struct(ef), true));
     let f = Field::new("l", DataType::List(item.clone()), true);
     let l: ArrayRef = Arc::new(ListArray::new(
@@ -304,7 +314,12 @@ fn nested_batch(rng: &mut StdRng, n: usize, p: f64) -> RecordBatch {
     }
     let total = *offs.last().unwrap() as usize;
     let li = Arc::new(Field::new("item", DataType::Int16, true));
-    let l: ArrayRef = Arc::new(ListArray::new(li.clone(), OffsetBuffer::new(offs.into()), Arc::new(Int16Array::new((0..total as i16).collect(), nb(rng, total))), nb(rng, n)));
+    let l: ArrayRef = Arc::new(ListArray::new(
+        li.clone(),
+        OffsetBuffer::new(offs.into()),
+        Arc::new(Int16Array::new((0..total as i16).collect(), nb(rng, total))),
+        nb(rng, n),
+    ));
     let top_f = Fields::from(vec![
         Field::new("inner", DataType::Struct(inner_f), true),
         Field::new("f", DataType::Float64, true),
@@ -582,7 +597,11 @@ fn packed_struct_v2_0() {
 fn v2_0_all_null_list_of_struct_keeps_empty_item_pages() {
     let sf = Fields::from(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Utf8, true)]);
     let item = Arc::new(Field::new("item", DataType::Struct(sf.clone()), true));
-    let empty: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![Arc::new(Int32Array::from(Vec::<i32>::new())), Arc::new(StringArray::from(Vec::<&str>::new()))], None));
+    let empty: ArrayRef = Arc::new(StructArray::new(
+        sf.clone(),
+        vec![Arc::new(Int32Array::from(Vec::<i32>::new())), Arc::new(StringArray::from(Vec::<&str>::new()))],
+        None,
+    ));
     let l: ArrayRef = Arc::new(ListArray::new(item.clone(), OffsetBuffer::new(vec![0i32; 6].into()), empty, Some(NullBuffer::new_null(5))));
     let schema = Arc::new(Schema::new(vec![Field::new("l", DataType::List(item), true)]));
     let b = RecordBatch::try_new(schema, vec![l]).unwrap();
@@ -592,7 +611,9 @@ fn v2_0_all_null_list_of_struct_keeps_empty_item_pages() {
     let got = r.read_range(&r.projection(None).unwrap(), 0..5).unwrap();
     assert_same(&got, &b).unwrap();
     // An item column without values still gets one page of 0 rows.
-    for (dt, kind) in [(DataType::Int32, super::v2_0::Kind::Leaf), (DataType::Utf8, super::v2_0::Kind::Leaf), (DataType::Struct(sf), super::v2_0::Kind::Struct)] {
+    for (dt, kind) in
+        [(DataType::Int32, super::v2_0::Kind::Leaf), (DataType::Utf8, super::v2_0::Kind::Leaf), (DataType::Struct(sf), super::v2_0::Kind::Struct)]
+    {
         let f = Field::new("x", dt.clone(), true);
         let mut c = super::v2_0::ColumnEncoder20::new(f, kind);
         c.push(arrow_array::new_empty_array(&dt)).unwrap();
@@ -606,7 +627,13 @@ fn v2_0_all_null_list_of_struct_keeps_empty_item_pages() {
 fn blob_columns_v2_1_v2_2() {
     let md = std::collections::HashMap::from([("lance-encoding:blob".to_string(), "true".to_string())]);
     let n = 200;
-    let vals: Vec<Option<Vec<u8>>> = (0..n).map(|i| match i % 4 { 0 => None, 1 => Some(vec![]), _ => Some(vec![i as u8; 1 + i * 37 % 5000]) }).collect();
+    let vals: Vec<Option<Vec<u8>>> = (0..n)
+        .map(|i| match i % 4 {
+            0 => None,
+            1 => Some(vec![]),
+            _ => Some(vec![i as u8; 1 + i * 37 % 5000]),
+        })
+        .collect();
     let a: ArrayRef = Arc::new(LargeBinaryArray::from_iter(vals.iter().map(|v| v.as_deref())));
     let schema = Arc::new(Schema::new(vec![Field::new("b", DataType::LargeBinary, true).with_metadata(md.clone())]));
     let b = RecordBatch::try_new(schema.clone(), vec![a]).unwrap();
@@ -660,10 +687,7 @@ fn page_cuts_follow_pylance() {
     let vals = Float32Array::from((0..n * 128).map(|i| (i % 9973) as f32 * 0.5).collect::<Vec<_>>());
     let item = Arc::new(Field::new("item", DataType::Float32, true));
     let vec: ArrayRef = Arc::new(FixedSizeListArray::new(item.clone(), 128, Arc::new(vals), None));
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, true),
-        Field::new("vec", DataType::FixedSizeList(item, 128), true),
-    ]));
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true), Field::new("vec", DataType::FixedSizeList(item, 128), true)]));
     let batch = RecordBatch::try_new(schema, vec![ids, vec]).unwrap();
     let p = path("page-cuts.lance");
     // 160 KB of ids and 10 MB of vectors, with 1 MiB pages: the vectors

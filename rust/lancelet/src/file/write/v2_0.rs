@@ -188,7 +188,8 @@ fn fsl(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncoding> {
     let w = if nested {
         0
     } else {
-        crate::file::write::shred::fixed_bytes(item.data_type()).ok_or_else(|| Error::invalid_input(format!("2.0 fixed-size list of {}", item.data_type())))?
+        crate::file::write::shred::fixed_bytes(item.data_type())
+            .ok_or_else(|| Error::invalid_input(format!("2.0 fixed-size list of {}", item.data_type())))?
     };
     let mut err = None;
     let enc = nullable_wrap(a.as_ref(), bufs, |bufs| {
@@ -340,7 +341,11 @@ fn packed_struct(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> Result<pb::ArrayEncod
     let mut cols = Vec::with_capacity(s.num_columns());
     for (f, c) in s.fields().iter().zip(s.columns()) {
         let (e, w) = packed_child(f.data_type()).ok_or_else(|| {
-            Error::unsupported(format!("packed struct child {:?} of type {} in a 2.0 file (pylance packs fixed-width types only)", f.name(), f.data_type()))
+            Error::unsupported(format!(
+                "packed struct child {:?} of type {} in a 2.0 file (pylance packs fixed-width types only)",
+                f.name(),
+                f.data_type()
+            ))
         })?;
         if any_nulls(c.as_ref()) {
             return Err(Error::invalid_input(format!(
@@ -372,7 +377,11 @@ fn empty_leaf(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> pb::ArrayEncoding {
         let i = bufs.len() as u32;
         bufs.push(vec![]);
         bufs.push(vec![]);
-        ae(AE::Binary(Box::new(pb::Binary { indices: Some(Box::new(no_nulls(flat(64, i)))), bytes: Some(Box::new(flat(8, i + 1))), null_adjustment: 0 })))
+        ae(AE::Binary(Box::new(pb::Binary {
+            indices: Some(Box::new(no_nulls(flat(64, i)))),
+            bytes: Some(Box::new(flat(8, i + 1))),
+            null_adjustment: 0,
+        })))
     };
     match a.data_type() {
         DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary => binary0(bufs),
@@ -493,7 +502,11 @@ fn binary<O: OffsetSizeTrait>(a: &ArrayRef, bufs: &mut Vec<Vec<u8>>) -> pb::Arra
     let i = bufs.len() as u32;
     bufs.push(idx);
     bufs.push(data);
-    ae(AE::Binary(Box::new(pb::Binary { indices: Some(Box::new(no_nulls(flat(64, i)))), bytes: Some(Box::new(flat(8, i + 1))), null_adjustment: adj })))
+    ae(AE::Binary(Box::new(pb::Binary {
+        indices: Some(Box::new(no_nulls(flat(64, i)))),
+        bytes: Some(Box::new(flat(8, i + 1))),
+        null_adjustment: adj,
+    })))
 }
 
 fn list_page<O: OffsetSizeTrait>(a: &ArrayRef) -> (Vec<Vec<u8>>, pb::ArrayEncoding) {
@@ -547,7 +560,16 @@ pub struct ColumnEncoder20 {
 impl ColumnEncoder20 {
     /// A new encoder.
     pub fn new(field: Field, kind: Kind) -> Self {
-        ColumnEncoder20 { field, kind, pending: vec![], pending_bytes: 0, saw_input: false, next_row: 0, pages: vec![], page_bytes: super::PAGE_BYTES }
+        ColumnEncoder20 {
+            field,
+            kind,
+            pending: vec![],
+            pending_bytes: 0,
+            saw_input: false,
+            next_row: 0,
+            pages: vec![],
+            page_bytes: super::PAGE_BYTES,
+        }
     }
     /// Buffer an array; flush when enough data is buffered.
     pub fn push(&mut self, a: ArrayRef) -> Result<()> {

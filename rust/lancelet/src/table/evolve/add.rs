@@ -13,8 +13,8 @@ use super::{max_field_id, merge_new_fields};
 use crate::error::{Error, Result};
 use crate::expr::SqlValue;
 use crate::file::schema::LanceField;
-use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
+use crate::table::hooks::FailHook;
 use crate::table::ops::Progress;
 use crate::table::scan::{ROW_ADDR, ROW_ID};
 use crate::table::write::dataset_file_version;
@@ -62,14 +62,7 @@ pub fn plan_function(ds: &Dataset, output: &Schema, read_columns: Option<&[Strin
     let (read_fields, with_row_id, with_row_address) = read_plan(ds, read_columns)?;
     let version = dataset_file_version(ds.manifest())?;
     let new = merge_new_fields(ds.lance_schema(), output, max_field_id(ds.manifest()), version)?;
-    Ok(ColumnsPlan {
-        new,
-        output: Arc::new(output.clone()),
-        read_fields,
-        with_row_id,
-        with_row_address,
-        batch_size: batch_size(batch)?,
-    })
+    Ok(ColumnsPlan { new, output: Arc::new(output.clone()), read_fields, with_row_id, with_row_address, batch_size: batch_size(batch)? })
 }
 
 /// Add the columns `output` computed by `f` (called in scan order with the
@@ -195,7 +188,8 @@ pub fn add_columns_from_stream(
     let total: u64 = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()?;
     let mut taker = Taker { it: batches, pending: None, schema: schema.clone(), taken: 0, total };
     let mut f = |input: RecordBatch| taker.take(input.num_rows());
-    let files = write_columns(ds, &plan, Transform::Sequential(&mut f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
+    let files =
+        write_columns(ds, &plan, Transform::Sequential(&mut f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
     match taker.exhausted() {
         Ok(true) => {}
         Ok(false) => {

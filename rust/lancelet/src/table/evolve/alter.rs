@@ -22,8 +22,8 @@ use super::{field_at, field_at_mut, find_path, max_field_id, preserves_nullabili
 use crate::error::{Error, Result};
 use crate::file::schema::{LanceField, LanceSchema};
 use crate::proto::table as pb;
-use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
+use crate::table::hooks::FailHook;
 use crate::table::scan::{ScanOptions, Scanner};
 
 use pb::transaction::Operation;
@@ -229,7 +229,8 @@ pub fn alter_columns(ds: &Arc<Dataset>, alterations: &[Alteration], hook: Option
 
 /// Write the cast columns as new files and commit the `Merge`.
 fn cast_columns(ds: &Arc<Dataset>, merged: LanceSchema, casts: Vec<(LanceField, Vec<usize>, i32)>, hook: Option<FailHook>) -> Result<Dataset> {
-    let new_ids: Vec<i32> = casts.iter().flat_map(|(_, at, _)| field_at(&merged, at).preorder().into_iter().map(|f| f.id).collect::<Vec<_>>()).collect();
+    let new_ids: Vec<i32> =
+        casts.iter().flat_map(|(_, at, _)| field_at(&merged, at).preorder().into_iter().map(|f| f.id).collect::<Vec<_>>()).collect();
     let keep: HashSet<i32> = casts.iter().map(|(_, _, id)| *id).collect();
     let written = LanceSchema { fields: merged.fields.iter().filter_map(|f| super::restrict(f, &keep)).collect(), metadata: Default::default() };
     // The transform reads the top-level columns holding the cast fields.

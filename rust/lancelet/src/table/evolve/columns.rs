@@ -26,13 +26,13 @@ use crate::error::{Error, Result};
 use crate::file::schema::LanceField;
 use crate::file::{FileVersion, FileWriter};
 use crate::io::Storage;
-use crate::table::scan::split as chunks;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
-use crate::table::hooks::{step, FailHook};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::fragment::TOMBSTONE;
+use crate::table::hooks::{step, FailHook};
 use crate::table::ops::{report, Progress};
+use crate::table::scan::split as chunks;
 use crate::table::scan::{ROW_ADDR, ROW_ID};
 use crate::table::transaction::{new_data_file_name, new_transaction};
 use crate::table::write::{column_field_ids, dataset_file_version};
@@ -196,11 +196,8 @@ impl FragmentColumns {
             }
             idx.push(j as u32);
         }
-        let batch = if idx.len() == values.num_rows() {
-            values.clone()
-        } else {
-            crate::table::fragment::take_batch(values, &UInt32Array::from(idx))?
-        };
+        let batch =
+            if idx.len() == values.num_rows() { values.clone() } else { crate::table::fragment::take_batch(values, &UInt32Array::from(idx))? };
         self.writer.as_mut().expect("open").write(&batch)?;
         self.written = last + 1;
         self.last = Some(values.slice(values.num_rows() - 1, 1));
@@ -321,7 +318,13 @@ pub(crate) fn remove_files(root: &Storage, files: &[pb::DataFile]) {
 /// order; on failure every file written is removed. `progress` hears
 /// `("add_columns", fragments done, total)`; an error it returns stops the
 /// operation like any other failure.
-pub fn write_columns(ds: &Dataset, plan: &ColumnsPlan, transform: Transform<'_>, opts: &WriteOptions, progress: &Option<Progress>) -> Result<Vec<pb::DataFile>> {
+pub fn write_columns(
+    ds: &Dataset,
+    plan: &ColumnsPlan,
+    transform: Transform<'_>,
+    opts: &WriteOptions,
+    progress: &Option<Progress>,
+) -> Result<Vec<pb::DataFile>> {
     let n = ds.fragments().len();
     report(progress, STAGE, 0, n as u64)?;
     let done = std::sync::atomic::AtomicU64::new(0);
@@ -332,16 +335,16 @@ pub fn write_columns(ds: &Dataset, plan: &ColumnsPlan, transform: Transform<'_>,
     let results: Vec<Result<pb::DataFile>> = match transform {
         Transform::Parallel(f) => crate::process::install(|| {
             (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let d = write_one(ds, i, plan, opts, &mut |b| f(b))?;
-                if let Err(e) = tick() {
-                    remove_files(ds.root(), std::slice::from_ref(&d));
-                    return Err(e);
-                }
-                Ok(d)
-            })
-            .collect()
+                .into_par_iter()
+                .map(|i| {
+                    let d = write_one(ds, i, plan, opts, &mut |b| f(b))?;
+                    if let Err(e) = tick() {
+                        remove_files(ds.root(), std::slice::from_ref(&d));
+                        return Err(e);
+                    }
+                    Ok(d)
+                })
+                .collect()
         }),
         Transform::Sequential(f) => {
             let mut out = Vec::with_capacity(n);

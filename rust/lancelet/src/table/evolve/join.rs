@@ -18,13 +18,20 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use super::columns::{commit_merge, write_columns, ColumnsPlan, Transform, WriteOptions, DEFAULT_BATCH_SIZE};
 use super::{max_field_id, merge_new_fields};
 use crate::error::{Error, Result};
-use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
+use crate::table::hooks::FailHook;
 use crate::table::write::dataset_file_version;
 
 /// Left-join `right` (all its batches, schema `schema`) into `ds` on
 /// `ds.left_on == right.right_on`, adding every other right column.
-pub fn merge(ds: &Arc<Dataset>, schema: SchemaRef, right: Vec<RecordBatch>, left_on: &str, right_on: &str, hook: Option<FailHook>) -> Result<Dataset> {
+pub fn merge(
+    ds: &Arc<Dataset>,
+    schema: SchemaRef,
+    right: Vec<RecordBatch>,
+    left_on: &str,
+    right_on: &str,
+    hook: Option<FailHook>,
+) -> Result<Dataset> {
     let lance = ds.lance_schema();
     let left = lance
         .fields
@@ -74,13 +81,17 @@ pub fn merge(ds: &Arc<Dataset>, schema: SchemaRef, right: Vec<RecordBatch>, left
     };
     let lookup = |input: RecordBatch| -> Result<RecordBatch> {
         let idx: UInt32Array = key_bytes(input.column(0), left_on)?.into_iter().map(|k| table.get(&k).copied()).collect();
-        let cols = values.iter().map(|v| arrow_select::take::take(v.as_ref(), &idx, None)).collect::<std::result::Result<Vec<_>, _>>()
+        let cols = values
+            .iter()
+            .map(|v| arrow_select::take::take(v.as_ref(), &idx, None))
+            .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(Error::internal_arrow)?;
         RecordBatch::try_new_with_options(
             Arc::new(Schema::new(output.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>())),
             cols,
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(input.num_rows())),
-        ).map_err(Error::internal_arrow)
+        )
+        .map_err(Error::internal_arrow)
     };
     let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
     commit_merge(ds, &plan.new, files, hook)
@@ -115,6 +126,10 @@ fn key_bytes(a: &ArrayRef, name: &str) -> Result<Vec<Option<Box<[u8]>>>> {
             let bytes = &data.buffers()[0].as_slice()[data.offset() * width..];
             (0..n).map(|i| valid(i).then(|| Box::<[u8]>::from(&bytes[i * width..(i + 1) * width]))).collect()
         }
-        dt => return Err(Error::invalid_input(format!("cannot join on column {name:?} of type {dt} (keys must be numbers, strings, binaries, booleans or dates/times)"))),
+        dt => {
+            return Err(Error::invalid_input(format!(
+                "cannot join on column {name:?} of type {dt} (keys must be numbers, strings, binaries, booleans or dates/times)"
+            )))
+        }
     })
 }

@@ -50,7 +50,6 @@ use crate::file::schema::{LanceField, LanceSchema};
 use crate::file::FileVersion;
 use crate::proto::table as pb;
 
-
 /// The largest field id a manifest uses, in its schema or in any data
 /// file's field list (`-1` when none).
 pub fn max_field_id(m: &pb::Manifest) -> i32 {
@@ -62,8 +61,7 @@ pub fn max_field_id(m: &pb::Manifest) -> i32 {
 /// Whether `new` keeps every non-nullable field non-nullable only where
 /// the same field id already was (field 4 of Merge, 2 of Project).
 pub fn preserves_nullability(old: &LanceSchema, new: &LanceSchema) -> bool {
-    let was_required: HashSet<i32> =
-        old.fields.iter().flat_map(|f| f.preorder()).filter(|f| !f.arrow.is_nullable()).map(|f| f.id).collect();
+    let was_required: HashSet<i32> = old.fields.iter().flat_map(|f| f.preorder()).filter(|f| !f.arrow.is_nullable()).map(|f| f.id).collect();
     new.fields.iter().flat_map(|f| f.preorder()).all(|f| f.arrow.is_nullable() || was_required.contains(&f.id))
 }
 
@@ -167,9 +165,9 @@ fn merge_into(existing: &mut LanceField, incoming: &Field, path: &str, version: 
             Ok(())
         }
         (have, want) if same_type(&have, want) => Err(Error::invalid_input(format!("column {path:?} already exists in the dataset"))),
-        (have, want) => Err(Error::invalid_input(format!(
-            "column {path:?} already exists in the dataset with type {have} (the new column has type {want})"
-        ))),
+        (have, want) => {
+            Err(Error::invalid_input(format!("column {path:?} already exists in the dataset with type {have} (the new column has type {want})")))
+        }
     }
 }
 
@@ -229,7 +227,8 @@ pub fn merge_new_fields(schema: &LanceSchema, new: &Schema, max_id: i32, version
         if f.name().is_empty() {
             return Err(Error::invalid_input("a new column has an empty name"));
         }
-        crate::file::schema::logical_type(f.data_type()).map_err(|e| Error::invalid_input(format!("new column {:?}: {e}", f.name())).with_source(e))?;
+        crate::file::schema::logical_type(f.data_type())
+            .map_err(|e| Error::invalid_input(format!("new column {:?}: {e}", f.name())).with_source(e))?;
     }
     let mut merged = schema.clone();
     for f in new.fields() {
@@ -249,12 +248,8 @@ pub fn merge_new_fields(schema: &LanceSchema, new: &Schema, max_id: i32, version
     }
     let keep: HashSet<i32> = new_ids.iter().copied().collect();
     // The files hold the new fields in the order the caller gave them.
-    let written_fields = new
-        .fields()
-        .iter()
-        .filter_map(|nf| merged.fields.iter().find(|m| m.arrow.name() == nf.name()))
-        .filter_map(|m| restrict(m, &keep))
-        .collect();
+    let written_fields =
+        new.fields().iter().filter_map(|nf| merged.fields.iter().find(|m| m.arrow.name() == nf.name())).filter_map(|m| restrict(m, &keep)).collect();
     Ok(NewFields { merged, written: LanceSchema { fields: written_fields, metadata: Default::default() }, new_ids })
 }
 

@@ -63,9 +63,9 @@ impl ColumnsJob {
     /// fragment with its new file, encoded.
     pub fn write(&self, fragment_id: u64, f: SequentialFn<'_>) -> Result<Vec<u8>> {
         let (ds, plan) = self.open()?;
-        let i = ds.fragment_index(fragment_id).ok_or_else(|| {
-            Error::invalid_input(format!("fragment {fragment_id} is not in version {} of {}", self.read_version, self.uri))
-        })?;
+        let i = ds
+            .fragment_index(fragment_id)
+            .ok_or_else(|| Error::invalid_input(format!("fragment {fragment_id} is not in version {} of {}", self.read_version, self.uri)))?;
         let opts = WriteOptions { name_prefix: self.name_prefix.clone(), hook: None };
         let file = write_one(&ds, i, &plan, &opts, &mut |b| f(b))?;
         Ok(with_new_file(&ds.fragments()[i], file).encode_to_vec())

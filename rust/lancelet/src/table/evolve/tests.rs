@@ -14,13 +14,13 @@ use super::alter::{alter_columns, cast_allowed, drop_columns, Alteration};
 use super::join::merge;
 use super::*;
 use crate::error::Error;
-use pb::transaction::Operation;
-use crate::table::hooks::FailHook;
-use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::scan::{ScanOptions, Scanner};
 use crate::ids::random_u64;
+use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::FailHook;
 use crate::table::ops::{delete::delete, retry::RetryPolicy};
+use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{write_dataset, WriteParams};
+use pb::transaction::Operation;
 
 const VERSIONS: [FileVersion; 3] = [FileVersion::V2_0, FileVersion::V2_1, FileVersion::V2_2];
 
@@ -87,7 +87,12 @@ fn sql_columns_on_every_version() {
     for version in VERSIONS {
         for stable in [false, true] {
             let (uri, ds) = dataset(version, stable);
-            let out = add_columns_sql(&ds, &[("y".into(), "x * 2".into()), ("t".into(), "s".into())], &AddOptions { batch_size: Some(4), ..Default::default() }).unwrap();
+            let out = add_columns_sql(
+                &ds,
+                &[("y".into(), "x * 2".into()), ("t".into(), "s".into())],
+                &AddOptions { batch_size: Some(4), ..Default::default() },
+            )
+            .unwrap();
             let b = scan(&out, &["x", "y", "t", "s"]);
             let want: Vec<Option<i64>> = live_x().into_iter().map(|x| Some(x * 2)).collect();
             assert_eq!(i64s(b.column(1)), want, "{version} {stable}");
@@ -120,7 +125,11 @@ fn udf_reader_and_nulls() {
         assert_eq!(b.schema().field(0).name(), "x");
         assert_eq!(b.schema().field(1).name(), "_rowid");
         let x3 = arrow_arith::numeric::mul(b.column(0), &Int64Array::new_scalar(3)).unwrap();
-        Ok(RecordBatch::try_new(Arc::new(Schema::new(vec![Field::new("rid", DataType::UInt64, true), Field::new("x3", DataType::Int64, true)])), vec![b.column(1).clone(), x3]).unwrap())
+        Ok(RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("rid", DataType::UInt64, true), Field::new("x3", DataType::Int64, true)])),
+            vec![b.column(1).clone(), x3],
+        )
+        .unwrap())
     };
     let cols = vec!["x".to_string(), "_rowid".to_string()];
     let out = add_columns_with(&ds, &output, Some(&cols), &mut f, &AddOptions { batch_size: Some(5), ..Default::default() }).unwrap();
@@ -178,7 +187,10 @@ fn drop_rename_and_cast() {
         let Operation::Project(p) = op_of(&r) else { panic!() };
         assert!(!p.preserves_nullability);
         let b = scan(&r, &["xx", "st"]);
-        assert_eq!(b.schema().field(1).data_type(), &DataType::Struct(Fields::from(vec![Field::new("aa", DataType::Int64, false), Field::new("b", DataType::Int64, true)])));
+        assert_eq!(
+            b.schema().field(1).data_type(),
+            &DataType::Struct(Fields::from(vec![Field::new("aa", DataType::Int64, false), Field::new("b", DataType::Int64, true)]))
+        );
         // Casts: top level and nested; new ids, old files keep the old ones.
         let casts = [
             Alteration { path: "xx".into(), data_type: Some(DataType::Int32), ..Default::default() },
@@ -223,7 +235,8 @@ fn nulls_block_not_null_and_overflow_blocks_cast() {
     let e = alter_columns(&ds, &[Alteration { path: "s".into(), nullable: Some(false), ..Default::default() }], None).unwrap_err();
     assert!(e.to_string().contains("\"s\""), "{e}");
     let big = add_columns_sql(&ds, &[("big".into(), "x * 1000".into())], &AddOptions::default()).unwrap();
-    let e = alter_columns(&Arc::new(big), &[Alteration { path: "big".into(), data_type: Some(DataType::Int8), ..Default::default() }], None).unwrap_err();
+    let e =
+        alter_columns(&Arc::new(big), &[Alteration { path: "big".into(), data_type: Some(DataType::Int8), ..Default::default() }], None).unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
     assert!(cast_allowed(&DataType::Int64, &DataType::UInt8));
     assert!(!cast_allowed(&DataType::Float64, &DataType::Utf8));
@@ -237,17 +250,23 @@ fn merge_joins_on_a_key() {
     let sch = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("w", DataType::Utf8, true)]));
     let right = RecordBatch::try_new(
         sch.clone(),
-        vec![Arc::new(Int64Array::from(vec![Some(5), Some(0), Some(5), Some(99), None])), Arc::new(StringArray::from(vec!["five", "zero", "FIVE", "x", "null"]))],
+        vec![
+            Arc::new(Int64Array::from(vec![Some(5), Some(0), Some(5), Some(99), None])),
+            Arc::new(StringArray::from(vec!["five", "zero", "FIVE", "x", "null"])),
+        ],
     )
     .unwrap();
     let out = merge(&ds, sch.clone(), vec![right.clone()], "x", "k", None).unwrap();
     let b = scan(&out, &["x", "w"]);
     let w: Vec<Option<&str>> = b.column(1).as_string::<i32>().iter().collect();
-    let want: Vec<Option<&str>> = live_x().iter().map(|x| match x {
-        0 => Some("zero"),
-        5 => Some("FIVE"),
-        _ => None,
-    }).collect();
+    let want: Vec<Option<&str>> = live_x()
+        .iter()
+        .map(|x| match x {
+            0 => Some("zero"),
+            5 => Some("FIVE"),
+            _ => None,
+        })
+        .collect();
     assert_eq!(w, want);
     for (l, r, msg) in [("nope", "k", "nope"), ("x", "nope", "nope"), ("s", "k", "type")] {
         let e = merge(&ds, sch.clone(), vec![right.clone()], l, r, None).unwrap_err();

@@ -18,17 +18,17 @@ use bytes::Bytes;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
+use crate::ids::random_u64;
 use crate::proto::table as pb;
 use crate::table::commit::remove_files;
-use crate::table::hooks::{step, FailHook};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
+use crate::table::deletion::encode_deletions;
+use crate::table::hooks::{step, FailHook};
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
 use crate::table::scan::{RowFilter, ScanOptions, Scanner};
-use crate::ids::random_u64;
 use crate::table::transaction::new_transaction;
-use crate::table::deletion::encode_deletions;
 
 use pb::transaction::Operation;
 
@@ -111,7 +111,11 @@ pub fn delete_rows(
         let (updated, removed, written) = mark_deleted(ds, &rows, &hook)?;
         let txn = new_transaction(
             ds.version(),
-            Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
+            Operation::Delete(pb::transaction::Delete {
+                updated_fragments: updated,
+                deleted_fragment_ids: removed,
+                predicate: predicate.to_string(),
+            }),
         );
         Ok(Prepared { txn: Some(txn), affected: Some(rows), written, result: total })
     })

@@ -20,6 +20,7 @@ use arrow_array::{Array, ArrayRef, UInt64Array};
 
 use crate::error::{Error, Result};
 use crate::file::FileVersion;
+use crate::ids::new_uuid;
 use crate::index::meta::{new_metadata, IndexInfo, INDICES_DIR};
 use crate::index::{IndexKind, TrainingData};
 use crate::proto::table as pb;
@@ -27,7 +28,6 @@ use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::ops::{report, Progress};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
-use crate::ids::new_uuid;
 use crate::table::transaction::new_transaction;
 use crate::table::write::dataset_file_version;
 
@@ -86,7 +86,14 @@ fn training_data(ds: &Arc<Dataset>, column: &str, kind: IndexKind, progress: &Op
 /// uuid directory; returns the metadata (removing the directory on error,
 /// an error `progress` returns included: its last report, `("build", 1,
 /// 1)`, comes after the files are written).
-fn build_segment(ds: &Arc<Dataset>, column: &str, kind: IndexKind, name: &str, dataset_version: u64, progress: &Option<Progress>) -> Result<pb::IndexMetadata> {
+fn build_segment(
+    ds: &Arc<Dataset>,
+    column: &str,
+    kind: IndexKind,
+    name: &str,
+    dataset_version: u64,
+    progress: &Option<Progress>,
+) -> Result<pb::IndexMetadata> {
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
     let field_id = f.id;
@@ -120,7 +127,8 @@ fn remove_dir(dir: &crate::io::Storage) {
 
 /// Commit a `CreateIndex`; on failure remove the new indices' directories.
 fn commit_index_change(ds: &Dataset, new: Vec<pb::IndexMetadata>, removed: Vec<pb::IndexMetadata>) -> Result<Dataset> {
-    let dirs: Vec<String> = new.iter().map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default())).collect();
+    let dirs: Vec<String> =
+        new.iter().map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default())).collect();
     let txn = new_transaction(ds.version(), Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed }));
     match commit(ds.root(), &txn, &CommitOptions::default()) {
         Ok(v) => ds.checkout(VersionRef::Number(v)),
@@ -143,7 +151,14 @@ pub fn default_name(column: &str) -> String {
 /// `Dataset.create_scalar_index(column, index_type, name, replace)`;
 /// `progress` hears `("load_data", rows, total)` and `("build", 0|1, 1)`,
 /// all before the commit (an error it returns aborts the build).
-pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, name: Option<&str>, replace: bool, progress: &Option<Progress>) -> Result<Dataset> {
+pub fn create_scalar_index(
+    ds: &Arc<Dataset>,
+    column: &str,
+    index_type: &str,
+    name: Option<&str>,
+    replace: bool,
+    progress: &Option<Progress>,
+) -> Result<Dataset> {
     let kind = IndexKind::parse(index_type)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
@@ -156,7 +171,10 @@ pub fn create_scalar_index(ds: &Arc<Dataset>, column: &str, index_type: &str, na
     }
     let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
     if !existing.is_empty() && !replace {
-        return Err(Error::already_exists(format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri())));
+        return Err(Error::already_exists(format!(
+            "index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)",
+            ds.uri()
+        )));
     }
     let meta = build_segment(ds, column, kind, &name, ds.version(), progress)?;
     commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect())
@@ -261,12 +279,8 @@ pub fn list_indices(ds: &Dataset) -> Result<Vec<IndexListing>> {
     let usable = crate::table::indexed::DatasetIndices::load(ds)?;
     let mut out = Vec::new();
     for info in infos {
-        let coverage = usable
-            .indices
-            .iter()
-            .find(|u| u.info.uuid == info.uuid)
-            .map(|u| u.coverage.clone())
-            .unwrap_or_else(|| info.fragment_bitmap.clone());
+        let coverage =
+            usable.indices.iter().find(|u| u.info.uuid == info.uuid).map(|u| u.coverage.clone()).unwrap_or_else(|| info.fragment_bitmap.clone());
         let fields = info
             .pb
             .fields

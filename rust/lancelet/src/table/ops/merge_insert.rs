@@ -50,10 +50,10 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::expr::SqlFilter;
-use crate::table::hooks::FailHook;
+use crate::hashing::FxMap;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::hashing::FxMap;
+use crate::table::hooks::FailHook;
 use crate::table::ops::keys::{BatchKeys, WordMap};
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
 use crate::table::ops::rewrite::{prepare_update, MovedRows};
@@ -232,12 +232,7 @@ fn plan_condition(sql: &str, target: &Schema, source: &Schema) -> Result<Conditi
     let schema = Schema::new(fields);
     let filter = SqlFilter::new(sql, &schema).map_err(|e| {
         // A bare name both sides have is ambiguous: say so.
-        let ambiguous: Vec<&str> = target
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .filter(|n| in_both(n) && mentions(sql, n))
-            .collect();
+        let ambiguous: Vec<&str> = target.fields().iter().map(|f| f.name().as_str()).filter(|n| in_both(n) && mentions(sql, n)).collect();
         match (&e, ambiguous.is_empty()) {
             (Error::InvalidInput { .. }, false) => Error::invalid_input(format!(
                 "merge_insert condition `{sql}`: column {:?} is in both the source and the dataset; write source.{0} or target.{0}",
@@ -279,7 +274,14 @@ fn mentions(sql: &str, name: &str) -> bool {
 
 /// The evaluation batch of a condition for pairs (dataset row of `scan`,
 /// source row).
-fn condition_batch(c: &Condition, scan: &RecordBatch, t_idx: &UInt32Array, source: &RecordBatch, s_idx: &UInt32Array, target_schema: &Schema) -> Result<RecordBatch> {
+fn condition_batch(
+    c: &Condition,
+    scan: &RecordBatch,
+    t_idx: &UInt32Array,
+    source: &RecordBatch,
+    s_idx: &UInt32Array,
+    target_schema: &Schema,
+) -> Result<RecordBatch> {
     let side = |cols: &[String], batch: &RecordBatch, idx: &UInt32Array| -> Result<Vec<(Arc<Field>, ArrayRef)>> {
         cols.iter()
             .map(|name| {
@@ -311,7 +313,12 @@ fn condition_batch(c: &Condition, scan: &RecordBatch, t_idx: &UInt32Array, sourc
 }
 
 /// Run a merge_insert of `source` (batches of `source_schema`) into `ds`.
-pub fn merge_insert(ds: &Arc<Dataset>, source_schema: SchemaRef, source: Vec<RecordBatch>, params: &MergeInsertParams) -> Result<(Dataset, MergeStats)> {
+pub fn merge_insert(
+    ds: &Arc<Dataset>,
+    source_schema: SchemaRef,
+    source: Vec<RecordBatch>,
+    params: &MergeInsertParams,
+) -> Result<(Dataset, MergeStats)> {
     plan(ds, &source_schema, params)?;
     let source = arrow_select::concat::concat_batches(&source_schema, &source)
         .map_err(|e| Error::invalid_input(format!("merge_insert source: {e}")).with_source(e))?;
@@ -371,7 +378,12 @@ impl KeyBits {
 const NO_ROW: u32 = u32::MAX;
 
 /// Append row `i` to its key's chain.
-fn chain<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(heads: &mut std::collections::HashMap<K, (u32, u32), S>, next: &mut [u32], k: K, i: u32) {
+fn chain<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(
+    heads: &mut std::collections::HashMap<K, (u32, u32), S>,
+    next: &mut [u32],
+    k: K,
+    i: u32,
+) {
     heads
         .entry(k)
         .and_modify(|e| {
@@ -463,7 +475,15 @@ fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams)
     let source_keys = BatchKeys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
     let index = SourceIndex::new(&source_keys);
     let version = dataset_file_version(ds.manifest())?;
-    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", hook: params.hook.clone(), group_bytes: 0 };
+    let target = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: MAX_ROWS_PER_FILE,
+        name_prefix: "",
+        hook: params.hook.clone(),
+        group_bytes: 0,
+    };
     let out_schema = ds.schema().clone();
     let (found, inserted, new_fragments) = if plain_upsert(ds, source, params) {
         upsert_overlapped(ds, source, &plan, &index, params, &target)?
@@ -600,13 +620,22 @@ fn scan_and_match(
     let delete_unmatched = matches!(params.when_not_matched_by_source, WhenNotMatchedBySource::Delete { .. });
     for b in scanner.stream()? {
         let b = b?;
-        let addrs = b.column_by_name(ROW_ADDR).ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?.as_primitive::<UInt64Type>().clone();
+        let addrs = b
+            .column_by_name(ROW_ADDR)
+            .ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?
+            .as_primitive::<UInt64Type>()
+            .clone();
         if let (Some(first), Some(last)) = (addrs.values().first(), addrs.values().last()) {
             progress.at(first >> 32, &params.progress)?;
             progress.at(last >> 32, &params.progress)?;
         }
         let ids = if stable {
-            Some(b.column_by_name(ROW_ID).ok_or_else(|| Error::Internal { what: "scan returned no _rowid".into() })?.as_primitive::<UInt64Type>().clone())
+            Some(
+                b.column_by_name(ROW_ID)
+                    .ok_or_else(|| Error::Internal { what: "scan returned no _rowid".into() })?
+                    .as_primitive::<UInt64Type>()
+                    .clone(),
+            )
         } else {
             None
         };
@@ -680,7 +709,9 @@ fn ambiguous(b: &RecordBatch, row: usize, n_keys: usize, s1: u32, s2: u32, on: &
     let opts = arrow_cast::display::FormatOptions::default();
     let key: Vec<String> = (0..n_keys)
         .map(|i| {
-            let v = arrow_cast::display::ArrayFormatter::try_new(b.column(i).as_ref(), &opts).map(|f| f.value(row).to_string()).unwrap_or_else(|_| "?".into());
+            let v = arrow_cast::display::ArrayFormatter::try_new(b.column(i).as_ref(), &opts)
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_else(|_| "?".into());
             format!("{} = {v}", on[i])
         })
         .collect();
@@ -728,7 +759,6 @@ fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(out.clone(), cols).map_err(|e| Error::invalid_input(format!("merge_insert: {e}")).with_source(e))
 }
-
 
 #[cfg(test)]
 mod tests {

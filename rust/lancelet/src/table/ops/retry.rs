@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::commit::{commit_or_rerun, CommitOptions, Outcome};
-use crate::table::hooks::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::FailHook;
 
 /// How often and how long an operation re-runs after conflicts.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +66,8 @@ pub fn run_with_retries<T>(
         let Some(txn) = p.txn else {
             return Ok((current.checkout(VersionRef::Number(current.version()))?, p.result));
         };
-        let opts = CommitOptions { hook: hook.clone(), affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..Default::default() };
+        let opts =
+            CommitOptions { hook: hook.clone(), affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..Default::default() };
         let outcome = commit_or_rerun(current.root(), &txn, &opts);
         let why = match outcome {
             Ok(Outcome::Committed(v)) => return Ok((current.checkout(VersionRef::Number(v))?, p.result)),

@@ -12,13 +12,13 @@ use super::merge_insert::{merge_insert, MergeInsertParams, WhenMatched, WhenNotM
 use super::retry::RetryPolicy;
 use super::update::{update, UpdateParams};
 use crate::error::Error;
+use crate::ids::random_u64;
 use crate::proto::table as pb;
 use crate::table::commit::transaction_of;
-use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::FailHook;
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::scan::{ScanOptions, Scanner};
-use crate::ids::random_u64;
 use crate::table::write::{write_dataset, WriteParams};
 
 use pb::transaction::Operation;
@@ -131,7 +131,13 @@ fn failure_at_each_step_leaves_dataset_unchanged() {
                 "update" => update(&ds, &UpdateParams { hook, ..set("s", "'x'", Some("id < 12")) }).map(|_| ()),
                 "delete" => delete(&ds, "id < 12", &RetryPolicy::default(), hook).map(|_| ()),
                 _ => {
-                    let p = MergeInsertParams { on: vec!["id".into()], when_matched: WhenMatched::UpdateAll { condition: None }, insert_not_matched: true, hook, ..Default::default() };
+                    let p = MergeInsertParams {
+                        on: vec!["id".into()],
+                        when_matched: WhenMatched::UpdateAll { condition: None },
+                        insert_not_matched: true,
+                        hook,
+                        ..Default::default()
+                    };
                     let b = batch([3, 30]);
                     merge_insert(&ds, b.schema(), vec![b], &p).map(|_| ())
                 }
@@ -176,7 +182,12 @@ fn concurrent_deletes_of_other_rows_are_merged() {
 #[test]
 fn merge_insert_upsert_and_deletes() {
     let (uri, ds) = create("mi", 12, true);
-    let p = MergeInsertParams { on: vec!["id".into()], when_matched: WhenMatched::UpdateAll { condition: None }, insert_not_matched: true, ..Default::default() };
+    let p = MergeInsertParams {
+        on: vec!["id".into()],
+        when_matched: WhenMatched::UpdateAll { condition: None },
+        insert_not_matched: true,
+        ..Default::default()
+    };
     let src = batch([6, 50, 1, 51]);
     let (ds2, st) = merge_insert(&ds, src.schema(), vec![src.clone()], &p).unwrap();
     assert_eq!((st.inserted, st.updated, st.deleted), (2, 2, 0));
@@ -205,14 +216,19 @@ fn merge_insert_upsert_and_deletes() {
     let ids: Vec<i64> = rows(&ds3).iter().map(|r| r.0).collect();
     assert_eq!(ids, vec![2, 3, 4, 5, 7, 8, 6, 50, 51]);
     // Condition naming both sides.
-    let p = MergeInsertParams { on: vec!["id".into()], when_matched: WhenMatched::UpdateAll { condition: Some("target.s < source.s and target.id > 3".into()) }, ..Default::default() };
+    let p = MergeInsertParams {
+        on: vec!["id".into()],
+        when_matched: WhenMatched::UpdateAll { condition: Some("target.s < source.s and target.id > 3".into()) },
+        ..Default::default()
+    };
     let src = batch([2, 4, 5]);
     let src = RecordBatch::try_new(src.schema(), vec![src.column(0).clone(), Arc::new(StringArray::from(vec!["s9", "s0", "s9"]))]).unwrap();
     let (ds4, st) = merge_insert(&Arc::new(ds3), src.schema(), vec![src.clone()], &p).unwrap();
     assert_eq!(st.updated, 1);
     assert!(rows(&ds4).iter().any(|r| r.0 == 5 && r.1 == "s9"));
     // A bare name both sides have is ambiguous.
-    let p = MergeInsertParams { on: vec!["id".into()], when_matched: WhenMatched::UpdateAll { condition: Some("s > 'a'".into()) }, ..Default::default() };
+    let p =
+        MergeInsertParams { on: vec!["id".into()], when_matched: WhenMatched::UpdateAll { condition: Some("s > 'a'".into()) }, ..Default::default() };
     let e = merge_insert(&Arc::new(ds4), src.schema(), vec![src], &p).unwrap_err();
     assert!(e.to_string().contains("both the source and the dataset"), "{e}");
     let _ = std::fs::remove_dir_all(&uri);

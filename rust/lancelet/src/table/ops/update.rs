@@ -32,9 +32,9 @@ use arrow_schema::SchemaRef;
 
 use crate::error::{Error, Result};
 use crate::expr::SqlValue;
-use crate::table::hooks::FailHook;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
+use crate::table::hooks::FailHook;
 use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
 use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::{FragmentProgress, Progress};
@@ -125,16 +125,26 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
     let opts = ScanOptions { columns: None, filter: plan.filter.clone(), with_row_address: true, with_row_id: stable, ..Default::default() };
     let scanner = Scanner::new(ds.clone(), opts)?;
     let n_cols = ds.schema().fields().len();
-    let data_schema: SchemaRef = Arc::new(arrow_schema::Schema::new(scanner.schema().fields()[..n_cols].to_vec()).with_metadata(scanner.schema().metadata().clone()));
+    let data_schema: SchemaRef =
+        Arc::new(arrow_schema::Schema::new(scanner.schema().fields()[..n_cols].to_vec()).with_metadata(scanner.schema().metadata().clone()));
     let mut affected = AffectedRows::new();
     let mut moved_ids: Vec<u64> = Vec::new();
     let mut progress = FragmentProgress::new("update", ds, &params.progress)?;
     let mut rows = 0u64;
     let version = dataset_file_version(ds.manifest())?;
-    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", hook: params.hook.clone(), group_bytes: 0 };
+    let target = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: MAX_ROWS_PER_FILE,
+        name_prefix: "",
+        hook: params.hook.clone(),
+        group_bytes: 0,
+    };
     let batches = scanner.stream()?.map(|b| {
         let b = b?;
-        let addrs = b.column_by_name(ROW_ADDR).ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?.as_primitive::<UInt64Type>();
+        let addrs =
+            b.column_by_name(ROW_ADDR).ok_or_else(|| Error::Internal { what: "scan returned no _rowaddr".into() })?.as_primitive::<UInt64Type>();
         for &a in addrs.values().iter() {
             affected.entry(a >> 32).or_default().insert(a as u32);
         }
@@ -143,7 +153,8 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
             progress.at(last >> 32, &params.progress)?;
         }
         if stable {
-            let ids = b.column_by_name(ROW_ID).ok_or_else(|| Error::Internal { what: "scan returned no _rowid".into() })?.as_primitive::<UInt64Type>();
+            let ids =
+                b.column_by_name(ROW_ID).ok_or_else(|| Error::Internal { what: "scan returned no _rowid".into() })?.as_primitive::<UInt64Type>();
             moved_ids.extend_from_slice(ids.values());
         }
         rows += b.num_rows() as u64;

@@ -20,18 +20,18 @@ use std::sync::Arc;
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use crate::error::{Error, Result};
-use crate::proto::table as pb;
 use crate::index::frag_reuse;
+use crate::proto::table as pb;
 use crate::table::commit::{commit, commit_with_frag_reuse, transaction_of, CommitOptions};
-use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::FailHook;
 use crate::table::manifest::{list_versions, read_manifest};
 use crate::table::transaction::new_transaction;
 
-use crate::table::apply_rewrite::check_compaction;
 use super::execute::{CompactionMetrics, RewriteResult};
 use super::plan::CompactionOptions;
 use super::remap::{IndexRemapper, RowAddressMap};
+use crate::table::apply_rewrite::check_compaction;
 use crate::table::ops::Progress;
 
 use pb::transaction::Operation;
@@ -51,9 +51,7 @@ fn precheck(ds: &Dataset, rewrite: &pb::Transaction) -> Result<()> {
         let file = read_manifest(ds.root(), &loc.name)?;
         match transaction_of(ds.root(), &file)? {
             Some(other) => check_compaction(rewrite, &other, loc.version)?,
-            None => {
-                return Err(Error::Conflict { what: format!("version {} was committed concurrently without a transaction record", loc.version) })
-            }
+            None => return Err(Error::Conflict { what: format!("version {} was committed concurrently without a transaction record", loc.version) }),
         }
     }
     Ok(())
@@ -79,7 +77,11 @@ fn address_map(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup]) -> Re
 /// the fragments its bitmap names as moved by the recorded compactions, and
 /// its addresses are mapped through them first: the rewritten index holds
 /// current addresses only.
-fn remap_indices(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], remapper: &dyn IndexRemapper) -> Result<Vec<pb::transaction::RewrittenIndex>> {
+fn remap_indices(
+    old_ds: &Dataset,
+    groups: &[pb::transaction::RewriteGroup],
+    remapper: &dyn IndexRemapper,
+) -> Result<Vec<pb::transaction::RewrittenIndex>> {
     let Some(section) = old_ds.manifest_file().index_section()? else { return Ok(Vec::new()) };
     let reuse = frag_reuse::find(&section.indices, old_ds.root())?.map(Arc::new);
     let old_ids: HashSet<u32> = groups.iter().flat_map(|g| g.old_fragments.iter().map(|f| f.id as u32)).collect();
@@ -178,8 +180,7 @@ pub fn commit_compaction(
             // If the latest version cannot be read, nothing is removed.
             let Ok(latest) = ds.checkout_ref(None) else { return Err(e) };
             let referenced: HashSet<String> = latest.fragments().iter().flat_map(|f| f.files.iter().map(|d| d.path.clone())).collect();
-            let unreferenced: Vec<pb::DataFragment> =
-                all_new.into_iter().filter(|f| !f.files.iter().any(|d| referenced.contains(&d.path))).collect();
+            let unreferenced: Vec<pb::DataFragment> = all_new.into_iter().filter(|f| !f.files.iter().any(|d| referenced.contains(&d.path))).collect();
             remove_fragment_files(ds, &unreferenced);
             Err(e)
         }
@@ -187,12 +188,7 @@ pub fn commit_compaction(
 }
 
 /// Commit; returns the Rewrite's version.
-fn commit_inner(
-    ds: &Dataset,
-    results: Vec<RewriteResult>,
-    options: &CompactionOptions,
-    hook: Option<FailHook>,
-) -> Result<(u64, CompactionMetrics)> {
+fn commit_inner(ds: &Dataset, results: Vec<RewriteResult>, options: &CompactionOptions, hook: Option<FailHook>) -> Result<(u64, CompactionMetrics)> {
     let read_version = results[0].read_version;
     if let Some(r) = results.iter().find(|r| r.read_version != read_version) {
         return Err(Error::invalid_input(format!(
@@ -223,7 +219,8 @@ fn commit_inner(
     let reserve = new_transaction(read_version, Operation::ReserveFragments(pb::transaction::ReserveFragments { num_fragments: n }));
     let reserved_at = commit(ds.root(), &reserve, &opts)?;
     let reserved = ds.checkout(VersionRef::Number(reserved_at))?;
-    let max = reserved.manifest().max_fragment_id.map(u64::from).ok_or_else(|| Error::Internal { what: "reserved fragment ids are missing".into() })?;
+    let max =
+        reserved.manifest().max_fragment_id.map(u64::from).ok_or_else(|| Error::Internal { what: "reserved fragment ids are missing".into() })?;
     let mut next = max + 1 - u64::from(n);
     for f in groups.iter_mut().flat_map(|g| g.new_fragments.iter_mut()) {
         f.id = next;
@@ -244,7 +241,12 @@ fn commit_inner(
 /// hears `("rewrite", done, total)` of every finished task, all before the
 /// commit, so an error it returns aborts the compaction with nothing
 /// committed and the new files removed.
-pub fn compact_files(ds: &Arc<Dataset>, options: &CompactionOptions, hook: Option<FailHook>, progress: &Option<Progress>) -> Result<(Dataset, CompactionMetrics)> {
+pub fn compact_files(
+    ds: &Arc<Dataset>,
+    options: &CompactionOptions,
+    hook: Option<FailHook>,
+    progress: &Option<Progress>,
+) -> Result<(Dataset, CompactionMetrics)> {
     let plan = super::plan::plan_compaction(ds, options)?;
     if plan.tasks.is_empty() {
         return Ok((ds.checkout(VersionRef::Number(ds.version()))?, CompactionMetrics::default()));

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::hooks::FailHook;
 use crate::table::dataset::Dataset;
+use crate::table::hooks::FailHook;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{dataset_file_version, stage_fragments_sized, StageTarget};
 
@@ -137,11 +137,7 @@ pub fn execute_task(
     let live: u64 = indices.iter().map(|&i| ds.live_rows(i)).sum::<Result<u64>>()?;
     let sizes = output_sizes(live, options.target_rows_per_fragment);
     let version = dataset_file_version(ds.manifest())?;
-    let scan = ScanOptions {
-        fragments: Some(task.fragments.iter().map(|f| f.id).collect()),
-        batch_size: options.batch_size,
-        ..Default::default()
-    };
+    let scan = ScanOptions { fragments: Some(task.fragments.iter().map(|f| f.id).collect()), batch_size: options.batch_size, ..Default::default() };
     let stream = Scanner::new(ds.clone(), scan)?.stream()?;
     let target = StageTarget {
         root: ds.root(),

@@ -23,7 +23,6 @@
 //! commits they survive, is in [`crate::table::apply_rewrite`]; index remapping plugs in through
 //! [`remap`].
 
-
 pub mod commit;
 pub mod execute;
 pub mod plan;
@@ -39,8 +38,8 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::hooks::FailHook;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::FailHook;
 use crate::table::ops::{report, Progress};
 
 pub use commit::{commit_compaction, compact_files};
@@ -69,10 +68,17 @@ pub fn encode_fragments(frags: &[pb::DataFragment]) -> Vec<Vec<u8>> {
 /// is not), `num_threads` at a time, reporting `("rewrite", done, total)`.
 /// If a task fails, or `progress` returns an error, no further task starts
 /// and the files every task wrote are removed.
-pub fn run_tasks(ds: &Arc<Dataset>, plan: &CompactionPlan, name_prefix: &str, hook: Option<FailHook>, progress: &Option<Progress>) -> Result<Vec<RewriteResult>> {
+pub fn run_tasks(
+    ds: &Arc<Dataset>,
+    plan: &CompactionPlan,
+    name_prefix: &str,
+    hook: Option<FailHook>,
+    progress: &Option<Progress>,
+) -> Result<Vec<RewriteResult>> {
     let ds = if ds.version() == plan.read_version { ds.clone() } else { Arc::new(ds.checkout(VersionRef::Number(plan.read_version))?) };
     let total = plan.tasks.len();
-    let threads = plan.options.num_threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, total.max(1));
+    let threads =
+        plan.options.num_threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, total.max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RewriteResult>>>> = Mutex::new((0..total).map(|_| None).collect());

@@ -27,10 +27,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
+use super::remap::{IndexRemapper, ScalarIndexRemapper};
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::dataset::{Dataset, VersionRef};
-use super::remap::{IndexRemapper, ScalarIndexRemapper};
 
 /// Options of a compaction (pylance's names and defaults).
 #[derive(Debug, Clone)]
@@ -268,12 +268,8 @@ pub fn plan_compaction(ds: &Dataset, options: &CompactionOptions) -> Result<Comp
         }
     }
     bins.extend(current);
-    let tasks = bins
-        .into_iter()
-        .filter(|b| !b.is_noop())
-        .flat_map(|b| b.split_for_size(target))
-        .map(|fragments| CompactionTask { fragments })
-        .collect();
+    let tasks =
+        bins.into_iter().filter(|b| !b.is_noop()).flat_map(|b| b.split_for_size(target)).map(|fragments| CompactionTask { fragments }).collect();
     Ok(CompactionPlan { read_version: ds.version(), tasks, options: opts })
 }
 

@@ -186,7 +186,6 @@ impl IndexRemapper for ScalarIndexRemapper {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

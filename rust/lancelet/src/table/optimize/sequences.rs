@@ -279,7 +279,12 @@ mod tests {
     #[test]
     fn rechunk_keeps_ids_and_versions() {
         let old = vec![
-            OldRows { row_ids: vec![(0..10).collect()], created: vec![((0..10).collect(), 1)], updated: vec![((0..10).collect(), 1)], deleted: vec![0, 5] },
+            OldRows {
+                row_ids: vec![(0..10).collect()],
+                created: vec![((0..10).collect(), 1)],
+                updated: vec![((0..10).collect(), 1)],
+                deleted: vec![0, 5],
+            },
             OldRows {
                 row_ids: vec![(10..15).collect(), (20..25).collect()],
                 created: vec![((0..10).collect(), 2)],
@@ -291,7 +296,8 @@ mod tests {
         let ids = |b: &[u8]| RowIdSequence::decode(b).unwrap().to_vec();
         assert_eq!(ids(&out[0].0), vec![1, 2, 3, 4, 6, 7, 8, 9, 10]);
         assert_eq!(ids(&out[1].0), vec![11, 12, 13, 14, 20, 21, 22, 23]);
-        let versions = |b: &[u8]| -> Vec<u64> { decode_versions(b).unwrap().into_iter().flat_map(|(s, v)| std::iter::repeat_n(v, s.len())).collect() };
+        let versions =
+            |b: &[u8]| -> Vec<u64> { decode_versions(b).unwrap().into_iter().flat_map(|(s, v)| std::iter::repeat_n(v, s.len())).collect() };
         assert_eq!(versions(&out[0].1), vec![1, 1, 1, 1, 1, 1, 1, 1, 2]);
         assert_eq!(versions(&out[1].2), vec![2, 2, 2, 3, 3, 3, 3, 3]);
         // row counts must add up

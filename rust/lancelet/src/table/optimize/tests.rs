@@ -8,11 +8,11 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
 use crate::error::Error;
-use crate::table::hooks::FailHook;
-use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::scan::{ScanOptions, Scanner};
 use crate::ids::random_u64;
+use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::hooks::FailHook;
 use crate::table::ops::{delete::delete, retry::RetryPolicy};
+use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{insert, write_dataset, WriteParams};
 
 fn batch(start: i64, n: i64) -> RecordBatch {
@@ -52,7 +52,8 @@ fn rows(ds: &Dataset) -> Vec<(i64, u64)> {
 }
 
 fn data_files(uri: &str) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(format!("{uri}/data")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> =
+        std::fs::read_dir(format!("{uri}/data")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
 }

@@ -10,8 +10,8 @@ use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType;
 
-use super::super::datatype::Datatype;
 use super::super::cells::arrow_type;
+use super::super::datatype::Datatype;
 use super::super::schema::VAR_NUM;
 use crate::error::{Error, Result};
 
@@ -82,11 +82,7 @@ fn kind(dt: &DataType) -> u8 {
 
 fn compatible(from: &DataType, to: &DataType) -> bool {
     let (a, b) = (kind(from), kind(to));
-    a == b
-        || a == 5
-        || (a == 0 && b == 1 && from.is_integer())
-        || (a == 2 && b == 3)
-        || (a == 3 && b == 2)
+    a == b || a == 5 || (a == 0 && b == 1 && from.is_integer()) || (a == 2 && b == 3) || (a == 3 && b == 2)
 }
 
 /// Convert one input column for a TileDB column of type `t` with
@@ -94,11 +90,7 @@ fn compatible(from: &DataType, to: &DataType) -> bool {
 pub fn column_cells(col: &ArrayRef, t: Datatype, cell_val_num: u32, nullable: bool, field: &str) -> Result<Cells> {
     let target = arrow_type(t, cell_val_num)?;
     if !compatible(col.data_type(), &target) {
-        return Err(Error::invalid_input(format!(
-            "column {field}: {} data for a TileDB {} column",
-            col.data_type(),
-            t.name()
-        )));
+        return Err(Error::invalid_input(format!("column {field}: {} data for a TileDB {} column", col.data_type(), t.name())));
     }
     let opts = CastOptions { safe: false, ..Default::default() };
     if let DataType::FixedSizeBinary(n) = target {
@@ -192,10 +184,7 @@ fn child_values(child: &arrow_data::ArrayData, from: usize, to: usize, width: us
 fn pad_fixed_binary(col: &ArrayRef, n: usize, nullable: bool, field: &str) -> Result<Cells> {
     let arr = cast_with_options(col, &DataType::LargeBinary, &CastOptions { safe: false, ..Default::default() })
         .map_err(|e| Error::invalid_input(format!("column {field}: cannot convert {} to bytes: {e}", col.data_type())).with_source(e))?;
-    let b = arr
-        .as_any()
-        .downcast_ref::<arrow_array::LargeBinaryArray>()
-        .ok_or_else(|| Error::invalid_input(format!("column {field}: not bytes")))?;
+    let b = arr.as_any().downcast_ref::<arrow_array::LargeBinaryArray>().ok_or_else(|| Error::invalid_input(format!("column {field}: not bytes")))?;
     if !nullable && b.null_count() > 0 {
         return Err(Error::invalid_input(format!("column {field} has {} nulls but is not nullable", b.null_count())));
     }

@@ -84,10 +84,17 @@ pub fn double_delta_encode(data: &[u8], width: usize, signed: bool) -> Result<Ve
     if width == 0 || data.len() % width != 0 {
         return Err(Error::invalid_input(format!("double delta input of {} bytes is not whole values", data.len())));
     }
-    let vals: Vec<i128> = data.chunks_exact(width).map(|v| {
-        let x = read_int(v, width, signed);
-        if signed || width < 8 { x as i128 } else { x as u64 as i128 }
-    }).collect();
+    let vals: Vec<i128> = data
+        .chunks_exact(width)
+        .map(|v| {
+            let x = read_int(v, width, signed);
+            if signed || width < 8 {
+                x as i128
+            } else {
+                x as u64 as i128
+            }
+        })
+        .collect();
     let n = vals.len();
     let mut dds = Vec::with_capacity(n.saturating_sub(2));
     let mut bitsize = 0u32;
@@ -159,7 +166,11 @@ pub fn bit_width_reduce(data: &[u8], width: usize, signed: bool, max_window: usi
     let full_bits = (width * 8) as u32;
     let as_i128 = |v: &[u8]| -> i128 {
         let x = read_int(v, width, signed);
-        if signed || width < 8 { x as i128 } else { x as u64 as i128 }
+        if signed || width < 8 {
+            x as i128
+        } else {
+            x as u64 as i128
+        }
     };
     let tmax: i128 = if signed { (1i128 << (full_bits - 1)) - 1 } else { (1i128 << full_bits) - 1 };
     for win in data.chunks(wb) {
@@ -182,11 +193,27 @@ pub fn bit_width_reduce(data: &[u8], width: usize, signed: bool, max_window: usi
             full_bits
         } else if signed {
             let r = range + 1;
-            if r <= i8::MAX as i128 { 8 } else if r <= i16::MAX as i128 { 16 } else if r <= i32::MAX as i128 { 32 } else { 64 }
+            if r <= i8::MAX as i128 {
+                8
+            } else if r <= i16::MAX as i128 {
+                16
+            } else if r <= i32::MAX as i128 {
+                32
+            } else {
+                64
+            }
         } else {
             let r = (range + 1) as u128;
             let b = 128 - r.leading_zeros();
-            if b <= 8 { 8 } else if b <= 16 { 16 } else if b <= 32 { 32 } else { 64 }
+            if b <= 8 {
+                8
+            } else if b <= 16 {
+                16
+            } else if b <= 32 {
+                32
+            } else {
+                64
+            }
         };
         write_int(&mut w, lo as i64, width);
         w.push(bits as u8);
@@ -222,7 +249,11 @@ pub fn positive_delta(data: &[u8], width: usize, signed: bool, max_window: usize
     let mut windows = Vec::new();
     let as_i128 = |v: &[u8]| -> i128 {
         let x = read_int(v, width, signed);
-        if signed || width < 8 { x as i128 } else { x as u64 as i128 }
+        if signed || width < 8 {
+            x as i128
+        } else {
+            x as u64 as i128
+        }
     };
     for win in data.chunks(wb) {
         let mut w = Vec::new();

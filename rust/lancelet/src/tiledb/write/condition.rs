@@ -171,11 +171,7 @@ fn literal(n: &Node, f: &Field) -> Result<Vec<u8>> {
         Datatype::Float64 => Ok(text.parse::<f64>().map_err(|_| bad())?.to_le_bytes().to_vec()),
         t if t.is_integer() => {
             let v: i128 = text.parse().map_err(|_| bad())?;
-            let (lo, hi) = if t.is_signed() {
-                (-(1i128 << (w * 8 - 1)), (1i128 << (w * 8 - 1)) - 1)
-            } else {
-                (0, (1i128 << (w * 8)) - 1)
-            };
+            let (lo, hi) = if t.is_signed() { (-(1i128 << (w * 8 - 1)), (1i128 << (w * 8 - 1)) - 1) } else { (0, (1i128 << (w * 8)) - 1) };
             if v < lo || v > hi {
                 return Err(Error::invalid_input(format!("the delete condition value {v} does not fit {} ({})", f.name, t.name())));
             }

@@ -85,8 +85,12 @@ pub fn serialize_pipeline(p: &FilterPipeline, out: &mut Vec<u8>) {
         out.push(filter_id(f));
         let mut o = Vec::new();
         match f {
-            Filter::Gzip { level } | Filter::Zstd { level } | Filter::Lz4 { level } | Filter::Rle { level }
-            | Filter::Bzip2 { level } | Filter::Dictionary { level } => {
+            Filter::Gzip { level }
+            | Filter::Zstd { level }
+            | Filter::Lz4 { level }
+            | Filter::Rle { level }
+            | Filter::Bzip2 { level }
+            | Filter::Dictionary { level } => {
                 o.push(compressor_code(f));
                 o.extend_from_slice(&level.to_le_bytes());
             }
@@ -252,8 +256,7 @@ fn filter_chunk(p: &FilterPipeline, chunk: &[u8], kind: EncodeKind, offsets: Opt
     let mut ty = kind.datatype;
     let mut offsets = offsets;
     for f in &p.filters {
-        let string_stage = matches!(ty, Datatype::StringAscii | Datatype::StringUtf8)
-            && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. });
+        let string_stage = matches!(ty, Datatype::StringAscii | Datatype::StringUtf8) && matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. });
         if let (true, Some(o)) = (string_stage, offsets) {
             // The strings and their offsets are encoded together, once.
             let (m, d) = if matches!(f, Filter::Rle { .. }) {
@@ -277,8 +280,13 @@ fn filter_chunk(p: &FilterPipeline, chunk: &[u8], kind: EncodeKind, offsets: Opt
 /// Run one filter forward; returns (metadata, data, output datatype).
 fn forward(f: &Filter, md: Vec<u8>, data: Vec<u8>, ty: Datatype, kind: EncodeKind) -> Result<(Vec<u8>, Vec<u8>, Datatype)> {
     match f {
-        Filter::Gzip { .. } | Filter::Zstd { .. } | Filter::Lz4 { .. } | Filter::Bzip2 { .. } | Filter::Rle { .. }
-        | Filter::Delta { .. } | Filter::DoubleDelta { .. } => {
+        Filter::Gzip { .. }
+        | Filter::Zstd { .. }
+        | Filter::Lz4 { .. }
+        | Filter::Bzip2 { .. }
+        | Filter::Rle { .. }
+        | Filter::Delta { .. }
+        | Filter::DoubleDelta { .. } => {
             let mut header = Vec::new();
             let mut body = Vec::new();
             put_u32(&mut header, (!md.is_empty()) as u32);
@@ -354,9 +362,7 @@ fn forward(f: &Filter, md: Vec<u8>, data: Vec<u8>, ty: Datatype, kind: EncodeKin
             let (m, d) = super::super::bitshuffle::forward(&data, ty.size(), &md);
             Ok((m, d, ty))
         }
-        Filter::Dictionary { .. } => {
-            Err(Error::invalid_input("DictionaryFilter only applies to var-sized strings (as in TileDB)"))
-        }
+        Filter::Dictionary { .. } => Err(Error::invalid_input("DictionaryFilter only applies to var-sized strings (as in TileDB)")),
         Filter::Unknown { .. } => Err(Error::unsupported(format!("writing with {}", f.name()))),
     }
 }

@@ -73,9 +73,7 @@ fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Da
         for (name, is) in [("RleFilter", 0u8), ("DictionaryFilter", 1)] {
             let has = |f: &F| if is == 0 { matches!(f, F::Rle { .. }) } else { matches!(f, F::Dictionary { .. }) };
             if p.filters.iter().any(has) && !has(&p.filters[0]) {
-                return Err(Error::invalid_input(format!(
-                    "{field}: {name} must be the first filter when used on var-sized strings (as in TileDB)"
-                )));
+                return Err(Error::invalid_input(format!("{field}: {name} must be the first filter when used on var-sized strings (as in TileDB)")));
             }
         }
     }
@@ -88,9 +86,7 @@ fn check_pipeline(p: &super::filters::FilterPipeline, input: super::datatype::Da
                 let r = reinterpret.unwrap_or(t);
                 !matches!(r, D::Float32 | D::Float64) && t.size() % r.size() == 0
             }
-            F::FloatScale { bytewidth, .. } => {
-                matches!(t.size(), 4 | 8) && matches!(bytewidth, 1 | 2 | 4 | 8)
-            }
+            F::FloatScale { bytewidth, .. } => matches!(t.size(), 4 | 8) && matches!(bytewidth, 1 | 2 | 4 | 8),
             F::Xor => matches!(t.size(), 1 | 2 | 4 | 8),
             _ => true,
         };
@@ -149,11 +145,7 @@ fn check_writable_schema(s: &ArraySchema) -> Result<()> {
             )));
         }
         if !s.sparse && d.int_domain().is_none() {
-            return Err(Error::invalid_input(format!(
-                "dense arrays need integer or datetime dimensions; {} is {}",
-                d.name,
-                d.datatype.name()
-            )));
+            return Err(Error::invalid_input(format!("dense arrays need integer or datetime dimensions; {} is {}", d.name, d.datatype.name())));
         }
         if let Some((lo, hi)) = &d.domain {
             if plan::cmp_coord(d.datatype, lo, hi).is_gt() {
@@ -297,7 +289,9 @@ pub fn write_fragment_over(
     let n: usize = batches.iter().map(|b| b.num_rows()).sum();
     if let Some(ts) = cell_timestamps {
         if !schema.sparse || ts.len() != n {
-            return Err(Error::Internal { what: format!("{} per-cell timestamps for {n} cells of a {} array", ts.len(), if schema.sparse { "sparse" } else { "dense" }) });
+            return Err(Error::Internal {
+                what: format!("{} per-cell timestamps for {n} cells of a {} array", ts.len(), if schema.sparse { "sparse" } else { "dense" }),
+            });
         }
     }
     if let Some(dm) = delete_meta {
@@ -411,7 +405,14 @@ pub fn write_fragment_over(
             extra.push(("dci", &dm.dci));
         }
         for (stem, values) in extra {
-            let cells = Cells { len: n, cell_size: 8, fixed: values.iter().flat_map(|t| t.to_le_bytes()).collect(), offsets: Vec::new(), data: Vec::new(), validity: None };
+            let cells = Cells {
+                len: n,
+                cell_size: 8,
+                fixed: values.iter().flat_map(|t| t.to_le_bytes()).collect(),
+                offsets: Vec::new(),
+                data: Vec::new(),
+                validity: None,
+            };
             let col = ColumnIn {
                 name: stem,
                 datatype: super::datatype::Datatype::UInt64,
@@ -489,7 +490,13 @@ fn batches_cells(batches: &[RecordBatch], name: &str, t: super::datatype::Dataty
     let mut out: Option<Cells> = None;
     let mut start = 0usize;
     for b in batches {
-        let cells = column_cells(column(b, name)?, t, cell_val_num, nullable, name).map_err(|e| if start > 0 { e.context(format!("rows from {start}")) } else { e })?;
+        let cells = column_cells(column(b, name)?, t, cell_val_num, nullable, name).map_err(|e| {
+            if start > 0 {
+                e.context(format!("rows from {start}"))
+            } else {
+                e
+            }
+        })?;
         start += b.num_rows();
         match &mut out {
             None => out = Some(cells),

@@ -83,9 +83,8 @@ pub fn dense_plan(schema: &ArraySchema, sub: &[(i128, i128)]) -> Result<(TilePla
     let mut tile_lo = Vec::with_capacity(nd);
     let mut tile_n = Vec::with_capacity(nd);
     for (d, dim) in schema.dims.iter().enumerate() {
-        let (dl, dh) = dim.int_domain().ok_or_else(|| {
-            Error::unsupported(format!("dense write on dimension {} of type {}", dim.name, dim.datatype.name()))
-        })?;
+        let (dl, dh) =
+            dim.int_domain().ok_or_else(|| Error::unsupported(format!("dense write on dimension {} of type {}", dim.name, dim.datatype.name())))?;
         let e = dim.int_extent().unwrap_or(dh - dl + 1);
         let (lo, hi) = sub[d];
         let t0 = (lo - dl) / e;
@@ -195,13 +194,17 @@ pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells], versions: Option<&[u64]
             if t.is_bytes() {
                 return None;
             }
-            Some((0..n).map(|i| {
-                let v = dims[d].value(i);
-                match float_value(t, v) {
-                    Some(f) => Key::F(f),
-                    None => Key::I(int_value(t, v).unwrap_or(0)),
-                }
-            }).collect())
+            Some(
+                (0..n)
+                    .map(|i| {
+                        let v = dims[d].value(i);
+                        match float_value(t, v) {
+                            Some(f) => Key::F(f),
+                            None => Key::I(int_value(t, v).unwrap_or(0)),
+                        }
+                    })
+                    .collect(),
+            )
         })
         .collect();
     let cmp_dim = |d: usize, a: usize, b: usize| -> Ordering {
@@ -214,7 +217,13 @@ pub fn sparse_plan(schema: &ArraySchema, dims: &[Cells], versions: Option<&[u64]
             None => dims[d].value(a).cmp(dims[d].value(b)),
         }
     };
-    let dim_order = |rm: bool| -> Vec<usize> { if rm { (0..nd).collect() } else { (0..nd).rev().collect() } };
+    let dim_order = |rm: bool| -> Vec<usize> {
+        if rm {
+            (0..nd).collect()
+        } else {
+            (0..nd).rev().collect()
+        }
+    };
     let (to, co) = (dim_order(tile_rm), dim_order(cell_rm));
     let cmp_cells = |a: usize, b: usize| -> Ordering {
         for &d in &to {
