@@ -23,10 +23,10 @@ import tempfile
 import time
 from typing import Callable, Dict, List, Optional
 
+import lance
 import numpy as np
 import pyarrow as pa
 
-import lance
 import lancelet
 
 

@@ -39,10 +39,10 @@ import tempfile
 import time
 from typing import Callable, Dict, List, Tuple
 
+import lance
 import numpy as np
 import pyarrow as pa
 
-import lance
 import lancelet
 
 HERE = os.path.dirname(os.path.abspath(__file__))

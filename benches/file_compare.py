@@ -17,10 +17,10 @@ import statistics
 import tempfile
 import time
 
+import lance.file as pyl
 import numpy as np
 import pyarrow as pa
 
-import lance.file as pyl
 import lancelet.file as lf
 
 

@@ -31,10 +31,10 @@ import tempfile
 import time
 from typing import Callable, Dict, List, Tuple
 
+import lance
 import numpy as np
 import pyarrow as pa
 
-import lance
 import lancelet
 
 WORDS = ("the of and to in a is that for it as was with be by on not he I this are or his from at which but "

@@ -35,14 +35,14 @@ import time
 from datetime import timedelta
 from typing import Callable, Dict, List, Tuple
 
+import lance
 import numpy as np
 import pyarrow as pa
 
-import lance
 import lancelet
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perf_suite import _word_pool, string_pool  # noqa: E402
+from perf_suite import _word_pool, string_pool
 
 
 def make_table(n: int, seed: int = 7) -> pa.Table:

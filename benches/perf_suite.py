@@ -41,18 +41,18 @@ import tempfile
 import time
 from typing import Callable, Dict, List, Optional
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
-import lance
 import lancelet
 from lancelet import _native
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import git_commit, load_avg  # noqa: E402
+from bench_common import git_commit, load_avg
 
 FILTER = "small < 10"
 TAKE_ROWS = 1000

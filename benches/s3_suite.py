@@ -45,11 +45,11 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import lance  # noqa: E402
+import s3_server  # noqa: E402
 import wide_table  # noqa: E402
 from bench_common import git_commit, load_avg  # noqa: E402
-import s3_server  # noqa: E402
 
-import lance  # noqa: E402
 import lancelet  # noqa: E402
 
 TAKE_ROWS = 1000

@@ -27,13 +27,12 @@ import sys
 import tempfile
 
 import numpy as np
-import pyarrow as pa
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import lance  # noqa: E402
 import wide_table  # noqa: E402
 
-import lance  # noqa: E402
 import lancelet  # noqa: E402
 
 

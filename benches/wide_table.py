@@ -26,7 +26,7 @@ sorted key and the range taken from the distribution's quantiles.
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterator, List, Tuple
+from typing import Iterator, List, Tuple
 
 import numpy as np
 import pyarrow as pa

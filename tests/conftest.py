@@ -122,7 +122,7 @@ def copy_fixture_file(tmp_path, fixtures_dir):
 def lance_mod():
     """pylance (the oracle).  It is a hard requirement of the suite, so no skip."""
     import lance
-    import lance.file  # noqa: F401
+    import lance.file
     assert lance.__version__.startswith("14."), f"oracle must be pylance 14.x, found {lance.__version__}"
     return lance
 

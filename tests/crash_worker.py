@@ -134,7 +134,7 @@ def soak(lib: str, uri: str, seed: int, worker: int, commits: int) -> None:
                     else:
                         lance.dataset(uri).delete(pred)
                 break
-            except Exception as e:  # noqa: BLE001 - conflicts are retried, anything else reported
+            except Exception as e:
                 text = f"{type(e).__name__}: {e}"
                 if "onflict" not in text and "etry" not in text:
                     emit(error=text, worker=worker, lib=lib)

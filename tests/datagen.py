@@ -688,7 +688,7 @@ def _pylance_read_in_worker(path, columns=None) -> pa.Table:
     # be pickled back to the parent: send a plain error instead.
     try:
         return _pylance_read_here(path, columns)
-    except BaseException as e:  # noqa: BLE001 - re-raised as a picklable error
+    except BaseException as e:
         raise RuntimeError(f"pylance failed reading {path}: {type(e).__name__}: {e}") from None
 
 

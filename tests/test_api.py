@@ -7,11 +7,11 @@ import pathlib
 import numpy as np
 import pyarrow as pa
 import pytest
+from datagen import assert_tables_equal, pylance_read
 
 import lancelet
 import lancelet.exceptions as lex
 import lancelet.file
-from datagen import assert_tables_equal, pylance_read
 
 
 def _table(n=1000):

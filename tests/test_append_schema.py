@@ -6,13 +6,13 @@ Both directions against pylance."""
 
 from __future__ import annotations
 
+import lance
 import pyarrow as pa
 import pytest
-
-import lancelet
 from datagen import assert_tables_equal
 
-import lance  # noqa: E402  (the oracle: required, never skipped)
+import lancelet
+
 pytestmark = pytest.mark.pylance
 
 ST = pa.struct([("x", pa.int64()), ("y", pa.string())])

@@ -14,13 +14,11 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
+from datagen import pylance_write
 
 import lancelet
 import lancelet.file
-from lancelet.exceptions import (CorruptFileError, InvalidInputError, LanceletError, NotFoundError,
-                                 UnsupportedError)
-from conftest import FIXTURES_DIR
-from datagen import pylance_write
+from lancelet.exceptions import CorruptFileError, InvalidInputError, LanceletError, NotFoundError, UnsupportedError
 
 pytestmark = pytest.mark.pylance
 
@@ -334,7 +332,7 @@ def test_fuzz_random_mutations_of_fixtures(fixtures_dir, tmp_path):
                 outcomes["ok"] += 1
             except LanceletError:
                 outcomes["error"] += 1
-            except BaseException as e:  # noqa: BLE001 -- pyo3 PanicException derives from BaseException
+            except BaseException as e:
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 failures.append(f"mutation {i} ({kind}) of {files[k].name}: {type(e).__module__}."

@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 import pytest
+from crash_worker import digest, rows
 
 import lancelet
-from crash_worker import digest, rows
 
 WORKER = str(Path(__file__).resolve().parent / "crash_worker.py")
 KILL_RUNS = int(os.environ.get("LANCELET_KILL_RUNS", "6"))

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-import lancelet
 from conftest import FIXTURES_DIR
 from datagen import assert_tables_equal, jsonable
+
+import lancelet
 
 pytestmark = pytest.mark.pylance
 

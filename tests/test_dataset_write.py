@@ -11,13 +11,12 @@ import subprocess
 import sys
 import textwrap
 
+import lance
 import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
 import lancelet
-
-import lance  # noqa: E402  (the oracle: required, never skipped)
 
 
 def tbl(start, n, with_s=True):

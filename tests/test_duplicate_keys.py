@@ -54,7 +54,7 @@ CASES = {
 def _run(builder):
     try:
         return builder.execute(SOURCE)
-    except Exception as e:  # noqa: BLE001 - compared below
+    except Exception as e:
         return e
 
 

@@ -22,8 +22,7 @@ import pytest
 
 import lancelet
 import lancelet.file
-from lancelet.exceptions import (CorruptFileError, InvalidInputError, LanceletError, LanceletIOError,
-                                 NotFoundError)
+from lancelet.exceptions import CorruptFileError, InvalidInputError, LanceletError, LanceletIOError, NotFoundError
 
 
 def chain(e: BaseException) -> list[BaseException]:

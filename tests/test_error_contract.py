@@ -21,8 +21,16 @@ import pytest
 import lancelet
 import lancelet.distributed
 import lancelet.file
-from lancelet.exceptions import (AlreadyExistsError, CommitConflictError, CorruptFileError, InvalidInputError,
-                                 LanceletError, LanceletIOError, NotFoundError, UnsupportedError)
+from lancelet.exceptions import (
+    AlreadyExistsError,
+    CommitConflictError,
+    CorruptFileError,
+    InvalidInputError,
+    LanceletError,
+    LanceletIOError,
+    NotFoundError,
+    UnsupportedError,
+)
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
 

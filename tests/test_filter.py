@@ -18,9 +18,9 @@ import decimal
 import numpy as np
 import pyarrow as pa
 import pytest
+from datagen import assert_tables_equal
 
 import lancelet
-from datagen import assert_tables_equal
 
 pytestmark = pytest.mark.pylance
 

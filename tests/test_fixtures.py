@@ -11,10 +11,10 @@ import json
 
 import numpy as np
 import pytest
-
-import lancelet.file
 from conftest import FIXTURES_DIR, fixture_data_files, fixture_datasets
 from datagen import assert_tables_equal, jsonable, pylance_read
+
+import lancelet.file
 
 pytestmark = pytest.mark.pylance
 

@@ -13,12 +13,11 @@ import multiprocessing
 import os
 import warnings
 
+import lance
 import pyarrow as pa
 import pytest
 
 import lancelet
-
-import lance  # noqa: E402  (the oracle)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
 

@@ -18,9 +18,9 @@ import lance
 import pyarrow as pa
 import pytest
 from lance.file import LanceFileReader
+from manifest_raw import comparable, index_entries
 
 import lancelet
-from manifest_raw import comparable, index_entries
 
 FILTERS = [
     "id = 137", "id >= 100 and id < 160", "id < 40 or id > 330", "cat = 'c3'", "cat IN ('c1', 'c2')",

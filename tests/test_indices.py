@@ -27,11 +27,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from datagen import assert_tables_equal
 
 import lancelet
-from datagen import assert_tables_equal
-from lancelet.exceptions import (AlreadyExistsError, CommitConflictError, InvalidInputError, NotFoundError,
-                                 UnsupportedError)
+from lancelet.exceptions import (
+    AlreadyExistsError,
+    CommitConflictError,
+    InvalidInputError,
+    NotFoundError,
+    UnsupportedError,
+)
 
 lance = pytest.importorskip("lance")
 from lance.file import LanceFileReader  # noqa: E402

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import random
 
-import pyarrow as pa
 import pytest
+from test_indices import KINDS, make_table, pylance_dataset
 
 import lancelet
-from test_indices import KINDS, make_table, pylance_dataset
 
 lance = pytest.importorskip("lance")
 

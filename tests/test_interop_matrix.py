@@ -13,15 +13,15 @@ from __future__ import annotations
 import glob
 import os
 
+import datagen as dg
 import numpy as np
 import pyarrow as pa
 import pytest
+from datagen import assert_tables_equal, pylance_read, pylance_write
 
 import lancelet
 import lancelet.file
 from lancelet.exceptions import InvalidInputError, UnsupportedError
-import datagen as dg
-from datagen import assert_tables_equal, pylance_read, pylance_write
 
 pytestmark = pytest.mark.pylance
 

@@ -21,10 +21,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from datagen import assert_tables_equal
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lancelet
-from datagen import assert_tables_equal
 
 lance = pytest.importorskip("lance")
 pytestmark = pytest.mark.pylance

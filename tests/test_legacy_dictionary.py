@@ -9,14 +9,14 @@ from __future__ import annotations
 import glob
 import os
 
+import lance
 import pyarrow as pa
 import pytest
+from datagen import assert_tables_equal
 
 import lancelet
 import lancelet.file
-from datagen import assert_tables_equal
 
-import lance  # noqa: E402  (the oracle: required, never skipped)
 pytestmark = pytest.mark.pylance
 
 DICT_S = pa.array(["red", "green", "blue", None])   # stored as "", read back as null (as pylance does)

@@ -7,7 +7,6 @@ compatibility mode are in test_namespace_v1.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,10 +14,10 @@ import sys
 import lance_namespace as ln
 import pyarrow as pa
 import pytest
+from nshelp import both, ipc, local_path, names, rows, table, top
 
 import lancelet
 import lancelet.namespace as lns
-from nshelp import both, ipc, local_path, names, read, rows, table, top
 
 lance = pytest.importorskip("lance")
 

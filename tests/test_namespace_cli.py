@@ -11,9 +11,9 @@ import sys
 
 import lance_namespace as ln
 import pytest
+from nshelp import both, ipc, table
 
 from lancelet.cli import main
-from nshelp import both, ipc, table
 
 lance = pytest.importorskip("lance")
 

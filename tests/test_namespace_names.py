@@ -24,9 +24,9 @@ import urllib.parse
 
 import lance_namespace as ln
 import pytest
+from nshelp import both, ipc, local_path, rows, table
 
 import lancelet
-from nshelp import both, ipc, local_path, rows, table
 
 lance = pytest.importorskip("lance")
 

@@ -9,10 +9,10 @@ import uuid
 
 import lance_namespace as ln
 import pytest
+from nshelp import ipc, table
 
 import lancelet
 import lancelet.namespace as lns
-from nshelp import ipc, table
 
 lance = pytest.importorskip("lance")
 

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from nshelp import table, tree
 
 import lancelet.namespace as lns
-from nshelp import table, tree
 
 lance = pytest.importorskip("lance")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import lance_namespace as ln
 import pytest
+from nshelp import both, ipc, table
 
 import lancelet
 import lancelet.namespace as lns
-from nshelp import both, ipc, table
 
 pytestmark = pytest.mark.spark
 lance = pytest.importorskip("lance")
@@ -45,7 +45,7 @@ def test_missing_table_and_bad_options(spark, tmp_path):
         spark.read.format("lancelet").option("namespace.root", root).option("table_id", "p.nope").load().collect()
     with pytest.raises(Exception, match="go together"):
         spark.read.format("lancelet").option("table_id", "p.nope").load().collect()
-    with pytest.raises(Exception, match="not both"):  # noqa: B017 (Spark wraps the source's error in its own class)
+    with pytest.raises(Exception, match="not both"):
         spark.read.format("lancelet").option("namespace.root", root).option("table_id", "p.t").load(root).collect()
     # a failed write to a new id takes the declaration back
     lancelet.write_dataset(table(), namespace_client=lns.DirectoryNamespace(root=root), table_id=["p", "ok"])

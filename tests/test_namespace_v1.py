@@ -9,10 +9,10 @@ import os
 
 import lance_namespace as ln
 import pytest
+from nshelp import both, ipc, local_path, rows, table, top, tree
 
 import lancelet
 import lancelet.namespace as lns
-from nshelp import both, ipc, local_path, rows, table, top, tree
 
 lance = pytest.importorskip("lance")
 

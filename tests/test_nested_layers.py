@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from datagen import assert_tables_equal, pylance_read
 
 import lancelet.file
-from datagen import assert_tables_equal, pylance_read
 
 pytestmark = pytest.mark.pylance
 

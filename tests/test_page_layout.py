@@ -8,12 +8,11 @@ from __future__ import annotations
 import glob
 import os
 
+import lance
 import numpy as np
 import pyarrow as pa
 
 import lancelet
-
-import lance  # noqa: E402  (the oracle: required, never skipped)
 
 
 def _vectors(n: int, dim: int, seed: int = 5) -> pa.Table:

@@ -3,13 +3,13 @@ columns, with and without stable row ids: the same rows as pylance 14."""
 
 from __future__ import annotations
 
+import lance
 import pyarrow as pa
 import pytest
-
-import lancelet
 from datagen import assert_tables_equal
 
-import lance  # noqa: E402  (the oracle: required, never skipped)
+import lancelet
+
 pytestmark = pytest.mark.pylance
 
 FILTERS = [

@@ -12,13 +12,12 @@ import sys
 import textwrap
 import uuid
 
+import lance
 import pyarrow as pa
 import pytest
 
 import lancelet
 import lancelet.file
-
-import lance  # noqa: E402  (the oracle: required, never skipped)
 
 
 def tbl(start, n):

@@ -10,12 +10,12 @@ import threading
 import time
 from pathlib import Path
 
+import datagen
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-import datagen
 import lancelet
 import lancelet.spark as ls
 from lancelet.spark.source import LanceletDataSource

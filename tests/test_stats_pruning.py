@@ -5,13 +5,13 @@ returns. 2.x files carry no statistics (see docs/architecture.md)."""
 
 from __future__ import annotations
 
+import lance
 import pyarrow as pa
 import pytest
-
-import lancelet
 from datagen import assert_tables_equal
 
-import lance  # noqa: E402  (the oracle: required, never skipped)
+import lancelet
+
 pytestmark = pytest.mark.pylance
 
 N = 4000

@@ -3,7 +3,6 @@ Hilbert "U" order, read against tiledb-py 0.36.1 (which writes the arrays)."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import pytest
 import tiledb
 

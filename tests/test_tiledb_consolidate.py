@@ -14,11 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiledb
+from test_tiledb_ops import SPARSE_COLS, _dense_array, _sparse_array, _table_rows, _tiledb_table
 
 import lancelet.tiledb as lt
-from lancelet.exceptions import LanceletIOError
-from lancelet.exceptions import CorruptFileError, InvalidInputError, NotFoundError, UnsupportedError
-from test_tiledb_ops import SPARSE_COLS, _dense_array, _sparse_array, _table_rows, _tiledb_table
+from lancelet.exceptions import CorruptFileError, InvalidInputError, LanceletIOError, NotFoundError, UnsupportedError
 
 DENSE_COLS = ["r", "c", "v", "s", "n", "ts"]
 

@@ -5,7 +5,6 @@ files both write hold the same entries, and tiledb-py reads the same
 metadata / cells from either; each library vacuums the other's result."""
 from __future__ import annotations
 
-import os
 import random
 import shutil
 from pathlib import Path
@@ -13,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiledb
+from test_tiledb_consolidate import DENSE_COLS, _files, _fragment_names, _meta_payload, _state
+from test_tiledb_ops import SPARSE_COLS, _dense_array, _sparse_array
 
 import lancelet.tiledb as lt
 from lancelet.exceptions import CorruptFileError, InvalidInputError, UnsupportedError
-from test_tiledb_consolidate import DENSE_COLS, _files, _fragment_names, _meta_payload, _state
-from test_tiledb_ops import SPARSE_COLS, _dense_array, _sparse_array
 
 META = tiledb.Config({"sm.consolidation.mode": "array_meta"})
 META_VAC = tiledb.Config({"sm.vacuum.mode": "array_meta"})

@@ -24,12 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import tiledb
+from test_tiledb_read import FIXTURES, NAMES
+from test_tiledb_write import schema_bytes
 
 import lancelet.tiledb as lt
 from lancelet._tiledb_write import _values
 from lancelet.exceptions import InvalidInputError, NotFoundError
-from test_tiledb_read import FIXTURES, NAMES
-from test_tiledb_write import schema_bytes
 
 # ------------------------------------------------------------ comparing
 

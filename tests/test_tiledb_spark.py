@@ -8,10 +8,10 @@ import pkgutil
 
 import pyarrow as pa
 import pytest
+from test_tiledb_ops import _dense_array, _norm, _sparse_array, _tiledb_table
 
 import lancelet.tiledb as lt
 from lancelet import _tiledb_lance
-from test_tiledb_ops import _dense_array, _norm, _sparse_array, _tiledb_table
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,6 @@ where no compressor is involved.
 """
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from pathlib import Path

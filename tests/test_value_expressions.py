@@ -5,7 +5,6 @@ CASE, FLOOR/CEIL, EXTRACT, ...)."""
 from __future__ import annotations
 
 import datetime
-import decimal
 
 import lance
 import pyarrow as pa

@@ -7,13 +7,12 @@ must return the same rows."""
 
 from __future__ import annotations
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import lancelet
-
-import lance  # noqa: E402  (the oracle: required, never skipped)
 
 
 def _vectors(rng: np.random.Generator, n: int, dim: int, row_nulls: float, item_nulls: float,

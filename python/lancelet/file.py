@@ -106,7 +106,7 @@ def _as_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchR
         batch = pa.record_batch(data)
         return pa.RecordBatchReader.from_batches(batch.schema, [batch])
     try:
-        import pandas as pd  # noqa: F401
+        import pandas as pd
 
         if isinstance(data, pd.DataFrame):
             with _args.input_errors("the DataFrame does not fit the schema"):

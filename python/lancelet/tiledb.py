@@ -76,7 +76,7 @@ class Filter:
 
 
 def _compressor(name: str, default_level: int = -1) -> type:
-    def __init__(self, level: int = default_level) -> None:  # noqa: N807
+    def __init__(self, level: int = default_level) -> None:
         self.level = level
 
     return type(name, (Filter,), {"_fields": ("level",), "__init__": __init__})
@@ -477,6 +477,7 @@ def open_array(uri: str, timestamp: Any = None, *, storage_options: Optional[dic
 
 
 from lancelet._tiledb_consolidate import consolidate, vacuum  # noqa: E402
+from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)
+
 # Writing (create_array, write, delete) lives in its own module.
 from lancelet._tiledb_write import create_array, delete, write  # noqa: E402
-from lancelet._tiledb_lance import to_lance  # noqa: E402  (uses this module's helpers)

@@ -7,8 +7,6 @@ import os
 import sys
 import time
 
-import numpy as np
-import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 

@@ -26,7 +26,7 @@ from typing import Any, Dict
 import lance_namespace
 
 from lancelet.namespace.directory import DirectoryNamespace
-from lancelet.namespace.errors import *  # noqa: F401,F403 - the error classes, listed once in errors.__all__
+from lancelet.namespace.errors import *  # noqa: F403 - the error classes, listed once in errors.__all__
 from lancelet.namespace.errors import __all__ as _error_names
 
 __all__ = ["DirectoryNamespace", "connect", *_error_names]

@@ -73,5 +73,5 @@ def undo_declare(namespace_client: Any, table_id: Sequence[str]) -> None:
 
     try:
         namespace_client.drop_table(DropTableRequest(id=list(table_id)))
-    except Exception:  # noqa: BLE001 - never hide the original error
+    except Exception:
         pass

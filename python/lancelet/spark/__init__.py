@@ -38,6 +38,7 @@ import lancelet
 from lancelet.distributed import WritePlan, plan_write
 from lancelet.exceptions import InvalidInputError, NotFoundError
 from lancelet.spark.compact import compact_files
+from lancelet.spark.evolve import add_columns
 from lancelet.spark.source import (
     DEFAULT_ROWS_PER_PARTITION,
     FragmentSlice,
@@ -47,7 +48,6 @@ from lancelet.spark.source import (
     read_slice,
     stage_batches,
 )
-from lancelet.spark.evolve import add_columns
 from lancelet.spark.tiledb_source import LanceletTileDBDataSource
 from lancelet.spark.types import cast_batch, lance_schema_for, spark_arrow_schema, spark_schema, spark_type
 

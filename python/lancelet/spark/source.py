@@ -232,7 +232,7 @@ class LanceletPushdownReader(LanceletReader):
     """The reader used when ``spark.sql.python.filterPushdown.enabled`` is
     on: filters lancelet evaluates exactly as Spark are read by the scanner."""
 
-    def pushFilters(self, filters):  # noqa: N802 (PySpark's name)
+    def pushFilters(self, filters):
         schema = self.opts.open().schema
         pushed = []
         for f in filters:

@@ -88,9 +88,9 @@ fn cut_tests(src: &str) -> (String, Vec<String>) {
         if let Some(m) = decl.strip_prefix("mod ") {
             let name: String = m.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             let tail = m[name.len()..].trim_start();
-            if tail.starts_with(';') {
+            if let Some(after_decl) = tail.strip_prefix(';') {
                 test_files.push(name);
-                rest = &tail[1..];
+                rest = after_decl;
                 continue;
             }
             if tail.starts_with('{') {

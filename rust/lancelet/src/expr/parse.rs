@@ -208,7 +208,7 @@ fn too_deep(loc: Location) -> Error {
 /// Parse a whole filter into a syntax tree.
 pub fn parse(sql: &str) -> Result<Node> {
     let dialect = FilterDialect;
-    let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(|e| syntax(e))?;
+    let tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(syntax)?;
     let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
     let mut p = FilterParser { tokens, pos: 0, nesting: 0 };
     let node = p.parse_sub(0)?;

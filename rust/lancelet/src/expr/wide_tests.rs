@@ -194,7 +194,7 @@ fn filters_planned_from_many_threads_at_once() {
                         let n = (t * 40 + k) % 300;
                         let want = (0..n).filter(|i| i % 97 != 13).count(); // ids() has nulls
                         assert_eq!(count(&format!("id < {n}"), &b), want, "thread {t}");
-                        let bad = SqlFilter::new(&format!("nope_{t}_{k} = 1"), &b.schema()).err().expect("unknown column");
+                        let bad = SqlFilter::new(&format!("nope_{t}_{k} = 1"), &b.schema()).expect_err("unknown column");
                         assert!(bad.to_string().contains(&format!("nope_{t}_{k}")), "{bad}");
                     }
                 })

@@ -333,7 +333,7 @@ fn chunk_groups(spans: &[(usize, usize, usize, usize)], wanted: &[(usize, usize)
         while w.peek().is_some_and(|&&(_, we)| we <= start) {
             w.next();
         }
-        if !w.peek().is_some_and(|&&(ws, _)| ws < end) {
+        if w.peek().is_none_or(|&&(ws, _)| ws >= end) {
             continue;
         }
         match groups.last_mut() {

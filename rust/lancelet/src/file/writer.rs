@@ -569,7 +569,7 @@ impl FileWriter {
                 let leaves: Vec<&mut LeafEncoder> = cols.iter_mut().flatten().collect();
                 encode_and_emit(&mut self.out, &mut self.pages, leaves)?;
                 self.num_rows += rows;
-                return Ok(());
+                Ok(())
             }
             Columns::V20(cols) => {
                 let mut all = Vec::with_capacity(batches.len());
@@ -670,10 +670,8 @@ impl FileWriter {
             .map(|pages| ColumnMetadata { encoding: Some(direct(&col_enc)), pages, buffer_offsets: vec![], buffer_sizes: vec![] })
             .collect();
         self.pad()?;
-        let desc = FileDescriptor {
-            schema: Some(PbSchema { fields: self.schema.to_pb()?, metadata: self.schema.metadata_pb(), ..Default::default() }),
-            length: self.num_rows,
-        };
+        let desc =
+            FileDescriptor { schema: Some(PbSchema { fields: self.schema.to_pb()?, metadata: self.schema.metadata_pb() }), length: self.num_rows };
         let start = self.out.position();
         let mut tail: Vec<u8> = Vec::new();
         let gb0_pos = start;

@@ -111,8 +111,11 @@ pub(crate) fn group(values: &ArrayRef, pairs: impl Iterator<Item = (usize, u64)>
     let taken = arrow_select::take::take(values.as_ref(), &arrow_array::UInt64Array::from(pos), None).map_err(Error::internal_arrow)?;
     let data = super::TrainingData { values: taken, ids: arrow_array::UInt64Array::from(ids) };
     let (sorted, ids) = super::btree::sorted(&data)?;
-    let runs =
-        if sorted.is_empty() { Vec::new() } else { arrow_ord::partition::partition(&[sorted.clone()]).map_err(Error::internal_arrow)?.ranges() };
+    let runs = if sorted.is_empty() {
+        Vec::new()
+    } else {
+        arrow_ord::partition::partition(std::slice::from_ref(&sorted)).map_err(Error::internal_arrow)?.ranges()
+    };
     let starts = UInt32Array::from_iter_values(runs.iter().map(|r| r.start as u32));
     let keys = arrow_select::take::take(sorted.as_ref(), &starts, None).map_err(Error::internal_arrow)?;
     let mut offsets = vec![0];
@@ -256,7 +259,7 @@ mod tests {
             assert_eq!(got_i.values().to_vec(), want_i, "round {round}");
 
             let g = group(&values, (0..n).map(|i| (i, idv[i]))).unwrap();
-            let runs = if n == 0 { vec![] } else { arrow_ord::partition::partition(&[want_v.clone()]).unwrap().ranges() };
+            let runs = if n == 0 { vec![] } else { arrow_ord::partition::partition(std::slice::from_ref(&want_v)).unwrap().ranges() };
             assert_eq!(g.keys.len(), runs.len(), "round {round}");
             for (k, r) in runs.iter().enumerate() {
                 assert_eq!(g.keys.slice(k, 1).to_data(), want_v.slice(r.start, 1).to_data(), "round {round} key {k}");

@@ -174,9 +174,9 @@ fn try_commit(
         }
         let mut rebase = Rebase::new(txn, read_manifest_cache.as_ref(), opts.affected_rows.as_deref());
         for loc in &concurrent {
-            if !others.contains_key(&loc.version) {
+            if let std::collections::hash_map::Entry::Vacant(e) = others.entry(loc.version) {
                 let f = read_manifest(root, &loc.name)?;
-                others.insert(loc.version, transaction_of(root, &f)?);
+                e.insert(transaction_of(root, &f)?);
             }
             let verdict = match &others[&loc.version] {
                 Some(other) => rebase.check(other, loc.version),

@@ -254,13 +254,13 @@ mod tests {
             operation: Some(Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed })),
             ..Default::default()
         };
-        let out = next_indices(&txn(vec![a2.clone()], vec![a.clone()]), Some(&[a.clone()]), None, &next, &[], None, None).unwrap();
+        let out = next_indices(&txn(vec![a2.clone()], vec![a.clone()]), Some(std::slice::from_ref(&a)), None, &next, &[], None, None).unwrap();
         assert_eq!(out, vec![a2.clone()]);
-        let out = next_indices(&txn(vec![], vec![a2.clone()]), Some(&[a2.clone()]), None, &next, &[], None, None).unwrap();
+        let out = next_indices(&txn(vec![], vec![a2.clone()]), Some(std::slice::from_ref(&a2)), None, &next, &[], None, None).unwrap();
         assert!(out.is_empty());
         // a new index on a field a concurrent Project dropped is left out
         let gone = idx("b", 3, 7, IndexKind::Bitmap, &[0]);
-        let out = next_indices(&txn(vec![gone], vec![]), Some(&[a.clone()]), None, &next, &[], None, None).unwrap();
+        let out = next_indices(&txn(vec![gone], vec![]), Some(std::slice::from_ref(&a)), None, &next, &[], None, None).unwrap();
         assert_eq!(out, vec![a]);
     }
 

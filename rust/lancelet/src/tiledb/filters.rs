@@ -108,7 +108,7 @@ impl Filter {
             Filter::ChecksumSha256 => "ChecksumSHA256Filter",
             Filter::FloatScale { .. } => "FloatScaleFilter",
             Filter::Xor => "XORFilter",
-            Filter::Unknown { name, .. } => *name,
+            Filter::Unknown { name, .. } => name,
         }
     }
 
@@ -626,6 +626,35 @@ fn zstd_into(comp: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     })
 }
 
+/// One filtered chunk of a tile: where its decoded bytes start in the tile,
+/// its decoded length, its filter metadata and its filtered bytes.
+type ChunkHeader<'a> = (usize, usize, &'a [u8], &'a [u8]);
+
+/// The chunk headers of a filtered tile (a u64 chunk count, then per chunk
+/// u32 original length, u32 filtered length, u32 metadata length, metadata,
+/// data) and the tile's decoded length, which must not exceed `max_len`
+/// (the tile's size known from the schema or fragment metadata): so a
+/// header's claim is refused before anything is allocated for it.
+fn chunk_headers(tile: &[u8], max_len: usize) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
+    let mut c = Cursor::new(tile);
+    let nchunks = c.count(12, "tile chunk count")?;
+    let mut chunks = Vec::with_capacity(nchunks);
+    let mut total = 0usize;
+    for i in 0..nchunks {
+        let orig = c.u32("chunk original length")? as usize;
+        let filtered = c.u32("chunk filtered length")? as usize;
+        let md_len = c.u32("chunk metadata length")? as usize;
+        let md = c.take(md_len, "chunk metadata")?;
+        let data = c.take(filtered, "chunk data")?;
+        chunks.push((total, orig, md, data));
+        total = total.checked_add(orig).ok_or_else(|| Error::corrupt(format!("chunk {i}'s length overflows the tile")))?;
+    }
+    if total > max_len {
+        return Err(Error::corrupt(format!("tile chunks claim {total} decoded bytes; the tile holds at most {max_len}")));
+    }
+    Ok((chunks, total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -728,33 +757,4 @@ mod tests {
         let p = FilterPipeline { max_chunk_size: 65536, filters: vec![Filter::Lz4 { level: 1 }] };
         assert_eq!(p.unfilter(&zstd_tile(&comp, 16), big).unwrap(), vec![7u8; 16]);
     }
-}
-
-/// One filtered chunk of a tile: where its decoded bytes start in the tile,
-/// its decoded length, its filter metadata and its filtered bytes.
-type ChunkHeader<'a> = (usize, usize, &'a [u8], &'a [u8]);
-
-/// The chunk headers of a filtered tile (a u64 chunk count, then per chunk
-/// u32 original length, u32 filtered length, u32 metadata length, metadata,
-/// data) and the tile's decoded length, which must not exceed `max_len`
-/// (the tile's size known from the schema or fragment metadata): so a
-/// header's claim is refused before anything is allocated for it.
-fn chunk_headers(tile: &[u8], max_len: usize) -> Result<(Vec<ChunkHeader<'_>>, usize)> {
-    let mut c = Cursor::new(tile);
-    let nchunks = c.count(12, "tile chunk count")?;
-    let mut chunks = Vec::with_capacity(nchunks);
-    let mut total = 0usize;
-    for i in 0..nchunks {
-        let orig = c.u32("chunk original length")? as usize;
-        let filtered = c.u32("chunk filtered length")? as usize;
-        let md_len = c.u32("chunk metadata length")? as usize;
-        let md = c.take(md_len, "chunk metadata")?;
-        let data = c.take(filtered, "chunk data")?;
-        chunks.push((total, orig, md, data));
-        total = total.checked_add(orig).ok_or_else(|| Error::corrupt(format!("chunk {i}'s length overflows the tile")))?;
-    }
-    if total > max_len {
-        return Err(Error::corrupt(format!("tile chunks claim {total} decoded bytes; the tile holds at most {max_len}")));
-    }
-    Ok((chunks, total))
 }

@@ -68,8 +68,8 @@ impl TileDbArray {
             columns.push(build_array(out_schema.field(columns.len()).data_type(), col.datatype, col.cell_val_num, cells, validity)?);
         }
         let n = sp.sources.len();
-        Ok(RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))
-            .map_err(Error::internal_arrow)?)
+        RecordBatch::try_new_with_options(out_schema, columns, &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)))
+            .map_err(Error::internal_arrow)
     }
 
     /// Every version of every cell of a sparse array in the open range

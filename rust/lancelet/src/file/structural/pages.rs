@@ -550,6 +550,9 @@ fn variable_packed_rows(v: &crate::proto::encodings21::VariablePackedStruct, raw
 }
 
 /// How one full-zip variable-width value is stored.
+// The FSST variant holds its symbol table inline: one decoder per page,
+// built once, so its size does not matter and a box would be one more hop.
+#[allow(clippy::large_enum_variant)]
 enum ValueDecoder {
     Raw,
     Fsst(crate::encoding::fsst::SymbolTable),

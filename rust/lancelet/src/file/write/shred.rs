@@ -708,8 +708,7 @@ fn gather_fsl(field: &Field, array: &ArrayRef, picks: &[Option<usize>]) -> Resul
     let mut valid = Vec::new();
     let mut cur = array.clone();
     let mut picks: Vec<Option<usize>> = picks.to_vec();
-    loop {
-        let DataType::FixedSizeList(item, dim) = cur.data_type().clone() else { break };
+    while let DataType::FixedSizeList(item, dim) = cur.data_type().clone() {
         let l = cur.as_any().downcast_ref::<FixedSizeListArray>().ok_or_else(|| Error::invalid_input("expected a fixed-size list array"))?;
         let dim = usize::try_from(dim)
             .ok()
@@ -957,7 +956,7 @@ mod top_leaf_tests {
             (Field::new("null", DataType::Null, true), Arc::new(NullArray::new(n))),
             (
                 Field::new("fsb", DataType::FixedSizeBinary(2), true),
-                Arc::new(FixedSizeBinaryArray::try_from_sparse_iter_with_size((0..n).map(|i| valid[i].then(|| [i as u8, 1])), 2).unwrap()),
+                Arc::new(FixedSizeBinaryArray::try_from_sparse_iter_with_size((0..n).map(|i| valid[i].then_some([i as u8, 1])), 2).unwrap()),
             ),
             (
                 Field::new("vec", DataType::FixedSizeList(item.clone(), 3), true),

@@ -568,7 +568,7 @@ fn packed_struct_v2_0() {
         Field::new("v", DataType::FixedSizeList(item.clone(), 2), true),
         Field::new("c", DataType::UInt8, true),
     ]);
-    let a: ArrayRef = Arc::new(Int32Array::from_iter_values(0..n as i32));
+    let a: ArrayRef = Arc::new(Int32Array::from_iter_values(0..n));
     let v: ArrayRef = Arc::new(FixedSizeListArray::new(item, 2, Arc::new(Float32Array::from_iter_values((0..2 * n).map(|i| i as f32))), None));
     let c: ArrayRef = Arc::new(UInt8Array::from_iter_values((0..n).map(|i| i as u8)));
     let st: ArrayRef = Arc::new(StructArray::new(sf.clone(), vec![a, v, c], None));
@@ -606,7 +606,7 @@ fn v2_0_all_null_list_of_struct_keeps_empty_item_pages() {
     let schema = Arc::new(Schema::new(vec![Field::new("l", DataType::List(item), true)]));
     let b = RecordBatch::try_new(schema, vec![l]).unwrap();
     let file = path("v20-null-list-struct.lance");
-    write_file(&file, &[b.clone()], FileVersion::V2_0, None);
+    write_file(&file, std::slice::from_ref(&b), FileVersion::V2_0, None);
     let r = FileReader::open(&file).unwrap();
     let got = r.read_range(&r.projection(None).unwrap(), 0..5).unwrap();
     assert_same(&got, &b).unwrap();
@@ -692,7 +692,7 @@ fn page_cuts_follow_pylance() {
     let p = path("page-cuts.lance");
     // 160 KB of ids and 10 MB of vectors, with 1 MiB pages: the vectors
     // stay one page, the ids (under the page size) another.
-    write_file(&p, &[batch.clone()], FileVersion::V2_2, Some(1 << 20));
+    write_file(&p, std::slice::from_ref(&batch), FileVersion::V2_2, Some(1 << 20));
     let r = FileReader::open(&p).unwrap();
     assert_eq!(r.pages_for(0, &[0..n as u64]).len(), 1, "ids");
     assert_eq!(r.pages_for(1, &[0..n as u64]).len(), 1, "vectors");

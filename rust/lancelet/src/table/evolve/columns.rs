@@ -290,9 +290,8 @@ pub(crate) fn write_one(
     }
     step(&opts.hook, "data_file")?;
     let storage = out.storage.clone();
-    out.finish(version, &plan.new.written).map_err(|e| {
+    out.finish(version, &plan.new.written).inspect_err(|_e| {
         let _ = storage.delete();
-        e
     })
 }
 

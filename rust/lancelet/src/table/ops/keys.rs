@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(values, [0xfffe, 3]);
         assert!(nulls.is_none());
         let f: ArrayRef = Arc::new(Float64Array::from(vec![1.5]));
-        assert!(matches!(BatchKeys::new(&[f.clone()]).unwrap(), BatchKeys::Words { .. }));
+        assert!(matches!(BatchKeys::new(std::slice::from_ref(&f)).unwrap(), BatchKeys::Words { .. }));
         // Several columns, strings and booleans stay byte strings.
         assert!(matches!(BatchKeys::new(&[f.clone(), f]).unwrap(), BatchKeys::Bytes(_)));
         let s: ArrayRef = Arc::new(StringArray::from(vec!["x"]));

@@ -16,7 +16,7 @@ use super::super::schema::int_value;
 /// Whether TileDB keeps tile minimum/maximum for a column.
 pub fn has_min_max(t: Datatype, is_dim: bool, var: bool, cell_val_num: u32) -> bool {
     let stringy = matches!(t, Datatype::Char | Datatype::StringAscii);
-    if is_dim || (var && !stringy) || (!var && cell_val_num != 1 && !stringy) {
+    if is_dim || (!stringy && (var || cell_val_num != 1)) {
         return false;
     }
     !matches!(t, Datatype::Blob | Datatype::StringUtf8 | Datatype::Other(_))
