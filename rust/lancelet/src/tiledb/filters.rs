@@ -557,7 +557,10 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
     let start = out.len();
     match f {
         Filter::Gzip { .. } => {
-            flate2::read::ZlibDecoder::new(comp).take(raw_len as u64 + 1).read_to_end(out).map_err(|e| Error::corrupt(format!("gzip: {e}")))?;
+            flate2::read::ZlibDecoder::new(comp)
+                .take(raw_len as u64 + 1)
+                .read_to_end(out)
+                .map_err(|e| Error::corrupt(format!("gzip: {e}")).with_source(e))?;
         }
         Filter::Zstd { .. } => zstd_into(comp, raw_len, out)?,
         Filter::Lz4 { .. } => {
@@ -566,11 +569,14 @@ fn decompress(f: &Filter, comp: &[u8], raw_len: usize, ty: Datatype, cell_size: 
                 return Err(Error::corrupt(format!("lz4 part of {} bytes cannot decode to the {raw_len} its header says", comp.len())));
             }
             out.resize(start + raw_len, 0);
-            let n = lz4_flex::block::decompress_into(comp, &mut out[start..]).map_err(|e| Error::corrupt(format!("lz4: {e}")))?;
+            let n = lz4_flex::block::decompress_into(comp, &mut out[start..]).map_err(|e| Error::corrupt(format!("lz4: {e}")).with_source(e))?;
             out.truncate(start + n);
         }
         Filter::Bzip2 { .. } => {
-            bzip2::read::BzDecoder::new(comp).take(raw_len as u64 + 1).read_to_end(out).map_err(|e| Error::corrupt(format!("bzip2: {e}")))?;
+            bzip2::read::BzDecoder::new(comp)
+                .take(raw_len as u64 + 1)
+                .read_to_end(out)
+                .map_err(|e| Error::corrupt(format!("bzip2: {e}")).with_source(e))?;
         }
         Filter::Rle { .. } => out.extend(codecs::rle_decode(comp, cell_size.max(1), raw_len)?),
         Filter::Delta { reinterpret, .. } => {
