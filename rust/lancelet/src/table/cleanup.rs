@@ -304,18 +304,14 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Opt
     for (path, size, kind) in doomed {
         match remove(ds, &path) {
             Ok(()) => {
-                // A leftover temporary manifest counts in bytes only, as
-                // in pylance.
                 stats.bytes_removed += size;
-                let counter = match kind {
-                    Kind::Data => Some(&mut stats.data_files_removed),
-                    Kind::Deletion => Some(&mut stats.deletion_files_removed),
-                    Kind::Transaction => Some(&mut stats.transaction_files_removed),
-                    Kind::Index => Some(&mut stats.index_files_removed),
-                    Kind::TempManifest => None,
-                };
-                if let Some(c) = counter {
-                    *c += 1;
+                match kind {
+                    Kind::Data => stats.data_files_removed += 1,
+                    Kind::Deletion => stats.deletion_files_removed += 1,
+                    Kind::Transaction => stats.transaction_files_removed += 1,
+                    Kind::Index => stats.index_files_removed += 1,
+                    // Counted in bytes only, as in pylance.
+                    Kind::TempManifest => {}
                 }
             }
             Err(_) => stats.failed_deletes += 1,
