@@ -72,27 +72,28 @@ def add_columns(ds: Any, transforms: Any, read_columns: Optional[List[str]] = No
         if isinstance(read_columns, str):
             raise TypeError("read_columns must be a list of column names, not a string")
         read_columns = [str(c) for c in read_columns]
-    cb = progress_callback(progress)
+    commit = _inputs.commit_args(progress=progress_callback(progress))
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
     if isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms):
         transforms = pa.schema(transforms)
     if isinstance(transforms, pa.Schema):
-        return _native.add_null_columns(ds._native, transforms)
+        return _native.add_null_columns(ds._native, transforms, commit)
     if isinstance(transforms, dict):
         for k, v in transforms.items():
             if not isinstance(k, str):
                 raise TypeError(f"column names must be strings, got {type(k).__name__}")
             if not isinstance(v, str):
                 raise TypeError(f"column expressions must be SQL strings, got {type(v).__name__} for {k!r}")
-        return _native.add_columns_sql(ds._native, list(transforms.items()), bs, cb)
+        return _native.add_columns_sql(ds._native, list(transforms.items()), bs, commit)
     if callable(transforms) and not hasattr(transforms, "__arrow_c_stream__") and not isinstance(
             transforms, (pa.Table, pa.RecordBatchReader)):
         # pylance's BatchUDF (from lance.batch_udf) wraps the function
         func = transforms.func if type(transforms).__name__ == "BatchUDF" else transforms
         schema = _output_schema(ds, transforms, read_columns)
-        return _native.add_columns_udf(ds._native, udf_caller(func), schema, read_columns, bs, cb)
-    return _native.add_columns_stream(ds._native, _inputs.stream(transforms, reader_schema, pandas_metadata=False), bs, cb)
+        return _native.add_columns_udf(ds._native, udf_caller(func), schema, read_columns, bs, commit)
+    return _native.add_columns_stream(ds._native, _inputs.stream(transforms, reader_schema, pandas_metadata=False), bs,
+                                      commit)
 
 
 def drop_columns(ds: Any, columns: Any) -> Any:
@@ -103,7 +104,7 @@ def drop_columns(ds: Any, columns: Any) -> Any:
     for c in names:
         if not isinstance(c, str):
             raise TypeError(f"column names must be strings, got {type(c).__name__}")
-    return _native.drop_columns(ds._native, names)
+    return _native.drop_columns(ds._native, names, _inputs.commit_args())
 
 
 def alter_columns(ds: Any, alterations: Iterable[Dict[str, Any]]) -> Any:
@@ -126,7 +127,7 @@ def alter_columns(ds: Any, alterations: Iterable[Dict[str, Any]]) -> Any:
         if dt is not None and not isinstance(dt, pa.DataType):
             raise TypeError(f"'data_type' of {path!r} must be a pyarrow.DataType")
         rows.append((path, name, nullable, None if dt is None else pa.schema([pa.field("t", dt)])))
-    return _native.alter_columns(ds._native, rows)
+    return _native.alter_columns(ds._native, rows, _inputs.commit_args())
 
 
 def merge(ds: Any, data: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> Any:
@@ -136,4 +137,5 @@ def merge(ds: Any, data: Any, left_on: str, right_on: Optional[str] = None, sche
     right_on = left_on if right_on is None else right_on
     if not isinstance(right_on, str):
         raise TypeError("right_on must be a column name")
-    return _native.merge(ds._native, _inputs.stream(data, schema, pandas_metadata=False), left_on, right_on)
+    return _native.merge(ds._native, _inputs.stream(data, schema, pandas_metadata=False), left_on, right_on,
+                         _inputs.commit_args())

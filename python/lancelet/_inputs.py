@@ -6,7 +6,7 @@ import it and it imports none of them)."""
 from __future__ import annotations
 
 import datetime
-from typing import Any, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 import pyarrow as pa
 
@@ -32,6 +32,34 @@ def retry_args(conflict_retries: Any, retry_timeout: Any) -> Tuple[int, float]:
     if not seconds >= 0:  # NaN too
         raise InvalidInputError(f"retry_timeout must not be negative, got {retry_timeout!r}")
     return min(conflict_retries, 2**32 - 1), seconds
+
+
+_THIRTY_SECONDS = datetime.timedelta(seconds=30)
+
+
+def commit_args(*, conflict_retries: Any = 10, retry_timeout: Any = _THIRTY_SECONDS,
+                progress: Optional[Callable[..., Any]] = None, commit_message: Any = None,
+                transaction_properties: Any = None) -> Dict[str, Any]:
+    """The commit options every table operation takes, checked, in the one
+    shape the native layer reads (``commit_args.rs``): re-runs after
+    conflicts (``conflict_retries``, ``retry_timeout``), a progress callback
+    (already made by :func:`lancelet._progress.progress_callback`), and what
+    the transaction records (``transaction_properties``, and
+    ``commit_message`` under pylance's ``__lance_commit_message`` key)."""
+    retries, seconds = retry_args(conflict_retries, retry_timeout)
+    if commit_message is not None and not isinstance(commit_message, str):
+        raise InvalidInputError(f"commit_message must be a string, got {type(commit_message).__name__}")
+    props: Dict[str, str] = {}
+    if transaction_properties is not None:
+        if not isinstance(transaction_properties, dict):
+            raise InvalidInputError("transaction_properties must be a dict of strings, "
+                                    f"got {type(transaction_properties).__name__}")
+        for k, v in transaction_properties.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidInputError(f"transaction_properties must map strings to strings, got {k!r}: {v!r}")
+            props[k] = v
+    return {"conflict_retries": retries, "retry_timeout": seconds, "progress": progress,
+            "commit_message": commit_message, "transaction_properties": props}
 
 
 def fields_text(schema: pa.Schema) -> str:

@@ -428,14 +428,18 @@ class Dataset:
         self._native = native_ds
         self._schema = pa.schema(self._native.schema())
 
-    def insert(self, data: Any, **kwargs: Any) -> None:
+    def insert(self, data: Any, *, commit_message: Optional[str] = None,
+               transaction_properties: Optional[Dict[str, str]] = None, **kwargs: Any) -> None:
         """Append ``data`` (a pyarrow Table, RecordBatchReader, pandas
         DataFrame or any Arrow stream) as a new version; this object moves
-        to the new version. Returns None, as pylance 14's does."""
+        to the new version. Returns None, as pylance 14's does.
+        ``commit_message`` and ``transaction_properties`` are recorded in
+        the version's transaction, as :func:`write_dataset` does."""
         for k, v in kwargs.items():
             if v is not None:
                 raise UnsupportedError(f"insert option {k!r} is not implemented yet")
-        self._become(_native.dataset_insert(self._native, _inputs.stream(data, convert_schema=self._schema)))
+        commit = _inputs.commit_args(commit_message=commit_message, transaction_properties=transaction_properties)
+        self._become(_native.dataset_insert(self._native, _inputs.stream(data, convert_schema=self._schema), commit))
 
     def delete(self, predicate: Any, *, conflict_retries: int = 10,
                retry_timeout: datetime.timedelta = datetime.timedelta(seconds=30)) -> Dict[str, int]:
@@ -451,7 +455,8 @@ class Dataset:
             if type(predicate).__module__.startswith("pyarrow"):
                 raise UnsupportedError("delete predicates must be SQL strings (pyarrow expressions are not supported)")
             raise TypeError(f"the delete predicate must be an SQL string, got {type(predicate).__name__}")
-        native_ds, n = _native.dataset_delete(self._native, predicate, *_inputs.retry_args(conflict_retries, retry_timeout))
+        commit = _inputs.commit_args(conflict_retries=conflict_retries, retry_timeout=retry_timeout)
+        native_ds, n = _native.dataset_delete(self._native, predicate, commit)
         self._become(native_ds)
         return {"num_deleted_rows": n}
 
@@ -481,8 +486,9 @@ class Dataset:
             pairs.append((k, v))
         if where is not None and not isinstance(where, str):
             raise UnsupportedError("update predicates must be SQL strings")
-        native_ds, n = _native.dataset_update(self._native, pairs, where, *_inputs.retry_args(conflict_retries, retry_timeout),
-                                              progress_callback(progress))
+        commit = _inputs.commit_args(conflict_retries=conflict_retries, retry_timeout=retry_timeout,
+                                     progress=progress_callback(progress))
+        native_ds, n = _native.dataset_update(self._native, pairs, where, commit)
         self._become(native_ds)
         return {"num_rows_updated": n}
 
@@ -555,7 +561,7 @@ class Dataset:
         """Make this (old) version the latest one by committing a new version
         with its content; this object moves to it (returns None, as
         pylance 14's does)."""
-        self._become(_native.dataset_restore(self._native))
+        self._become(_native.dataset_restore(self._native, _inputs.commit_args()))
 
     # -- maintenance (lancelet.optimize) ------------------------------------
     @property
@@ -607,6 +613,7 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
                   max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None,
                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
                   namespace_client: Any = None, table_id: Optional[List[str]] = None,
+                  commit_message: Optional[str] = None, transaction_properties: Optional[Dict[str, str]] = None,
                   **kwargs: Any) -> Dataset:
     """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
     ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
@@ -621,7 +628,11 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
     ``table_id`` name a table of a catalog: ``create`` declares it and writes
     at the location the namespace gives (a failed first write takes the
     declaration back), ``append``/``overwrite`` write where
-    ``describe_table`` says it is."""
+    ``describe_table`` says it is.
+
+    ``commit_message`` and ``transaction_properties`` (a dict of strings)
+    are recorded in the new version's transaction, as pylance records them
+    (the message under ``__lance_commit_message``)."""
     if namespace_client is not None or table_id is not None:
         from lancelet.namespace.resolve import table_location, undo_declare
 
@@ -631,6 +642,7 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
             return write_dataset(data, uri, schema=schema, mode=mode, max_rows_per_file=max_rows_per_file,
                                  data_storage_version=data_storage_version,
                                  enable_stable_row_ids=enable_stable_row_ids, storage_options=storage_options,
+                                 commit_message=commit_message, transaction_properties=transaction_properties,
                                  **kwargs)
         except BaseException:
             if mode == "create":
@@ -648,12 +660,13 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
         raise InvalidInputError(f"unknown mode {mode!r} (expected create, append or overwrite)")
     max_rows = _args.positive("max_rows_per_file", max_rows_per_file)
     version = _args.optional_string(data_storage_version, "data_storage_version")
+    commit = _inputs.commit_args(commit_message=commit_message, transaction_properties=transaction_properties)
     stream = _inputs.stream(data, schema)
     # A table's chunks are resident anyway: the writer may gather them into
     # larger units of work (a stream's batches would be held longer).
     group = _RESIDENT_GROUP_BYTES if isinstance(stream, pa.Table) else 0
     native_ds = _native.write_dataset(uri, stream, mode, max_rows, version, bool(enable_stable_row_ids), options,
-                                      group_bytes=group)
+                                      group_bytes=group, commit=commit)
     return Dataset(uri, _native_ds=native_ds)
 
 

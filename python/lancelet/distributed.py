@@ -73,12 +73,17 @@ class WritePlan:
                                       "this task's data files were removed")
         return staged
 
-    def commit(self, fragments: Iterable[bytes]) -> Dataset:
+    def commit(self, fragments: Iterable[bytes], *, commit_message: Optional[str] = None,
+               transaction_properties: Optional[Dict[str, str]] = None) -> Dataset:
         """Commit all staged fragments as one new version, then remove this
-        job's data files that the commit does not reference."""
+        job's data files that the commit does not reference.
+        ``commit_message``/``transaction_properties`` are recorded in the
+        version's transaction (as ``write_dataset`` records them)."""
         frags = [bytes(f) for f in fragments]
+        commit = _inputs.commit_args(commit_message=commit_message, transaction_properties=transaction_properties)
         native_ds = _native.staged_commit(self.uri, self.mode, self.read_version, self.data_storage_version,
-                                          self.schema, frags, self.enable_stable_row_ids, self.storage_options)
+                                          self.schema, frags, self.enable_stable_row_ids, self.storage_options,
+                                          commit=commit)
         _native.staged_close_job(self.uri, self.file_prefix, self.storage_options)
         self.cleanup(keep=_native.staged_file_names(frags))
         return Dataset(self.uri, storage_options=self.storage_options, _native_ds=native_ds)
@@ -167,7 +172,7 @@ class AddColumnsPlan:
         once) as one new version, then remove this job's unused files."""
         frags = [bytes(f) for f in staged]
         so = self.storage_options
-        native_ds = self._job().commit(frags)
+        native_ds = self._job().commit(frags, _inputs.commit_args())
         _native.staged_close_job(self.uri, self.file_prefix, so)
         _native.staged_cleanup(self.uri, self.file_prefix, _native.staged_file_names(frags), so)
         return Dataset(self.uri, storage_options=so, _native_ds=native_ds)

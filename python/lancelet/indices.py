@@ -21,7 +21,7 @@ import dataclasses
 import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from lancelet import _native
+from lancelet import _inputs, _native
 from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError
 
@@ -99,7 +99,7 @@ def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optio
         if v is not None:
             raise InvalidInputError(f"create_scalar_index does not take {k!r} for {index_type} indices")
     native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace),
-                                                  progress_callback(progress))
+                                                  _inputs.commit_args(progress=progress_callback(progress)))
     ds._become(native)
 
 
@@ -146,7 +146,7 @@ def drop_index(ds: "Dataset", name: str) -> None:
     :class:`~lancelet.exceptions.NotFoundError` when there is none."""
     if not isinstance(name, str):
         raise InvalidInputError(f"index name must be a string, not {type(name).__name__}")
-    ds._become(_native.dataset_drop_index(ds._native, name))
+    ds._become(_native.dataset_drop_index(ds._native, name, _inputs.commit_args()))
 
 
 def optimize_indices(ds: "Dataset", index_names: Optional[Sequence[str]] = None, **kwargs: Any) -> None:
@@ -158,7 +158,7 @@ def optimize_indices(ds: "Dataset", index_names: Optional[Sequence[str]] = None,
     for k, v in kwargs.items():
         if v is not None and k not in ("num_indices_to_merge", "retrain"):
             raise InvalidInputError(f"optimize_indices does not take {k!r}")
-    ds._become(_native.dataset_optimize_indices(ds._native, names))
+    ds._become(_native.dataset_optimize_indices(ds._native, names, _inputs.commit_args()))
 
 
 def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analyze: bool = False) -> str:

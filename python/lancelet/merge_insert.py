@@ -93,9 +93,10 @@ class MergeInsertBuilder:
         ``{"stage", "done", "total"}`` per fragment scanned, or ``True``."""
         from lancelet._progress import progress_callback
 
-        retries, timeout = _inputs.retry_args(self._conflict_retries, self._retry_timeout)
+        commit = _inputs.commit_args(conflict_retries=self._conflict_retries, retry_timeout=self._retry_timeout,
+                                     progress=progress_callback(progress))
         native_ds, (inserted, updated, deleted) = _native.dataset_merge_insert(
             self._ds._native, _inputs.stream(data, schema), self._on, self._matched, self._matched_condition,
-            self._insert, self._by_source_delete, self._by_source_condition, retries, timeout, progress_callback(progress))
+            self._insert, self._by_source_delete, self._by_source_condition, commit)
         self._ds._become(native_ds)
         return {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}

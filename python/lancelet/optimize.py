@@ -25,7 +25,7 @@ import datetime
 import numbers
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from lancelet import _native
+from lancelet import _inputs, _native
 from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 
@@ -231,7 +231,7 @@ class Compaction:
             if not isinstance(r, RewriteResult):
                 raise InvalidInputError(f"expected RewriteResult objects, got {type(r).__name__}")
             rows.append(r._row())
-        native_ds, metrics = _native.compaction_commit(dataset._native, rows, _options(options))
+        native_ds, metrics = _native.compaction_commit(dataset._native, rows, _options(options), _inputs.commit_args())
         dataset._become(native_ds)
         return CompactionMetrics._from_row(metrics)
 
@@ -261,7 +261,8 @@ class DatasetOptimizer:
                        materialize_deletions=materialize_deletions,
                        materialize_deletions_threshold=materialize_deletions_threshold,
                        defer_index_remap=defer_index_remap, num_threads=num_threads, batch_size=batch_size, **kwargs)
-        native_ds, metrics = _native.compact_files(self._dataset._native, _options(options), progress_callback(progress))
+        commit = _inputs.commit_args(progress=progress_callback(progress))
+        native_ds, metrics = _native.compact_files(self._dataset._native, _options(options), commit)
         self._dataset._become(native_ds)
         return CompactionMetrics._from_row(metrics)
 
@@ -308,5 +309,5 @@ def cleanup_old_versions(dataset: "Dataset", older_than: Optional[datetime.timed
         micros = (older_than.days * 86400 + older_than.seconds) * 1_000_000 + older_than.microseconds
     row = _native.cleanup_old_versions(dataset._native, micros, None if retain_versions is None else int(retain_versions),
                                        bool(delete_unverified), bool(error_if_tagged_old_versions),
-                                       progress_callback(progress))
+                                       _inputs.commit_args(progress=progress_callback(progress)))
     return CleanupStats(*(int(x) for x in row))

@@ -13,25 +13,15 @@ use lancelet::table::evolve::add::{self, AddOptions};
 use lancelet::table::evolve::alter::{self, Alteration};
 use lancelet::table::evolve::join;
 use lancelet::table::evolve::staged::ColumnsJob;
-use lancelet::table::Dataset;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::wrap_pyfunction;
 
 use crate::arrow_ffi::{import_schema, import_stream, ArrowStream};
 use crate::callback;
+use crate::commit_args::{run_op, CommitArgs};
 use crate::dataset::NativeDataset;
 use crate::errors::{guard, to_py, IntoPy};
-
-/// Run a core operation making a new version without the GIL (panics
-/// caught, errors mapped): the new version's handle.
-fn new_version(py: Python<'_>, op: impl FnOnce() -> lancelet::Result<Dataset> + Send) -> PyResult<NativeDataset> {
-    py.detach(|| guard(op)).py_err().map(wrap)
-}
-
-fn wrap(ds: Dataset) -> NativeDataset {
-    NativeDataset { inner: Arc::new(ds) }
-}
 
 /// Call a Python function with a batch (as a one-batch Arrow stream) and
 /// read back the Arrow stream it returns as one batch.
@@ -50,26 +40,22 @@ fn call_udf(func: &Py<PyAny>, batch: RecordBatch) -> PyResult<RecordBatch> {
 
 /// Add columns computed by SQL expressions (`[(name, sql)]`).
 #[pyfunction]
-#[pyo3(signature = (ds, exprs, batch_size=None, progress=None))]
+#[pyo3(signature = (ds, exprs, batch_size=None, commit=None))]
 fn add_columns_sql(
     py: Python<'_>,
     ds: &NativeDataset,
     exprs: Vec<(String, String)>,
     batch_size: Option<usize>,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    callback::run(py, |raised| {
-        let opts = AddOptions { batch_size, progress: callback::progress(progress, raised), hook: None };
-        add::add_columns_sql(&inner, &exprs, &opts)
-    })
-    .map(wrap)
+    run_op(py, commit, |props, _| add::add_columns_sql(&inner, &exprs, &AddOptions { batch_size }, props)).map(|r| r.0)
 }
 
 /// Add columns computed by a Python function of batches (returning the
 /// columns of `output` as an Arrow stream).
 #[pyfunction]
-#[pyo3(signature = (ds, func, output, read_columns=None, batch_size=None, progress=None))]
+#[pyo3(signature = (ds, func, output, read_columns=None, batch_size=None, commit=None))]
 fn add_columns_udf(
     py: Python<'_>,
     ds: &NativeDataset,
@@ -77,60 +63,62 @@ fn add_columns_udf(
     output: &Bound<'_, PyAny>,
     read_columns: Option<Vec<String>>,
     batch_size: Option<usize>,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let output = import_schema(output)?;
     let inner = ds.inner.clone();
-    callback::run(py, |raised| {
-        let opts = AddOptions { batch_size, progress: callback::progress(progress, raised), hook: None };
+    run_op(py, commit, |props, raised| {
         let mut f = |b: RecordBatch| call_udf(&func, b).map_err(|e| raised.keep(e));
-        add::add_columns_with(&inner, &output, read_columns.as_deref(), &mut f, &opts)
+        add::add_columns_with(&inner, &output, read_columns.as_deref(), &mut f, &AddOptions { batch_size }, props)
     })
-    .map(wrap)
+    .map(|r| r.0)
 }
 
 /// Add columns whose values come from an Arrow stream (one row per live
 /// row, in scan order).
 #[pyfunction]
-#[pyo3(signature = (ds, data, batch_size=None, progress=None))]
+#[pyo3(signature = (ds, data, batch_size=None, commit=None))]
 fn add_columns_stream(
     py: Python<'_>,
     ds: &NativeDataset,
     data: &Bound<'_, PyAny>,
     batch_size: Option<usize>,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let reader = import_stream(data)?;
     let schema: SchemaRef = reader.schema();
     let inner = ds.inner.clone();
-    callback::run(py, |raised| {
-        let opts = AddOptions { batch_size, progress: callback::progress(progress, raised), hook: None };
+    run_op(py, commit, |props, _| {
         let batches = reader.map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the new column values: {e}")).with_source(e)));
-        add::add_columns_from_stream(&inner, schema.clone(), batches, &opts)
+        add::add_columns_from_stream(&inner, schema.clone(), batches, &AddOptions { batch_size }, props)
     })
-    .map(wrap)
+    .map(|r| r.0)
 }
 
 /// Add all-null columns (metadata only).
 #[pyfunction]
-fn add_null_columns(py: Python<'_>, ds: &NativeDataset, schema: &Bound<'_, PyAny>) -> PyResult<NativeDataset> {
+#[pyo3(signature = (ds, schema, commit=None))]
+fn add_null_columns(py: Python<'_>, ds: &NativeDataset, schema: &Bound<'_, PyAny>, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
     let schema = import_schema(schema)?;
-    new_version(py, || add::add_null_columns(&ds.inner, &schema, None))
+    run_op(py, commit, |props, _| add::add_null_columns(&ds.inner, &schema, props)).map(|r| r.0)
 }
 
 /// Drop columns (names or dotted paths).
 #[pyfunction]
-fn drop_columns(py: Python<'_>, ds: &NativeDataset, columns: Vec<String>) -> PyResult<NativeDataset> {
-    new_version(py, || alter::drop_columns(&ds.inner, &columns, None))
+#[pyo3(signature = (ds, columns, commit=None))]
+fn drop_columns(py: Python<'_>, ds: &NativeDataset, columns: Vec<String>, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
+    run_op(py, commit, |props, _| alter::drop_columns(&ds.inner, &columns, props)).map(|r| r.0)
 }
 
 /// Alter columns: `[(path, name, nullable, data_type)]`, the type given as
 /// a one-field schema.
 #[pyfunction]
+#[pyo3(signature = (ds, alterations, commit=None))]
 fn alter_columns(
     py: Python<'_>,
     ds: &NativeDataset,
     alterations: Vec<(String, Option<String>, Option<bool>, Option<Bound<'_, PyAny>>)>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let mut alts = Vec::with_capacity(alterations.len());
     for (path, name, nullable, dt) in alterations {
@@ -140,20 +128,29 @@ fn alter_columns(
         };
         alts.push(Alteration { path, name, nullable, data_type });
     }
-    new_version(py, || alter::alter_columns(&ds.inner, &alts, None))
+    run_op(py, commit, |props, _| alter::alter_columns(&ds.inner, &alts, props)).map(|r| r.0)
 }
 
 /// Left-join an Arrow stream into the dataset on `left_on == right_on`.
 #[pyfunction]
-fn merge(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>, left_on: String, right_on: String) -> PyResult<NativeDataset> {
+#[pyo3(signature = (ds, data, left_on, right_on, commit=None))]
+fn merge(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    data: &Bound<'_, PyAny>,
+    left_on: String,
+    right_on: String,
+    commit: Option<CommitArgs>,
+) -> PyResult<NativeDataset> {
     let reader = import_stream(data)?;
     let schema = reader.schema();
-    new_version(py, || {
+    run_op(py, commit, |props, _| {
         let batches = reader
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| lancelet::Error::invalid_input(format!("reading the data to merge: {e}")).with_source(e))?;
-        join::merge(&ds.inner, schema, batches, &left_on, &right_on, None)
+        join::merge(&ds.inner, schema, batches, &left_on, &right_on, props)
     })
+    .map(|r| r.0)
 }
 
 /// A distributed `add_columns` job as the workers and the driver see it:
@@ -204,8 +201,9 @@ impl NativeColumnsJob {
     }
 
     /// Commit the staged fragments as one `Merge`.
-    fn commit(&self, py: Python<'_>, staged: Vec<Vec<u8>>) -> PyResult<NativeDataset> {
-        new_version(py, || self.job.commit(&staged))
+    #[pyo3(signature = (staged, commit=None))]
+    fn commit(&self, py: Python<'_>, staged: Vec<Vec<u8>>, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
+        run_op(py, commit, |props, _| self.job.commit(&staged, props)).map(|r| r.0)
     }
 }
 

@@ -2,14 +2,12 @@
 //! the new version as a `Dataset`), list, and scan plans. The GIL is
 //! released for every core call.
 
-use std::sync::Arc;
-
 use lancelet::table::ops::index as ops;
 use lancelet::table::{ScanOptions, Scanner};
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
 
-use crate::callback;
+use crate::commit_args::{run_op, CommitArgs};
 use crate::dataset::NativeDataset;
 use crate::errors::{guard, IntoPy};
 
@@ -20,7 +18,7 @@ type IndexRow = ((String, String, String, Vec<String>, Vec<i32>, u64), (Vec<u32>
 
 /// Build (or with `replace`, rebuild) a scalar index.
 #[pyfunction]
-#[pyo3(signature = (ds, column, index_type, name=None, replace=true, progress=None))]
+#[pyo3(signature = (ds, column, index_type, name=None, replace=true, commit=None))]
 fn dataset_create_scalar_index(
     py: Python<'_>,
     ds: &NativeDataset,
@@ -28,30 +26,31 @@ fn dataset_create_scalar_index(
     index_type: String,
     name: Option<String>,
     replace: bool,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    let out = callback::run(py, |raised| {
-        ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace, &callback::progress(progress, raised))
-    })?;
-    Ok(NativeDataset { inner: Arc::new(out) })
+    run_op(py, commit, |props, _| ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace, props)).map(|r| r.0)
 }
 
 /// Drop every segment of the named index.
 #[pyfunction]
-fn dataset_drop_index(py: Python<'_>, ds: &NativeDataset, name: String) -> PyResult<NativeDataset> {
+#[pyo3(signature = (ds, name, commit=None))]
+fn dataset_drop_index(py: Python<'_>, ds: &NativeDataset, name: String, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    let out = py.detach(move || guard(move || ops::drop_index(&inner, &name))).py_err()?;
-    Ok(NativeDataset { inner: Arc::new(out) })
+    run_op(py, commit, |props, _| ops::drop_index(&inner, &name, props)).map(|r| r.0)
 }
 
 /// Rebuild indices that do not cover every fragment in one segment.
 #[pyfunction]
-#[pyo3(signature = (ds, index_names=None))]
-fn dataset_optimize_indices(py: Python<'_>, ds: &NativeDataset, index_names: Option<Vec<String>>) -> PyResult<NativeDataset> {
+#[pyo3(signature = (ds, index_names=None, commit=None))]
+fn dataset_optimize_indices(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    index_names: Option<Vec<String>>,
+    commit: Option<CommitArgs>,
+) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    let out = py.detach(move || guard(move || ops::optimize_indices(&inner, index_names.as_deref()))).py_err()?;
-    Ok(NativeDataset { inner: Arc::new(out) })
+    run_op(py, commit, |props, _| ops::optimize_indices(&inner, index_names.as_deref(), props)).map(|r| r.0)
 }
 
 /// Every index entry (see `IndexRow`).

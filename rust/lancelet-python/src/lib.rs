@@ -7,6 +7,7 @@ mod arrow_ffi;
 #[cfg(target_os = "linux")]
 mod bigalloc;
 mod callback;
+mod commit_args;
 mod dataset;
 mod errors;
 mod evolve;

@@ -2,52 +2,33 @@
 //! merge_insert; delete lives with the other committing methods in
 //! `write.rs`): argument conversion only.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use lancelet::table::ops::merge_insert::{self, MergeInsertParams, WhenMatched, WhenNotMatchedBySource};
-use lancelet::table::ops::retry::RetryPolicy;
 use lancelet::table::ops::update::{self, UpdateParams};
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
 
-use crate::callback;
+use crate::commit_args::{run_op, CommitArgs};
 use crate::dataset::NativeDataset;
 use crate::errors::IntoPy;
 
-/// The re-run policy from `conflict_retries` and `retry_timeout` (seconds).
-pub fn retry_policy(conflict_retries: u32, retry_timeout: f64) -> PyResult<RetryPolicy> {
-    if !retry_timeout.is_finite() || retry_timeout < 0.0 {
-        return Err(lancelet::Error::invalid_input(format!("retry_timeout must be a non-negative duration, got {retry_timeout} s"))).py_err();
-    }
-    Ok(RetryPolicy { conflict_retries, retry_timeout: Duration::from_secs_f64(retry_timeout) })
-}
-
 /// Update rows: `(new dataset, rows updated)`.
 #[pyfunction]
-#[pyo3(signature = (ds, updates, predicate=None, conflict_retries=10, retry_timeout=30.0, progress=None))]
+#[pyo3(signature = (ds, updates, predicate=None, commit=None))]
 fn dataset_update(
     py: Python<'_>,
     ds: &NativeDataset,
     updates: Vec<(String, String)>,
     predicate: Option<String>,
-    conflict_retries: u32,
-    retry_timeout: f64,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<(NativeDataset, u64)> {
-    let policy = retry_policy(conflict_retries, retry_timeout)?;
     let inner = ds.inner.clone();
-    let (out, n) = callback::run(py, |raised| {
-        let params = UpdateParams { updates, predicate, policy, hook: None, progress: callback::progress(progress, raised) };
-        update::update(&inner, &params)
-    })?;
-    Ok((NativeDataset { inner: Arc::new(out) }, n))
+    run_op(py, commit, |props, _| update::update(&inner, &UpdateParams { updates, predicate }, props))
 }
 
 /// merge_insert of an Arrow stream: `(new dataset, (inserted, updated, deleted))`.
 /// `when_matched` is `"nothing"`, `"update"` or `"delete"`.
 #[pyfunction]
-#[pyo3(signature = (ds, data, on, when_matched, matched_condition, insert, by_source_delete, by_source_condition, conflict_retries=10, retry_timeout=30.0, progress=None))]
+#[pyo3(signature = (ds, data, on, when_matched, matched_condition, insert, by_source_delete, by_source_condition, commit=None))]
 #[allow(clippy::too_many_arguments)]
 fn dataset_merge_insert(
     py: Python<'_>,
@@ -59,9 +40,7 @@ fn dataset_merge_insert(
     insert: bool,
     by_source_delete: bool,
     by_source_condition: Option<String>,
-    conflict_retries: u32,
-    retry_timeout: f64,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<(NativeDataset, (u64, u64, u64))> {
     let when_matched = match when_matched {
         "nothing" => WhenMatched::DoNothing,
@@ -71,26 +50,17 @@ fn dataset_merge_insert(
     };
     let when_not_matched_by_source =
         if by_source_delete { WhenNotMatchedBySource::Delete { condition: by_source_condition } } else { WhenNotMatchedBySource::Keep };
-    let policy = retry_policy(conflict_retries, retry_timeout)?;
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let inner = ds.inner.clone();
-    let (out, stats) = callback::run(py, |raised| {
-        let params = MergeInsertParams {
-            on,
-            when_matched,
-            insert_not_matched: insert,
-            when_not_matched_by_source,
-            policy,
-            hook: None,
-            progress: callback::progress(progress, raised),
-        };
+    let (out, stats) = run_op(py, commit, |props, _| {
+        let params = MergeInsertParams { on, when_matched, insert_not_matched: insert, when_not_matched_by_source };
         let batches = reader
             .map(|b| b.map_err(|e| lancelet::Error::invalid_input(format!("reading the merge_insert source: {e}")).with_source(e)))
             .collect::<lancelet::Result<Vec<_>>>()?;
-        merge_insert::merge_insert(&inner, schema, batches, &params)
+        merge_insert::merge_insert(&inner, schema, batches, &params, props)
     })?;
-    Ok((NativeDataset { inner: Arc::new(out) }, (stats.inserted, stats.updated, stats.deleted)))
+    Ok((out, (stats.inserted, stats.updated, stats.deleted)))
 }
 
 /// Register the functions of this module.

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::wrap_pyfunction;
 
-use crate::callback;
+use crate::commit_args::{run_op, CommitArgs};
 use crate::dataset::NativeDataset;
 use crate::errors::{guard, IntoPy};
 
@@ -108,7 +108,7 @@ fn compaction_execute(
                 let ds = at_version(&inner, read_version)?;
                 let o = options(&ds, &given)?;
                 let task = CompactionTask { fragments: decode_fragments(&fragments)? };
-                optimize::execute_task(&ds, &task, &o, &name_prefix, None)
+                optimize::execute_task(&ds, &task, &o, &name_prefix)
             })
         })
         .py_err()?;
@@ -117,50 +117,48 @@ fn compaction_execute(
 
 /// Commit task results: `(new dataset, metrics)`.
 #[pyfunction]
+#[pyo3(signature = (ds, results, given, commit=None))]
 fn compaction_commit(
     py: Python<'_>,
     ds: &NativeDataset,
     results: Vec<ResultRow>,
     given: HashMap<String, String>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<(NativeDataset, MetricsRow)> {
     let inner = ds.inner.clone();
-    let (out, m) = py
-        .detach(move || {
-            guard(move || {
-                let o = options(&inner, &given)?;
-                let results = results
-                    .into_iter()
-                    .map(|(read_version, old, new, m)| {
-                        Ok(RewriteResult {
-                            read_version,
-                            old_fragments: decode_fragments(&old)?,
-                            new_fragments: decode_fragments(&new)?,
-                            metrics: CompactionMetrics { fragments_removed: m.0, fragments_added: m.1, files_removed: m.2, files_added: m.3 },
-                        })
-                    })
-                    .collect::<lancelet::Result<Vec<_>>>()?;
-                optimize::commit_compaction(&inner, results, &o, None)
+    let (out, m) = run_op(py, commit, |props, _| {
+        let o = options(&inner, &given)?;
+        let results = results
+            .into_iter()
+            .map(|(read_version, old, new, m)| {
+                Ok(RewriteResult {
+                    read_version,
+                    old_fragments: decode_fragments(&old)?,
+                    new_fragments: decode_fragments(&new)?,
+                    metrics: CompactionMetrics { fragments_removed: m.0, fragments_added: m.1, files_removed: m.2, files_added: m.3 },
+                })
             })
-        })
-        .py_err()?;
-    Ok((NativeDataset { inner: Arc::new(out) }, metrics_row(&m)))
+            .collect::<lancelet::Result<Vec<_>>>()?;
+        optimize::commit_compaction(&inner, results, &o, props)
+    })?;
+    Ok((out, metrics_row(&m)))
 }
 
 /// Plan, run and commit a compaction: `(new dataset, metrics)`.
 #[pyfunction]
-#[pyo3(signature = (ds, given, progress=None))]
+#[pyo3(signature = (ds, given, commit=None))]
 fn compact_files(
     py: Python<'_>,
     ds: &NativeDataset,
     given: HashMap<String, String>,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<(NativeDataset, MetricsRow)> {
     let inner = ds.inner.clone();
-    let (out, m) = callback::run(py, |raised| {
+    let (out, m) = run_op(py, commit, |props, _| {
         let o = options(&inner, &given)?;
-        optimize::compact_files(&inner, &o, None, &callback::progress(progress, raised))
+        optimize::compact_files(&inner, &o, props)
     })?;
-    Ok((NativeDataset { inner: Arc::new(out) }, metrics_row(&m)))
+    Ok((out, metrics_row(&m)))
 }
 
 /// `(id, physical_rows, [data file paths], deleted rows)` of an encoded fragment.
@@ -173,7 +171,7 @@ fn fragment_summary(fragment: Vec<u8>) -> PyResult<(u64, u64, Vec<String>, u64)>
 
 /// Remove old versions: the seven counts of `CleanupStats`, in its order.
 #[pyfunction]
-#[pyo3(signature = (ds, older_than_micros=None, retain_versions=None, delete_unverified=false, error_if_tagged_old_versions=true, progress=None))]
+#[pyo3(signature = (ds, older_than_micros=None, retain_versions=None, delete_unverified=false, error_if_tagged_old_versions=true, commit=None))]
 fn cleanup_old_versions(
     py: Python<'_>,
     ds: &NativeDataset,
@@ -181,10 +179,10 @@ fn cleanup_old_versions(
     retain_versions: Option<u64>,
     delete_unverified: bool,
     error_if_tagged_old_versions: bool,
-    progress: Option<Py<PyAny>>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64)> {
     let inner = ds.inner.clone();
-    let s = callback::run(py, |raised| {
+    let (_, s) = run_op(py, commit, |props, _| {
         let before_timestamp = older_than_micros.map(|us| {
             let now = SystemTime::now();
             if us >= 0 {
@@ -195,7 +193,7 @@ fn cleanup_old_versions(
         });
         let before_version = retain_versions.map(|n| cleanup::retain_versions_bound(&inner, n)).transpose()?;
         let policy = CleanupPolicy { before_timestamp, before_version, delete_unverified, error_if_tagged_old_versions };
-        cleanup::cleanup_old_versions(&inner, &policy, &callback::progress(progress, raised))
+        cleanup::cleanup_old_versions(&inner, &policy, props)
     })?;
     Ok((
         s.bytes_removed,

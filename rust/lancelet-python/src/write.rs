@@ -10,18 +10,15 @@ use std::sync::Arc;
 use lancelet::file::FileVersion;
 use lancelet::io::StorageOptions;
 use lancelet::table::staged::{self, StagePlan};
+use lancelet::table::tags;
 use lancelet::table::write::{self, WriteMode, WriteParams};
-use lancelet::table::{tags, Dataset};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::wrap_pyfunction;
 
+use crate::commit_args::{run_op, CommitArgs};
 use crate::dataset::NativeDataset;
 use crate::errors::{guard, IntoPy};
-
-fn wrap(ds: Dataset) -> NativeDataset {
-    NativeDataset { inner: Arc::new(ds) }
-}
 
 fn batches(
     reader: impl Iterator<Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>>,
@@ -31,7 +28,7 @@ fn batches(
 
 /// Write an Arrow stream as a dataset (mode create / append / overwrite).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, group_bytes=0))]
+#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, group_bytes=0, commit=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_dataset(
     py: Python<'_>,
@@ -43,6 +40,7 @@ fn write_dataset(
     enable_stable_row_ids: bool,
     storage_options: Option<lancelet::io::StorageOptions>,
     group_bytes: usize,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let params = WriteParams {
         group_bytes,
@@ -50,46 +48,36 @@ fn write_dataset(
         max_rows_per_file,
         data_storage_version: file_version(data_storage_version)?,
         enable_stable_row_ids,
-        hook: None,
         storage_options: storage_options.unwrap_or_default(),
     };
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
-    let ds = py.detach(move || guard(move || write::write_dataset(&uri, schema, batches(reader), &params))).py_err()?;
-    Ok(wrap(ds))
+    run_op(py, commit, move |props, _| write::write_dataset(&uri, schema, batches(reader), &params, props)).map(|r| r.0)
 }
 
 /// Append an Arrow stream to the dataset (read at its version).
 #[pyfunction]
-fn dataset_insert(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>) -> PyResult<NativeDataset> {
+#[pyo3(signature = (ds, data, commit=None))]
+fn dataset_insert(py: Python<'_>, ds: &NativeDataset, data: &Bound<'_, PyAny>, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
     let reader = crate::arrow_ffi::import_stream(data)?;
     let inner = ds.inner.clone();
-    let out = py.detach(move || guard(move || write::insert(&inner, batches(reader), None))).py_err()?;
-    Ok(wrap(out))
+    run_op(py, commit, move |props, _| write::insert(&inner, batches(reader), props)).map(|r| r.0)
 }
 
 /// Delete rows matching a predicate: `(new dataset, rows deleted)`.
 #[pyfunction]
-#[pyo3(signature = (ds, predicate, conflict_retries=10, retry_timeout=30.0))]
-fn dataset_delete(
-    py: Python<'_>,
-    ds: &NativeDataset,
-    predicate: String,
-    conflict_retries: u32,
-    retry_timeout: f64,
-) -> PyResult<(NativeDataset, u64)> {
+#[pyo3(signature = (ds, predicate, commit=None))]
+fn dataset_delete(py: Python<'_>, ds: &NativeDataset, predicate: String, commit: Option<CommitArgs>) -> PyResult<(NativeDataset, u64)> {
     let inner = ds.inner.clone();
-    let policy = crate::ops::retry_policy(conflict_retries, retry_timeout)?;
-    let (out, n) = py.detach(move || guard(move || lancelet::table::ops::delete::delete(&inner, &predicate, &policy, None))).py_err()?;
-    Ok((wrap(out), n))
+    run_op(py, commit, move |props, _| lancelet::table::ops::delete::delete(&inner, &predicate, props))
 }
 
 /// Commit the dataset's version as the new latest version.
 #[pyfunction]
-fn dataset_restore(py: Python<'_>, ds: &NativeDataset) -> PyResult<NativeDataset> {
+#[pyo3(signature = (ds, commit=None))]
+fn dataset_restore(py: Python<'_>, ds: &NativeDataset, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    let out = py.detach(move || guard(move || write::restore(&inner))).py_err()?;
-    Ok(wrap(out))
+    run_op(py, commit, move |props, _| write::restore(&inner, props)).map(|r| r.0)
 }
 
 /// Create tag `name` → `version`.
@@ -178,7 +166,7 @@ fn staged_write(
 
 /// Commit encoded fragments as one new version.
 #[pyfunction]
-#[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, fragments, enable_stable_row_ids=false, storage_options=None))]
+#[pyo3(signature = (uri, mode, read_version, data_storage_version, schema, fragments, enable_stable_row_ids=false, storage_options=None, commit=None))]
 #[allow(clippy::too_many_arguments)]
 fn staged_commit(
     py: Python<'_>,
@@ -190,10 +178,10 @@ fn staged_commit(
     fragments: Vec<Vec<u8>>,
     enable_stable_row_ids: bool,
     storage_options: Option<StorageOptions>,
+    commit: Option<CommitArgs>,
 ) -> PyResult<NativeDataset> {
     let plan = stage_plan(uri, mode, read_version, data_storage_version, Arc::new(crate::arrow_ffi::import_schema(schema)?), storage_options)?;
-    let ds = py.detach(move || guard(move || staged::commit_fragments(&plan, &fragments, enable_stable_row_ids))).py_err()?;
-    Ok(wrap(ds))
+    run_op(py, commit, move |props, _| staged::commit_fragments(&plan, &fragments, enable_stable_row_ids, props)).map(|r| r.0)
 }
 
 /// Data file names referenced by encoded fragments.

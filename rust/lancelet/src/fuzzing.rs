@@ -396,8 +396,8 @@ pub fn staged_fragments(data: &[u8]) {
     };
     // One staged fragment, or several split at 0xFF 0xFE 0xFD.
     let parts: Vec<Vec<u8>> = split_on(data, b"\xff\xfe\xfd").into_iter().map(<[u8]>::to_vec).collect();
-    if let Some(ds) = ok(commit_fragments(&plan, &parts, false)) {
-        exercise_dataset(ds);
+    if let Some(c) = ok(commit_fragments(&plan, &parts, false, &Default::default())) {
+        exercise_dataset(c.dataset);
     }
     reset_base(b);
 }
@@ -438,7 +438,7 @@ pub fn tags_and_hint(data: &[u8]) {
     if let Some(ds) = ok(Dataset::open(b.uri, None)) {
         assert_eq!(ds.version(), 1, "the hint decided the latest version");
         let policy = crate::table::cleanup::CleanupPolicy { delete_unverified: true, ..Default::default() };
-        if ok(crate::table::cleanup::cleanup_old_versions(&ds, &policy, &None)).is_some() {
+        if ok(crate::table::cleanup::cleanup_old_versions(&ds, &policy, &Default::default())).is_some() {
             assert!(ok(Dataset::open(b.uri, None)).is_some(), "a cleanup removed the only version");
         }
     }

@@ -317,7 +317,7 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
             per_frag.entry(a >> 32).or_default().insert(a as u32);
         }
         let ids: Vec<&str> = remove.iter().map(|&i| snap.entries[i].object_id.as_str()).collect();
-        let (txn, written) = deletion_transaction(ds, per_frag, &format!("namespace catalog: remove {ids:?}"), &None)?;
+        let (txn, written) = deletion_transaction(ds, per_frag, &format!("namespace catalog: remove {ids:?}"))?;
         owned_files = written;
         txn
     } else {
@@ -341,6 +341,6 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
 }
 
 fn stage(root: &Storage, schema: &LanceSchema, version: FileVersion, rows: RecordBatch) -> Result<Vec<pb::DataFragment>> {
-    let target = StageTarget { root, schema, version, max_rows_per_file: 1 << 20, name_prefix: "", hook: None, group_bytes: 0 };
+    let target = StageTarget { root, schema, version, max_rows_per_file: 1 << 20, name_prefix: "", group_bytes: 0 };
     stage_fragments(&target, std::iter::once(Ok(rows)))
 }

@@ -303,18 +303,18 @@ impl DirectoryNamespace {
                 (CreateMode::Create, false) => return Err(already(id)),
             };
             let uri = self.location_uri(&found.location);
-            let ds = write_dataset(&uri, schema, batches, &params(write_mode)).map_err(|e| match e {
+            let ds = write_dataset(&uri, schema, batches, &params(write_mode), &Default::default()).map_err(|e| match e {
                 Error::AlreadyExists { .. } => already(id),
                 e => e.into(),
             })?;
-            return Ok((self.info(id, &found, false)?, ds.version()));
+            return Ok((self.info(id, &found, false)?, ds.dataset.version()));
         }
         self.check_free(&snap, id, None)?;
         let (location, marked) = self.claim_location(&snap, id)?;
         let dir = below_root(&self.root, &location)?;
         let uri = self.location_uri(&location);
-        let version = match write_dataset(&uri, schema, batches, &params(WriteMode::Create)) {
-            Ok(ds) => ds.version(),
+        let version = match write_dataset(&uri, schema, batches, &params(WriteMode::Create), &Default::default()) {
+            Ok(ds) => ds.dataset.version(),
             Err(e) => {
                 if marked {
                     // Someone else may have written a table here; only our marker goes.

@@ -40,10 +40,11 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::branches::{branch_root, list_branches};
-use crate::table::dataset::Dataset;
+use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::deletion::deletion_file_path;
 use crate::table::manifest::{list_versions, read_manifest, VERSIONS_DIR};
 use crate::table::ops::{report, Progress};
+use crate::table::properties::{CommitProperties, Committed};
 
 /// Unreferenced files younger than this many days may belong to a write in
 /// progress and stay (unless `delete_unverified`).
@@ -213,7 +214,15 @@ fn kind_of(path: &str) -> Option<Kind> {
 /// removed (manifests go first, so every version left is complete, and the
 /// files of removed versions a later cleanup takes once they are
 /// [`UNVERIFIED_DAYS`] old, or with `delete_unverified`).
-pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) -> Result<CleanupStats> {
+///
+/// Cleanup commits no version: the dataset it returns is `ds` (reopened);
+/// only the progress callback of `props` is used.
+pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, props: &CommitProperties) -> Result<Committed<CleanupStats>> {
+    let stats = cleanup(ds, policy, &props.progress)?;
+    Ok(Committed::new(ds.checkout(VersionRef::Number(ds.version()))?, stats))
+}
+
+fn cleanup(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) -> Result<CleanupStats> {
     let tags = ds.tags()?;
     let tagged: HashMap<u64, Vec<&str>> = tags.iter().filter(|t| t.branch.is_none()).fold(HashMap::new(), |mut m, t| {
         m.entry(t.version).or_default().push(t.name.as_str());

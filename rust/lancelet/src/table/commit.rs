@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 use crate::proto::table as pb;
 use crate::table::conflict::{AffectedRows, Conflict, Kind, Rebase};
-use crate::table::hooks::{step, FailHook};
+use crate::table::hooks::step;
 use crate::table::manifest::{frame_sections_after, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
 use crate::table::transaction::{build_manifest, transaction_file_name, BuildOptions};
 
@@ -50,8 +50,9 @@ pub struct CommitOptions {
     pub build: BuildOptions,
     /// Refuse to commit when any version exists (mode "create").
     pub must_not_exist: bool,
-    /// Failure injection for tests.
-    pub hook: Option<FailHook>,
+    /// Recorded in the transaction (`transaction_properties`), over what
+    /// the operation put there.
+    pub transaction_properties: HashMap<String, String>,
     /// Rows a Delete/Update removes from existing fragments, so that it can
     /// be rebased over a concurrent delete of other rows of the same
     /// fragments (without them such overlaps re-run).
@@ -191,17 +192,19 @@ fn try_commit(
         }
         let prev = latest.map(|l| read_manifest(root, &l.name)).transpose()?;
         let txn = match &prev {
-            Some(p) => match rebase.finish(root, &p.manifest, &opts.hook)? {
+            Some(p) => match rebase.finish(root, &p.manifest)? {
                 Ok(t) => t,
                 Err(Conflict::Retry(what)) => return Ok(Outcome::Rerun(what)),
                 Err(refused) => return Err(refused.into_error()),
             },
             None => txn.clone(),
         };
+        let mut txn = txn;
+        txn.transaction_properties.extend(opts.transaction_properties.iter().map(|(k, v)| (k.clone(), v.clone())));
         let txn_bytes = txn.encode_to_vec();
         let txn_name = transaction_file_name(&txn);
         if written.as_deref() != Some(txn_name.as_str()) {
-            step(&opts.hook, "transaction_file")?;
+            step(root, "transaction_file")?;
             root.child(&format!("{TRANSACTIONS_DIR}/{txn_name}"))?.write_all(Bytes::from(txn_bytes.clone()))?;
             txn_files.push(txn_name.clone());
             written = Some(txn_name.clone());
@@ -255,7 +258,7 @@ fn try_commit(
         sections.push(&txn_bytes);
         sections.push(&m_bytes);
         let (file, _) = frame_sections_after(&prefix, &sections);
-        step(&opts.hook, "manifest")?;
+        step(root, "manifest")?;
         let target = root.child(&format!("{VERSIONS_DIR}/{}", naming.file_name(version)))?;
         match target.write_new(Bytes::from(file)) {
             Ok(()) => {

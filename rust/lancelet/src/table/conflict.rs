@@ -43,7 +43,7 @@ use crate::io::Storage;
 use crate::proto::table as pb;
 use crate::table::deletion::{decode_deletions, deletion_file_path};
 use crate::table::fragment::resolve;
-use crate::table::hooks::{step, FailHook};
+use crate::table::hooks::step;
 
 use pb::transaction::Operation;
 
@@ -371,12 +371,7 @@ impl<'a> Rebase<'a> {
     /// `latest.version`): deletion vectors merged where needed, and a
     /// Delete/Update's `read_version` moved to the latest version. Writes
     /// the merged deletion files (fail-hook step `"deletion_file"`).
-    pub fn finish(
-        mut self,
-        root: &Storage,
-        latest: &pb::Manifest,
-        hook: &Option<FailHook>,
-    ) -> Result<std::result::Result<pb::Transaction, Conflict>> {
+    pub fn finish(mut self, root: &Storage, latest: &pb::Manifest) -> Result<std::result::Result<pb::Transaction, Conflict>> {
         if !matches!(self.kind, Kind::Delete | Kind::Update) {
             return Ok(Ok(self.txn));
         }
@@ -416,7 +411,7 @@ impl<'a> Rebase<'a> {
                     num_deleted_rows: merged.len(),
                     base_id: None,
                 };
-                step(hook, "deletion_file")?;
+                step(root, "deletion_file")?;
                 root.child(&deletion_file_path(id, &d))?.write_new(Bytes::from(bytes))?;
                 new_files.insert(id, d);
             }

@@ -13,6 +13,9 @@
 //!   builds manifests, [`conflict`] is the one table of what to do about
 //!   concurrent commits (rebase / re-run / refuse), [`commit`] writes
 //!   manifests atomically, [`tags`] creates/deletes tags;
+//! * [`properties`]: the one shape of an operation — what every one takes
+//!   ([`properties::CommitProperties`]) and returns ([`properties::Committed`]);
+//!   [`hooks`]: fault injection for tests, outside every signature;
 //! * [`ops`]: operations on existing rows (delete, update, merge_insert),
 //!   one file each, re-run on conflicts by [`ops::retry`]; predicates and
 //!   values are SQL ([`crate::expr`]);
@@ -43,6 +46,7 @@ pub mod indexed;
 pub mod manifest;
 pub mod ops;
 pub mod optimize;
+pub mod properties;
 pub mod row_meta;
 pub mod rowids;
 pub mod scan;
@@ -54,4 +58,5 @@ pub mod write;
 pub mod write_schema;
 
 pub use dataset::{Dataset, VersionRef};
+pub use properties::{CommitProperties, Committed};
 pub use scan::{RowFilter, ScanOptions, Scanner};

@@ -41,8 +41,9 @@ use crate::proto::table as pb;
 use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::manifest::{list_versions, read_manifest};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::transaction::{new_transaction, BuildOptions};
-use crate::table::write::{dataset_file_version, open_root_with, stage_fragments, write_file_version, StageTarget, WriteMode};
+use crate::table::write::{dataset_file_version, open_root_with, stage_fragments, write_file_version, StageTarget, WriteMetrics, WriteMode};
 
 use pb::transaction::Operation;
 
@@ -124,7 +125,7 @@ pub fn write_fragments(
     check_prefix(name_prefix)?;
     let (schema, version, _) = plan.target()?;
     let root = open_root_with(&plan.uri, &plan.storage_options)?;
-    let t = StageTarget { root: &root, schema: &schema, version, max_rows_per_file, name_prefix, hook: None, group_bytes: 0 };
+    let t = StageTarget { root: &root, schema: &schema, version, max_rows_per_file, name_prefix, group_bytes: 0 };
     Ok(stage_fragments(&t, batches)?.iter().map(|f| f.encode_to_vec()).collect())
 }
 
@@ -166,9 +167,15 @@ fn decode(plan: &StagePlan, schema: &LanceSchema, staged: &[Vec<u8>]) -> Result<
 
 /// Commit staged fragments as one new version (an Append, or an Overwrite
 /// that creates or replaces the dataset). Returns the new version.
-pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_ids: bool) -> Result<Dataset> {
+pub fn commit_fragments(
+    plan: &StagePlan,
+    staged: &[Vec<u8>],
+    enable_stable_row_ids: bool,
+    props: &CommitProperties,
+) -> Result<Committed<WriteMetrics>> {
     let (schema, version, _) = plan.target()?;
     let fragments = decode(plan, &schema, staged)?;
+    let metrics = WriteMetrics::of(&fragments);
     let root = open_root_with(&plan.uri, &plan.storage_options)?;
     let op = if plan.appends() {
         Operation::Append(pb::transaction::Append { fragments })
@@ -184,13 +191,12 @@ pub fn commit_fragments(plan: &StagePlan, staged: &[Vec<u8>], enable_stable_row_
     let opts = CommitOptions {
         build: BuildOptions { enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
         must_not_exist: plan.mode == WriteMode::Create,
-        hook: None,
         // the staged files belong to the job: `WritePlan.abort` removes them
         owned_files: Vec::new(),
-        ..Default::default()
+        ..props.commit_options()
     };
     let v = commit(&root, &txn, &opts)?;
-    Dataset::open_with(&plan.uri, Some(VersionRef::Number(v)), &plan.storage_options)
+    Ok(Committed::new(Dataset::open_with(&plan.uri, Some(VersionRef::Number(v)), &plan.storage_options)?, metrics))
 }
 
 /// Directory (under the dataset root) of the closed-job marks.
@@ -318,7 +324,7 @@ mod tests {
         let lost = write_fragments(&p, vec![Ok(batch(100, 1))].into_iter(), 3, "job1-").unwrap();
         assert!(Dataset::open(&uri, None).is_err(), "nothing visible before commit");
         let all: Vec<Vec<u8>> = a.into_iter().chain(b).collect();
-        let ds = commit_fragments(&p, &all, false).unwrap();
+        let ds = commit_fragments(&p, &all, false, &Default::default()).unwrap().dataset;
         assert_eq!(ds.version(), 1);
         assert_eq!(xs(&uri), (0..7).collect::<Vec<_>>());
         let keep = staged_file_names(&all).unwrap();
@@ -329,10 +335,10 @@ mod tests {
         let c = write_fragments(&p2, vec![Ok(batch(7, 1))].into_iter(), 10, "job2-").unwrap();
         let mut bad = pb::DataFragment::decode(c[0].as_slice()).unwrap();
         bad.files[0].fields = vec![7];
-        let e = commit_fragments(&p2, &[bad.encode_to_vec()], false).unwrap_err();
+        let e = commit_fragments(&p2, &[bad.encode_to_vec()], false, &Default::default()).unwrap_err();
         assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
-        assert!(commit_fragments(&p2, &[b"garbage".to_vec()], false).is_err());
-        commit_fragments(&p2, &c, false).unwrap();
+        assert!(commit_fragments(&p2, &[b"garbage".to_vec()], false, &Default::default()).is_err());
+        commit_fragments(&p2, &c, false, &Default::default()).unwrap();
         assert_eq!(xs(&uri), (0..8).collect::<Vec<_>>());
         // create refuses an existing dataset before writing anything
         assert!(matches!(plan(&uri, WriteMode::Create).check(), Err(Error::AlreadyExists { .. })));

@@ -35,8 +35,9 @@ use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::commit::{commit, remove_files, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::{step, FailHook};
+use crate::table::hooks::step;
 use crate::table::manifest::{list_versions, read_manifest};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::transaction::{new_data_file_name, new_transaction, BuildOptions};
 use crate::table::write_schema::write_schema;
 
@@ -77,8 +78,6 @@ pub struct WriteParams {
     pub data_storage_version: Option<FileVersion>,
     /// Stable row ids for a new dataset.
     pub enable_stable_row_ids: bool,
-    /// Failure injection for tests (see [`FailHook`]).
-    pub hook: Option<FailHook>,
     /// Object store configuration (see [`crate::io::s3`]).
     pub storage_options: StorageOptions,
     /// Input bytes (Arrow memory) gathered before a data file's writer
@@ -95,7 +94,6 @@ impl Default for WriteParams {
             max_rows_per_file: 1024 * 1024,
             data_storage_version: None,
             enable_stable_row_ids: false,
-            hook: None,
             storage_options: StorageOptions::new(),
             group_bytes: 0,
         }
@@ -166,7 +164,6 @@ struct FragmentSink<'a> {
     schema: LanceSchema,
     version: FileVersion,
     max_rows: u64,
-    hook: Option<FailHook>,
     /// Put in front of every data file name (distributed writes tag their
     /// files with a job id so an aborted job's files can be found).
     name_prefix: &'a str,
@@ -276,7 +273,7 @@ impl FragmentSink<'_> {
     fn close(&mut self) -> Result<()> {
         self.write_held()?;
         let Some((w, name)) = self.current.take() else { return Ok(()) };
-        step(&self.hook, "data_file")?;
+        step(self.root, "data_file")?;
         self.join_finishing()?;
         let storage = self.root.child(&format!("data/{name}"))?;
         let rows = w.num_rows();
@@ -320,7 +317,6 @@ pub(crate) struct StageTarget<'a> {
     pub version: FileVersion,
     pub max_rows_per_file: u64,
     pub name_prefix: &'a str,
-    pub hook: Option<FailHook>,
     /// See [`WriteParams::group_bytes`].
     pub group_bytes: usize,
 }
@@ -351,7 +347,6 @@ pub(crate) fn stage_fragments_sized(
         schema: t.schema.clone(),
         version: t.version,
         max_rows: t.max_rows_per_file,
-        hook: t.hook.clone(),
         name_prefix: t.name_prefix,
         planned: sizes.iter().copied().collect(),
         max_bytes,
@@ -451,9 +446,31 @@ pub(crate) fn open_root_with(uri: &str, options: &StorageOptions) -> Result<Stor
     Storage::open_with(uri, options)
 }
 
+/// What a write added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteMetrics {
+    /// New fragments (one data file each).
+    pub fragments_added: u64,
+    /// Rows written.
+    pub rows_written: u64,
+}
+
+impl WriteMetrics {
+    /// The metrics of writing `fragments`.
+    pub fn of(fragments: &[pb::DataFragment]) -> Self {
+        WriteMetrics { fragments_added: fragments.len() as u64, rows_written: fragments.iter().map(|f| f.physical_rows).sum() }
+    }
+}
+
 /// Write a stream of batches as a dataset (see [`WriteParams`]). Returns
 /// the new version, opened.
-pub fn write_dataset(uri: &str, schema: SchemaRef, batches: impl Iterator<Item = Result<RecordBatch>>, params: &WriteParams) -> Result<Dataset> {
+pub fn write_dataset(
+    uri: &str,
+    schema: SchemaRef,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    params: &WriteParams,
+    props: &CommitProperties,
+) -> Result<Committed<WriteMetrics>> {
     if params.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
@@ -491,10 +508,10 @@ pub fn write_dataset(uri: &str, schema: SchemaRef, batches: impl Iterator<Item =
         version,
         max_rows_per_file: params.max_rows_per_file,
         name_prefix: "",
-        hook: params.hook.clone(),
         group_bytes: params.group_bytes,
     };
     let fragments = stage_fragments(&target_spec, batches)?;
+    let metrics = WriteMetrics::of(&fragments);
     let owned_files = data_file_paths(&fragments);
     let op = match existing {
         Some(_) => Operation::Append(pb::transaction::Append { fragments }),
@@ -509,31 +526,23 @@ pub fn write_dataset(uri: &str, schema: SchemaRef, batches: impl Iterator<Item =
     let opts = CommitOptions {
         build: BuildOptions { enable_stable_row_ids: params.enable_stable_row_ids, data_storage_version: version.as_str().to_string() },
         must_not_exist: params.mode == WriteMode::Create,
-        hook: params.hook.clone(),
         owned_files,
-        ..Default::default()
+        ..props.commit_options()
     };
     let v = commit(&root, &txn, &opts)?;
-    Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(v)))
+    Ok(Committed::new(Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(v)))?, metrics))
 }
 
 /// Append batches to an existing dataset (read at `ds`'s version).
-pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, hook: Option<FailHook>) -> Result<Dataset> {
+pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, props: &CommitProperties) -> Result<Committed<WriteMetrics>> {
     let version = write_file_version(true, Some(dataset_file_version(ds.manifest())?), None)?;
-    let target = StageTarget {
-        root: ds.root(),
-        schema: ds.lance_schema(),
-        version,
-        max_rows_per_file: 1024 * 1024,
-        name_prefix: "",
-        hook: hook.clone(),
-        group_bytes: 0,
-    };
+    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", group_bytes: 0 };
     let fragments = stage_fragments(&target, batches)?;
+    let metrics = WriteMetrics::of(&fragments);
     let owned_files = data_file_paths(&fragments);
     let txn = new_transaction(ds.version(), Operation::Append(pb::transaction::Append { fragments }));
-    let v = commit(ds.root(), &txn, &CommitOptions { hook, owned_files, ..Default::default() })?;
-    ds.checkout(VersionRef::Number(v))
+    let v = commit(ds.root(), &txn, &CommitOptions { owned_files, ..props.commit_options() })?;
+    Ok(Committed::new(ds.checkout(VersionRef::Number(v))?, metrics))
 }
 
 /// Write the deletion files that remove `per_frag` (physical row offsets
@@ -547,9 +556,8 @@ pub fn deletion_transaction(
     ds: &Dataset,
     per_frag: std::collections::BTreeMap<u64, RoaringBitmap>,
     predicate: &str,
-    hook: &Option<FailHook>,
 ) -> Result<(pb::Transaction, Vec<String>)> {
-    let (updated, removed, written) = crate::table::ops::delete::mark_deleted(ds, &per_frag, hook)?;
+    let (updated, removed, written) = crate::table::ops::delete::mark_deleted(ds, &per_frag)?;
     let txn = new_transaction(
         ds.version(),
         Operation::Delete(pb::transaction::Delete { updated_fragments: updated, deleted_fragment_ids: removed, predicate: predicate.to_string() }),
@@ -558,11 +566,11 @@ pub fn deletion_transaction(
 }
 
 /// Make `ds`'s version the latest again (a new version with its content).
-pub fn restore(ds: &Dataset) -> Result<Dataset> {
+pub fn restore(ds: &Dataset, props: &CommitProperties) -> Result<Committed<()>> {
     let latest = ds.latest_version()?;
     let txn = new_transaction(latest, Operation::Restore(pb::transaction::Restore { version: ds.version() }));
-    let v = commit(ds.root(), &txn, &CommitOptions::default())?;
-    ds.checkout(VersionRef::Number(v))
+    let v = commit(ds.root(), &txn, &props.commit_options())?;
+    Ok(Committed::new(ds.checkout(VersionRef::Number(v))?, ()))
 }
 
 #[cfg(test)]
@@ -635,7 +643,7 @@ mod tests {
         for group_bytes in [0, 1 << 20] {
             let uri = tmp("group");
             let p = WriteParams { max_rows_per_file: 50, group_bytes, ..Default::default() };
-            let ds = write_dataset(&uri, batch(0, 1).schema(), batches(), &p).unwrap();
+            let ds = write_dataset(&uri, batch(0, 1).schema(), batches(), &p, &Default::default()).unwrap().dataset;
             assert_eq!(xs(&ds), (0..161).collect::<Vec<_>>());
             let rows: Vec<u64> = ds.fragments().iter().map(|f| f.physical_rows).collect();
             assert_eq!(rows, vec![50, 50, 50, 11]);
@@ -650,17 +658,17 @@ mod tests {
         let uri = tmp("cadr");
         let b = batch(0, 25);
         let p = WriteParams { max_rows_per_file: 10, enable_stable_row_ids: true, ..Default::default() };
-        let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap();
+        let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p, &Default::default()).unwrap().dataset;
         assert_eq!(ds.version(), 1);
         assert_eq!(ds.fragments().len(), 3);
         assert_eq!(xs(&ds), (0..25).collect::<Vec<_>>());
         assert_eq!(ds.manifest().next_row_id, 25);
         let b2 = batch(25, 5);
-        let ds = insert(&ds, vec![Ok(b2)].into_iter(), None).unwrap();
+        let ds = insert(&ds, vec![Ok(b2)].into_iter(), &Default::default()).unwrap().dataset;
         assert_eq!(ds.version(), 2);
         assert_eq!(xs(&ds), (0..30).collect::<Vec<_>>());
         let ds = Arc::new(ds);
-        let (ds3, n) = crate::table::ops::delete::delete(&ds, "x < 3 or x >= 20 and x < 25", &Default::default(), None).unwrap();
+        let (ds3, n) = crate::table::ops::delete::delete(&ds, "x < 3 or x >= 20 and x < 25", &Default::default()).unwrap().into_parts();
         assert_eq!(n, 8);
         assert_eq!(ds3.version(), 3);
         let want: Vec<i64> = (3..20).chain(25..30).collect();
@@ -674,17 +682,20 @@ mod tests {
             vec![Arc::new(Int64Array::from(vec![1])), Arc::new(StringArray::from(vec!["a"]))],
         )
         .unwrap();
-        let e = insert(&ds3, vec![Ok(bad)].into_iter(), None).unwrap_err();
+        let e = insert(&ds3, vec![Ok(bad)].into_iter(), &Default::default()).unwrap_err();
         assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains("\"t\""), "{e}");
         // restore version 1
         let v1 = ds3.checkout(VersionRef::Number(1)).unwrap();
-        let ds4 = restore(&v1).unwrap();
+        let ds4 = restore(&v1, &Default::default()).unwrap().dataset;
         assert_eq!(ds4.version(), 4);
         assert_eq!(xs(&ds4), (0..25).collect::<Vec<_>>());
         assert_eq!(ds4.manifest().max_fragment_id, Some(3));
         // create on an existing dataset
         let b = batch(0, 1);
-        assert!(matches!(write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()), Err(Error::AlreadyExists { .. })));
+        assert!(matches!(
+            write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default(), &Default::default()),
+            Err(Error::AlreadyExists { .. })
+        ));
         let _ = std::fs::remove_dir_all(&uri);
     }
 
@@ -723,19 +734,27 @@ mod tests {
                 }
                 let uri = tmp("fail");
                 let b = batch(0, 20);
-                let ds =
-                    write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams { max_rows_per_file: 8, ..Default::default() }).unwrap();
+                let ds = write_dataset(
+                    &uri,
+                    b.schema(),
+                    vec![Ok(b)].into_iter(),
+                    &WriteParams { max_rows_per_file: 8, ..Default::default() },
+                    &Default::default(),
+                )
+                .unwrap()
+                .dataset;
                 let before = files_under(&uri);
                 let name = fail_at.to_string();
-                let hook: FailHook =
+                let hook: crate::table::hooks::FailHook =
                     Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) });
+                let _hook = crate::table::hooks::install(&uri, hook);
                 let r = match op {
-                    "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), Some(hook)).map(|_| ()),
-                    "delete" => crate::table::ops::delete::delete(&Arc::new(ds), "x < 10", &Default::default(), Some(hook)).map(|_| ()),
+                    "insert" => insert(&ds, vec![Ok(batch(20, 5))].into_iter(), &Default::default()).map(|_| ()),
+                    "delete" => crate::table::ops::delete::delete(&Arc::new(ds), "x < 10", &Default::default()).map(|_| ()),
                     _ => {
-                        let p = WriteParams { mode: WriteMode::Overwrite, hook: Some(hook), ..Default::default() };
+                        let p = WriteParams { mode: WriteMode::Overwrite, ..Default::default() };
                         let b = batch(100, 3);
-                        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).map(|_| ())
+                        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p, &Default::default()).map(|_| ())
                     }
                 };
                 let e = r.unwrap_err();
@@ -750,7 +769,7 @@ mod tests {
         // A bad batch mid-stream.
         let uri = tmp("badbatch");
         let b = batch(0, 3);
-        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()).unwrap();
+        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default(), &Default::default()).unwrap();
         let b = batch(3, 3);
         let before = files_under(&uri);
         let r = write_dataset(
@@ -758,6 +777,7 @@ mod tests {
             b.schema(),
             vec![Ok(b), Err(Error::invalid_input("bad batch"))].into_iter(),
             &WriteParams { mode: WriteMode::Append, max_rows_per_file: 2, ..Default::default() },
+            &Default::default(),
         );
         assert!(r.is_err());
         assert_eq!(files_under(&uri), before, "the failed append left files behind");
@@ -794,9 +814,9 @@ mod tests {
             let uri = tmp("ow");
             let b = batch(0, 5);
             let p = WriteParams { data_storage_version: Some(base), ..Default::default() };
-            write_dataset(&uri, b.schema(), vec![Ok(b.clone())].into_iter(), &p).unwrap();
+            write_dataset(&uri, b.schema(), vec![Ok(b.clone())].into_iter(), &p, &Default::default()).unwrap();
             let p = WriteParams { mode: WriteMode::Overwrite, data_storage_version: asked, ..Default::default() };
-            let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap();
+            let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p, &Default::default()).unwrap().dataset;
             assert_eq!(ds.manifest().data_format.as_ref().unwrap().version, want);
             let f = &ds.fragments()[0].files[0];
             let want_v = FileVersion::parse(want).unwrap().data_file_numbers();
@@ -810,14 +830,14 @@ mod tests {
     fn concurrent_appends_in_memory() {
         let uri = format!("memory://conc{}/ds", random_u64());
         let b = batch(0, 1);
-        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default()).unwrap();
+        write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &WriteParams::default(), &Default::default()).unwrap();
         let handles: Vec<_> = (0..4)
             .map(|t| {
                 let uri = uri.clone();
                 std::thread::spawn(move || {
                     for k in 0..5 {
                         let ds = Dataset::open(&uri, None).unwrap();
-                        insert(&ds, vec![Ok(batch(1000 * (t + 1) + k, 1))].into_iter(), None).unwrap();
+                        insert(&ds, vec![Ok(batch(1000 * (t + 1) + k, 1))].into_iter(), &Default::default()).unwrap();
                     }
                 })
             })

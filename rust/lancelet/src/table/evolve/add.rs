@@ -14,8 +14,7 @@ use crate::error::{Error, Result};
 use crate::expr::SqlValue;
 use crate::file::schema::LanceField;
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
-use crate::table::ops::Progress;
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ROW_ADDR, ROW_ID};
 use crate::table::write::dataset_file_version;
 
@@ -24,10 +23,6 @@ use crate::table::write::dataset_file_version;
 pub struct AddOptions {
     /// Live rows per computation (default [`DEFAULT_BATCH_SIZE`]).
     pub batch_size: Option<usize>,
-    /// Hears `("add_columns", fragments done, total)`.
-    pub progress: Option<Progress>,
-    /// Failure injection for tests.
-    pub hook: Option<FailHook>,
 }
 
 fn batch_size(b: Option<usize>) -> Result<usize> {
@@ -67,28 +62,35 @@ pub fn plan_function(ds: &Dataset, output: &Schema, read_columns: Option<&[Strin
 
 /// Add the columns `output` computed by `f` (called in scan order with the
 /// live rows' `read_columns`, returning as many rows of `output`).
-pub fn add_columns_with(ds: &Dataset, output: &Schema, read_columns: Option<&[String]>, f: SequentialFn<'_>, opts: &AddOptions) -> Result<Dataset> {
+pub fn add_columns_with(
+    ds: &Dataset,
+    output: &Schema,
+    read_columns: Option<&[String]>,
+    f: SequentialFn<'_>,
+    opts: &AddOptions,
+    props: &CommitProperties,
+) -> Result<Committed<()>> {
     let plan = plan_function(ds, output, read_columns, opts.batch_size)?;
-    let files = write_columns(ds, &plan, Transform::Sequential(f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
-    commit_merge(ds, &plan.new, files, opts.hook.clone())
+    let files = write_columns(ds, &plan, Transform::Sequential(f), &WriteOptions::default(), &props.progress)?;
+    Ok(Committed::new(commit_merge(ds, &plan.new, files, props)?, ()))
 }
 
 /// Add all-null columns: a `Merge` changing only the schema (every field
 /// must be nullable; readers give fields no file holds as nulls).
-pub fn add_null_columns(ds: &Dataset, schema: &Schema, hook: Option<FailHook>) -> Result<Dataset> {
+pub fn add_null_columns(ds: &Dataset, schema: &Schema, props: &CommitProperties) -> Result<Committed<()>> {
     if let Some(f) = schema.fields().iter().find(|f| !f.is_nullable()) {
         return Err(Error::invalid_input(format!("all-null column {:?} must be nullable", f.name())));
     }
     let version = dataset_file_version(ds.manifest())?;
     let new = merge_new_fields(ds.lance_schema(), schema, max_field_id(ds.manifest()), version)?;
-    commit_merge(ds, &new, Vec::new(), hook)
+    Ok(Committed::new(commit_merge(ds, &new, Vec::new(), props)?, ()))
 }
 
 /// Add columns defined by SQL expressions over the dataset's columns
 /// (`(name, expression)` pairs, computed in parallel). Expressions that are
 /// a typed NULL (`CAST(NULL AS int)`) alone make all-null columns without
 /// data files, as pylance does.
-pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptions) -> Result<Dataset> {
+pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptions, props: &CommitProperties) -> Result<Committed<()>> {
     let schema = ds.schema();
     let values = exprs
         .iter()
@@ -99,7 +101,7 @@ pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptio
     // No expressions, or only typed NULLs: metadata only (an empty dict
     // still commits a version, as in pylance).
     if values.iter().all(|v| v.is_typed_null()) {
-        return add_null_columns(ds, &output, opts.hook.clone());
+        return add_null_columns(ds, &output, props);
     }
     let mut read: Vec<String> = Vec::new();
     for v in &values {
@@ -117,8 +119,8 @@ pub fn add_columns_sql(ds: &Dataset, exprs: &[(String, String)], opts: &AddOptio
         let cols = values.iter().map(|v| v.evaluate(&input)).collect::<Result<Vec<_>>>()?;
         RecordBatch::try_new_with_options(out_schema.clone(), cols, &RecordBatchOptions::new().with_row_count(Some(n))).map_err(Error::internal_arrow)
     };
-    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
-    commit_merge(ds, &plan.new, files, opts.hook.clone())
+    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions::default(), &props.progress)?;
+    Ok(Committed::new(commit_merge(ds, &plan.new, files, props)?, ()))
 }
 
 /// Pulls exactly the rows asked for from a stream of batches.
@@ -183,13 +185,13 @@ pub fn add_columns_from_stream(
     schema: SchemaRef,
     batches: impl Iterator<Item = Result<RecordBatch>> + Send,
     opts: &AddOptions,
-) -> Result<Dataset> {
+    props: &CommitProperties,
+) -> Result<Committed<()>> {
     let plan = plan_function(ds, &schema, Some(&[]), opts.batch_size)?;
     let total: u64 = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()?;
     let mut taker = Taker { it: batches, pending: None, schema: schema.clone(), taken: 0, total };
     let mut f = |input: RecordBatch| taker.take(input.num_rows());
-    let files =
-        write_columns(ds, &plan, Transform::Sequential(&mut f), &WriteOptions { hook: opts.hook.clone(), ..Default::default() }, &opts.progress)?;
+    let files = write_columns(ds, &plan, Transform::Sequential(&mut f), &WriteOptions::default(), &props.progress)?;
     match taker.exhausted() {
         Ok(true) => {}
         Ok(false) => {
@@ -201,5 +203,5 @@ pub fn add_columns_from_stream(
             return Err(e);
         }
     }
-    commit_merge(ds, &plan.new, files, opts.hook.clone())
+    Ok(Committed::new(commit_merge(ds, &plan.new, files, props)?, ()))
 }

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::file::schema::{LanceField, LanceSchema};
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ScanOptions, Scanner};
 
 use pb::transaction::Operation;
@@ -64,14 +64,14 @@ fn duplicate_name(fields: &[LanceField], prefix: &str) -> Option<String> {
 }
 
 /// Commit a `Project` of `ds` to `schema`.
-fn commit_project(ds: &Dataset, schema: &LanceSchema, hook: Option<FailHook>) -> Result<Dataset> {
+fn commit_project(ds: &Dataset, schema: &LanceSchema, props: &CommitProperties) -> Result<Committed<()>> {
     let op = pb::transaction::Project { schema: schema.to_pb()?, preserves_nullability: preserves_nullability(ds.lance_schema(), schema) };
-    super::columns::commit_or_clean(ds, Operation::Project(op), &[], hook)
+    Ok(Committed::new(super::columns::commit_or_clean(ds, Operation::Project(op), &[], props)?, ()))
 }
 
 /// Drop columns (top-level names or dotted paths to struct fields). A
 /// struct left without fields goes too; dropping every column is refused.
-pub fn drop_columns(ds: &Dataset, columns: &[String], hook: Option<FailHook>) -> Result<Dataset> {
+pub fn drop_columns(ds: &Dataset, columns: &[String], props: &CommitProperties) -> Result<Committed<()>> {
     let mut doomed: HashSet<i32> = HashSet::new();
     for c in columns {
         let at = find_path(ds.lance_schema(), c).ok_or_else(|| no_column(c, ds))?;
@@ -97,7 +97,7 @@ pub fn drop_columns(ds: &Dataset, columns: &[String], hook: Option<FailHook>) ->
     if schema.fields.is_empty() {
         return Err(Error::invalid_input("cannot drop every column of a dataset"));
     }
-    commit_project(ds, &schema, hook)
+    commit_project(ds, &schema, props)
 }
 
 /// Whether pylance 14 allows casting a column of type `from` to `to`.
@@ -163,7 +163,7 @@ fn cast_field(f: &LanceField, to: &DataType, next: &mut i32) -> LanceField {
 /// Without a cast this is a `Project`; with casts, a `Merge` writing the
 /// cast columns (no cast may be combined with making a column
 /// non-nullable, as in pylance).
-pub fn alter_columns(ds: &Arc<Dataset>, alterations: &[Alteration], hook: Option<FailHook>) -> Result<Dataset> {
+pub fn alter_columns(ds: &Arc<Dataset>, alterations: &[Alteration], props: &CommitProperties) -> Result<Committed<()>> {
     let old = ds.lance_schema();
     let mut schema = old.clone();
     let mut next = max_field_id(ds.manifest()) + 1;
@@ -216,7 +216,7 @@ pub fn alter_columns(ds: &Arc<Dataset>, alterations: &[Alteration], hook: Option
         return Err(Error::invalid_input(format!("the alterations would give two columns the name {d:?}")));
     }
     if casts.is_empty() {
-        return commit_project(ds, &schema, hook);
+        return commit_project(ds, &schema, props);
     }
     if !tightened.is_empty() {
         return Err(Error::invalid_input(format!(
@@ -224,11 +224,16 @@ pub fn alter_columns(ds: &Arc<Dataset>, alterations: &[Alteration], hook: Option
             tightened.join(", ")
         )));
     }
-    cast_columns(ds, schema, casts, hook)
+    cast_columns(ds, schema, casts, props)
 }
 
 /// Write the cast columns as new files and commit the `Merge`.
-fn cast_columns(ds: &Arc<Dataset>, merged: LanceSchema, casts: Vec<(LanceField, Vec<usize>, i32)>, hook: Option<FailHook>) -> Result<Dataset> {
+fn cast_columns(
+    ds: &Arc<Dataset>,
+    merged: LanceSchema,
+    casts: Vec<(LanceField, Vec<usize>, i32)>,
+    props: &CommitProperties,
+) -> Result<Committed<()>> {
     let new_ids: Vec<i32> =
         casts.iter().flat_map(|(_, at, _)| field_at(&merged, at).preorder().into_iter().map(|f| f.id).collect::<Vec<_>>()).collect();
     let keep: HashSet<i32> = casts.iter().map(|(_, _, id)| *id).collect();
@@ -264,8 +269,8 @@ fn cast_columns(ds: &Arc<Dataset>, merged: LanceSchema, casts: Vec<(LanceField, 
         }
         RecordBatch::try_new(output.clone(), cols).map_err(Error::internal_arrow)
     };
-    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
-    commit_merge(ds, &plan.new, files, hook)
+    let files = write_columns(ds, &plan, Transform::Parallel(&f), &WriteOptions::default(), &props.progress)?;
+    Ok(Committed::new(commit_merge(ds, &plan.new, files, props)?, ()))
 }
 
 /// The values of written field `w` from the old column `arr` (of dataset

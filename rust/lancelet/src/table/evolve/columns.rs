@@ -27,11 +27,12 @@ use crate::file::schema::LanceField;
 use crate::file::{FileVersion, FileWriter};
 use crate::io::Storage;
 use crate::proto::table as pb;
-use crate::table::commit::{commit, CommitOptions};
+use crate::table::commit::commit;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::fragment::TOMBSTONE;
-use crate::table::hooks::{step, FailHook};
+use crate::table::hooks::step;
 use crate::table::ops::{report, Progress};
+use crate::table::properties::CommitProperties;
 use crate::table::scan::split as chunks;
 use crate::table::scan::{ROW_ADDR, ROW_ID};
 use crate::table::transaction::{new_data_file_name, new_transaction};
@@ -98,8 +99,6 @@ impl ColumnsPlan {
 pub struct WriteOptions {
     /// Put in front of every new data file name (distributed jobs).
     pub name_prefix: String,
-    /// Failure injection for tests.
-    pub hook: Option<FailHook>,
 }
 
 /// `array` without any null bitmap, recursively (zeroed values): the
@@ -288,7 +287,7 @@ pub(crate) fn write_one(
         let offsets: Vec<u64> = ranges.iter().flat_map(|r| r.clone()).collect();
         out.push(&values, &offsets)?;
     }
-    step(&opts.hook, "data_file")?;
+    step(ds.root(), "data_file")?;
     let storage = out.storage.clone();
     out.finish(version, &plan.new.written).inspect_err(|_e| {
         let _ = storage.delete();
@@ -399,7 +398,7 @@ pub fn with_new_file(f: &pb::DataFragment, file: pb::DataFile) -> pb::DataFragme
 /// Commit a `Merge` of `ds`'s fragments, each gaining the matching file of
 /// `files` (none for metadata-only changes), under the schema `new.merged`.
 /// Returns the new version; new files are removed if the commit is refused.
-pub fn commit_merge(ds: &Dataset, new: &NewFields, files: Vec<pb::DataFile>, hook: Option<FailHook>) -> Result<Dataset> {
+pub fn commit_merge(ds: &Dataset, new: &NewFields, files: Vec<pb::DataFile>, props: &CommitProperties) -> Result<Dataset> {
     let fragments: Vec<pb::DataFragment> = if files.is_empty() {
         ds.fragments().to_vec()
     } else {
@@ -414,16 +413,16 @@ pub fn commit_merge(ds: &Dataset, new: &NewFields, files: Vec<pb::DataFile>, hoo
         schema_metadata: new.merged.metadata_pb(),
         preserves_nullability: preserves_nullability(ds.lance_schema(), &new.merged),
     };
-    commit_or_clean(ds, Operation::Merge(op), &files, hook)
+    commit_or_clean(ds, Operation::Merge(op), &files, props)
 }
 
 /// Commit an operation made at `ds`'s version. When the commit fails the
 /// `files` it wrote are removed, unless the outcome is unknown: after an
 /// I/O error the versions written since are checked for our transaction
 /// (found: it did land, and that version is returned).
-pub(crate) fn commit_or_clean(ds: &Dataset, op: Operation, files: &[pb::DataFile], hook: Option<FailHook>) -> Result<Dataset> {
+pub(crate) fn commit_or_clean(ds: &Dataset, op: Operation, files: &[pb::DataFile], props: &CommitProperties) -> Result<Dataset> {
     let txn = new_transaction(ds.version(), op);
-    match commit(ds.root(), &txn, &CommitOptions { hook, ..Default::default() }) {
+    match commit(ds.root(), &txn, &props.commit_options()) {
         Ok(v) => ds.checkout(VersionRef::Number(v)),
         Err(e) => {
             match landed(ds, &txn) {

@@ -19,7 +19,7 @@ use super::columns::{commit_merge, write_columns, ColumnsPlan, Transform, WriteO
 use super::{max_field_id, merge_new_fields};
 use crate::error::{Error, Result};
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::write::dataset_file_version;
 
 /// Left-join `right` (all its batches, schema `schema`) into `ds` on
@@ -30,8 +30,8 @@ pub fn merge(
     right: Vec<RecordBatch>,
     left_on: &str,
     right_on: &str,
-    hook: Option<FailHook>,
-) -> Result<Dataset> {
+    props: &CommitProperties,
+) -> Result<Committed<()>> {
     let lance = ds.lance_schema();
     let left = lance
         .fields
@@ -93,8 +93,8 @@ pub fn merge(
         )
         .map_err(Error::internal_arrow)
     };
-    let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions { hook: hook.clone(), ..Default::default() }, &None)?;
-    commit_merge(ds, &plan.new, files, hook)
+    let files = write_columns(ds, &plan, Transform::Parallel(&lookup), &WriteOptions::default(), &props.progress)?;
+    Ok(Committed::new(commit_merge(ds, &plan.new, files, props)?, ()))
 }
 
 /// Each row's key as bytes (`None` for null): the value bytes of

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::io::StorageOptions;
 use crate::proto::table as pb;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::write::column_field_ids;
 
 /// What every task of a distributed `add_columns` shares.
@@ -66,13 +67,13 @@ impl ColumnsJob {
         let i = ds
             .fragment_index(fragment_id)
             .ok_or_else(|| Error::invalid_input(format!("fragment {fragment_id} is not in version {} of {}", self.read_version, self.uri)))?;
-        let opts = WriteOptions { name_prefix: self.name_prefix.clone(), hook: None };
+        let opts = WriteOptions { name_prefix: self.name_prefix.clone() };
         let file = write_one(&ds, i, &plan, &opts, &mut |b| f(b))?;
         Ok(with_new_file(&ds.fragments()[i], file).encode_to_vec())
     }
 
     /// Commit the staged fragments (any order) as one `Merge`.
-    pub fn commit(&self, staged: &[Vec<u8>]) -> Result<Dataset> {
+    pub fn commit(&self, staged: &[Vec<u8>], props: &CommitProperties) -> Result<Committed<()>> {
         let (ds, plan) = self.open()?;
         let want_fields = column_field_ids(&plan.new.written, crate::table::write::dataset_file_version(ds.manifest())?);
         let mut by_id: HashMap<u64, pb::DataFile> = HashMap::new();
@@ -107,6 +108,6 @@ impl ColumnsJob {
         if !missing.is_empty() {
             return Err(Error::invalid_input(format!("no staged result for fragment(s) {}", missing.join(", "))));
         }
-        commit_merge(&ds, &plan.new, files, None)
+        Ok(Committed::new(commit_merge(&ds, &plan.new, files, props)?, ()))
     }
 }

@@ -16,8 +16,8 @@ use super::*;
 use crate::error::Error;
 use crate::ids::random_u64;
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::FailHook;
-use crate::table::ops::{delete::delete, retry::RetryPolicy};
+use crate::table::hooks::{install, FailHook};
+use crate::table::ops::delete::delete;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{write_dataset, WriteParams};
 use pb::transaction::Operation;
@@ -57,8 +57,8 @@ fn dataset(version: FileVersion, stable: bool) -> (String, Arc<Dataset>) {
     let uri = tmp("ds");
     let b = base(25);
     let p = WriteParams { max_rows_per_file: 10, data_storage_version: Some(version), enable_stable_row_ids: stable, ..Default::default() };
-    let ds = Arc::new(write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap());
-    let (ds, n) = delete(&ds, "x = 3 or x = 4 or x = 12", &RetryPolicy::default(), None).unwrap();
+    let ds = Arc::new(write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p, &Default::default()).unwrap().dataset);
+    let (ds, n) = delete(&ds, "x = 3 or x = 4 or x = 12", &Default::default()).unwrap().into_parts();
     assert_eq!(n, 3);
     (uri, Arc::new(ds))
 }
@@ -90,9 +90,11 @@ fn sql_columns_on_every_version() {
             let out = add_columns_sql(
                 &ds,
                 &[("y".into(), "x * 2".into()), ("t".into(), "s".into())],
-                &AddOptions { batch_size: Some(4), ..Default::default() },
+                &AddOptions { batch_size: Some(4) },
+                &Default::default(),
             )
-            .unwrap();
+            .unwrap()
+            .dataset;
             let b = scan(&out, &["x", "y", "t", "s"]);
             let want: Vec<Option<i64>> = live_x().into_iter().map(|x| Some(x * 2)).collect();
             assert_eq!(i64s(b.column(1)), want, "{version} {stable}");
@@ -132,7 +134,7 @@ fn udf_reader_and_nulls() {
         .unwrap())
     };
     let cols = vec!["x".to_string(), "_rowid".to_string()];
-    let out = add_columns_with(&ds, &output, Some(&cols), &mut f, &AddOptions { batch_size: Some(5), ..Default::default() }).unwrap();
+    let out = add_columns_with(&ds, &output, Some(&cols), &mut f, &AddOptions { batch_size: Some(5) }, &Default::default()).unwrap().dataset;
     assert_eq!(calls, 5); // 7 + 9 + 5 live rows in batches of 5
     let b = scan(&out, &["x", "rid", "x3"]);
     let xs: Vec<i64> = live_x();
@@ -146,7 +148,7 @@ fn udf_reader_and_nulls() {
         Ok(RecordBatch::try_new(sch.clone(), vec![Arc::new(Int64Array::from(vals[..7].to_vec()))]).unwrap()),
         Ok(RecordBatch::try_new(sch.clone(), vec![Arc::new(Int64Array::from(vals[7..].to_vec()))]).unwrap()),
     ];
-    let out2 = add_columns_from_stream(&out, sch.clone(), batches.into_iter(), &AddOptions::default()).unwrap();
+    let out2 = add_columns_from_stream(&out, sch.clone(), batches.into_iter(), &AddOptions::default(), &Default::default()).unwrap().dataset;
     assert_eq!(i64s(scan(&out2, &["v"]).column(0)), vals.iter().map(|v| Some(*v)).collect::<Vec<_>>());
     // Too few and too many rows are refused and leave nothing behind.
     let files_before = std::fs::read_dir(format!("{uri}/data")).unwrap().count();
@@ -154,18 +156,18 @@ fn udf_reader_and_nulls() {
         let b = RecordBatch::try_new(sch.clone(), vec![Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>()))]).unwrap();
         let sch2 = Arc::new(Schema::new(vec![Field::new("w", DataType::Int64, true)]));
         let b = RecordBatch::try_new(sch2.clone(), b.columns().to_vec()).unwrap();
-        let e = add_columns_from_stream(&out2, sch2, vec![Ok(b)].into_iter(), &AddOptions::default()).unwrap_err();
+        let e = add_columns_from_stream(&out2, sch2, vec![Ok(b)].into_iter(), &AddOptions::default(), &Default::default()).unwrap_err();
         assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
     }
     assert_eq!(std::fs::read_dir(format!("{uri}/data")).unwrap().count(), files_before);
     assert_eq!(Dataset::open(&uri, None).unwrap().version(), out2.version());
     // All-null columns: no files.
     let nulls = Schema::new(vec![Field::new("n", DataType::Int32, true)]);
-    let out3 = add_null_columns(&out2, &nulls, None).unwrap();
+    let out3 = add_null_columns(&out2, &nulls, &Default::default()).unwrap().dataset;
     assert_eq!(out3.fragments()[0].files.len(), out2.fragments()[0].files.len());
     assert_eq!(scan(&out3, &["n"]).column(0).null_count(), 22);
     let bad = Schema::new(vec![Field::new("m", DataType::Int32, false)]);
-    assert!(matches!(add_null_columns(&out3, &bad, None), Err(Error::InvalidInput { .. })));
+    assert!(matches!(add_null_columns(&out3, &bad, &Default::default()), Err(Error::InvalidInput { .. })));
     let _ = std::fs::remove_dir_all(&uri);
 }
 
@@ -173,7 +175,7 @@ fn udf_reader_and_nulls() {
 fn drop_rename_and_cast() {
     for version in VERSIONS {
         let (uri, ds) = dataset(version, false);
-        let d = drop_columns(&ds, &["s".into()], None).unwrap();
+        let d = drop_columns(&ds, &["s".into()], &Default::default()).unwrap().dataset;
         assert_eq!(d.schema().fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), vec!["x", "st"]);
         let Operation::Project(p) = op_of(&d) else { panic!() };
         assert!(p.preserves_nullability);
@@ -183,7 +185,7 @@ fn drop_rename_and_cast() {
             Alteration { path: "x".into(), name: Some("xx".into()), ..Default::default() },
             Alteration { path: "st.a".into(), name: Some("aa".into()), nullable: Some(false), ..Default::default() },
         ];
-        let r = Arc::new(alter_columns(&d, &alts, None).unwrap());
+        let r = Arc::new(alter_columns(&d, &alts, &Default::default()).unwrap().dataset);
         let Operation::Project(p) = op_of(&r) else { panic!() };
         assert!(!p.preserves_nullability);
         let b = scan(&r, &["xx", "st"]);
@@ -196,7 +198,7 @@ fn drop_rename_and_cast() {
             Alteration { path: "xx".into(), data_type: Some(DataType::Int32), ..Default::default() },
             Alteration { path: "st.b".into(), data_type: Some(DataType::Int32), ..Default::default() },
         ];
-        let c = alter_columns(&r, &casts, None).unwrap();
+        let c = alter_columns(&r, &casts, &Default::default()).unwrap().dataset;
         let Operation::Merge(_) = op_of(&c) else { panic!() };
         let b = scan(&c, &["xx", "st"]);
         assert_eq!(b.column(0).as_primitive::<Int32Type>().values().to_vec(), live_x().iter().map(|x| *x as i32).collect::<Vec<_>>());
@@ -220,10 +222,10 @@ fn drop_rename_and_cast() {
             (Alteration { path: "xx".into(), data_type: Some(DataType::Utf8), ..Default::default() }, "xx"),
             (Alteration { path: "xx".into(), ..Default::default() }, "xx"),
         ] {
-            let e = alter_columns(&c, &[alt], None).unwrap_err();
+            let e = alter_columns(&c, &[alt], &Default::default()).unwrap_err();
             assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains(what), "{e}");
         }
-        assert!(matches!(drop_columns(&c, &["xx".into(), "st".into()], None), Err(Error::InvalidInput { .. })));
+        assert!(matches!(drop_columns(&c, &["xx".into(), "st".into()], &Default::default()), Err(Error::InvalidInput { .. })));
         assert_eq!(Dataset::open(&uri, None).unwrap().version(), c.version());
         let _ = std::fs::remove_dir_all(&uri);
     }
@@ -232,11 +234,15 @@ fn drop_rename_and_cast() {
 #[test]
 fn nulls_block_not_null_and_overflow_blocks_cast() {
     let (uri, ds) = dataset(FileVersion::V2_1, false);
-    let e = alter_columns(&ds, &[Alteration { path: "s".into(), nullable: Some(false), ..Default::default() }], None).unwrap_err();
+    let e = alter_columns(&ds, &[Alteration { path: "s".into(), nullable: Some(false), ..Default::default() }], &Default::default()).unwrap_err();
     assert!(e.to_string().contains("\"s\""), "{e}");
-    let big = add_columns_sql(&ds, &[("big".into(), "x * 1000".into())], &AddOptions::default()).unwrap();
-    let e =
-        alter_columns(&Arc::new(big), &[Alteration { path: "big".into(), data_type: Some(DataType::Int8), ..Default::default() }], None).unwrap_err();
+    let big = add_columns_sql(&ds, &[("big".into(), "x * 1000".into())], &AddOptions::default(), &Default::default()).unwrap().dataset;
+    let e = alter_columns(
+        &Arc::new(big),
+        &[Alteration { path: "big".into(), data_type: Some(DataType::Int8), ..Default::default() }],
+        &Default::default(),
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
     assert!(cast_allowed(&DataType::Int64, &DataType::UInt8));
     assert!(!cast_allowed(&DataType::Float64, &DataType::Utf8));
@@ -256,7 +262,7 @@ fn merge_joins_on_a_key() {
         ],
     )
     .unwrap();
-    let out = merge(&ds, sch.clone(), vec![right.clone()], "x", "k", None).unwrap();
+    let out = merge(&ds, sch.clone(), vec![right.clone()], "x", "k", &Default::default()).unwrap().dataset;
     let b = scan(&out, &["x", "w"]);
     let w: Vec<Option<&str>> = b.column(1).as_string::<i32>().iter().collect();
     let want: Vec<Option<&str>> = live_x()
@@ -269,12 +275,12 @@ fn merge_joins_on_a_key() {
         .collect();
     assert_eq!(w, want);
     for (l, r, msg) in [("nope", "k", "nope"), ("x", "nope", "nope"), ("s", "k", "type")] {
-        let e = merge(&ds, sch.clone(), vec![right.clone()], l, r, None).unwrap_err();
+        let e = merge(&ds, sch.clone(), vec![right.clone()], l, r, &Default::default()).unwrap_err();
         assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains(msg), "{e}");
     }
     let sch2 = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("s", DataType::Utf8, true)]));
     let r2 = RecordBatch::try_new(sch2.clone(), right.columns().to_vec()).unwrap();
-    assert!(merge(&ds, sch2, vec![r2], "x", "k", None).unwrap_err().to_string().contains("\"s\""));
+    assert!(merge(&ds, sch2, vec![r2], "x", "k", &Default::default()).unwrap_err().to_string().contains("\"s\""));
     let _ = std::fs::remove_dir_all(&uri);
 }
 
@@ -285,10 +291,11 @@ fn failures_leave_the_dataset_as_it_was() {
         let name = fail_at.to_string();
         let hook: FailHook = Arc::new(move |s: &str| if s == name { Err(Error::io("hook", format!("injected failure at {s}"))) } else { Ok(()) });
         let files_before = std::fs::read_dir(format!("{uri}/data")).unwrap().count();
-        let e = add_columns_sql(&ds, &[("y".into(), "x + 1".into())], &AddOptions { hook: Some(hook.clone()), ..Default::default() }).unwrap_err();
+        let _hook = install(&uri, hook);
+        let e = add_columns_sql(&ds, &[("y".into(), "x + 1".into())], &AddOptions::default(), &Default::default()).unwrap_err();
         assert!(e.to_string().contains("injected"), "{e}");
         if fail_at != "data_file" {
-            let e = drop_columns(&ds, &["s".into()], Some(hook.clone())).unwrap_err();
+            let e = drop_columns(&ds, &["s".into()], &Default::default()).unwrap_err();
             assert!(e.to_string().contains("injected"), "{e}");
         }
         let now = Dataset::open(&uri, None).unwrap();
@@ -303,17 +310,17 @@ fn stale_schema_changes_conflict() {
     let (uri, ds) = dataset(FileVersion::V2_2, false);
     // An append lands first: a Merge read before it conflicts, a Project rebases.
     let b = base(3);
-    let appended = crate::table::write::insert(&ds, vec![Ok(b)].into_iter(), None).unwrap();
+    let appended = crate::table::write::insert(&ds, vec![Ok(b)].into_iter(), &Default::default()).unwrap().dataset;
     let files_before = std::fs::read_dir(format!("{uri}/data")).unwrap().count();
-    let e = add_columns_sql(&ds, &[("y".into(), "x + 1".into())], &AddOptions::default()).unwrap_err();
+    let e = add_columns_sql(&ds, &[("y".into(), "x + 1".into())], &AddOptions::default(), &Default::default()).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     assert_eq!(std::fs::read_dir(format!("{uri}/data")).unwrap().count(), files_before, "conflicting merge removed its files");
-    let p = drop_columns(&ds, &["s".into()], None).unwrap();
+    let p = drop_columns(&ds, &["s".into()], &Default::default()).unwrap().dataset;
     assert_eq!(p.version(), appended.version() + 1);
     assert_eq!(p.fragments().len(), appended.fragments().len());
     assert_eq!(scan(&p, &["x"]).num_rows(), 25);
     // A Project read before another Project conflicts.
-    let e = drop_columns(&ds, &["st".into()], None).unwrap_err();
+    let e = drop_columns(&ds, &["st".into()], &Default::default()).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     let _ = std::fs::remove_dir_all(&uri);
 }
@@ -322,9 +329,9 @@ fn stale_schema_changes_conflict() {
 fn field_id_bookkeeping() {
     let (uri, ds) = dataset(FileVersion::V2_2, false);
     // Dropping the field with the largest id does not free its id.
-    let d = Arc::new(drop_columns(&ds, &["st".into()], None).unwrap());
+    let d = Arc::new(drop_columns(&ds, &["st".into()], &Default::default()).unwrap().dataset);
     assert_eq!(max_field_id(d.manifest()), 4);
-    let n = add_null_columns(&d, &Schema::new(vec![Field::new("n", DataType::Int64, true)]), None).unwrap();
+    let n = add_null_columns(&d, &Schema::new(vec![Field::new("n", DataType::Int64, true)]), &Default::default()).unwrap().dataset;
     assert_eq!(n.lance_schema().fields.last().unwrap().id, 5);
     // Adding a field to a struct (2.1+): ids in pre-order of the merged schema.
     let (uri2, ds2) = dataset(FileVersion::V2_2, false);
@@ -332,7 +339,7 @@ fn field_id_bookkeeping() {
         Field::new("st", DataType::Struct(Fields::from(vec![Field::new("c", DataType::Int32, true)])), true),
         Field::new("z", DataType::Int32, true),
     ]);
-    let m = add_null_columns(&ds2, &add, None).unwrap();
+    let m = add_null_columns(&ds2, &add, &Default::default()).unwrap().dataset;
     let ids: Vec<(String, i32)> = m.lance_schema().fields.iter().flat_map(|f| f.preorder()).map(|f| (f.arrow.name().clone(), f.id)).collect();
     assert_eq!(ids.iter().map(|(n, i)| format!("{n}{i}")).collect::<Vec<_>>(), vec!["x0", "s1", "st2", "a3", "b4", "c5", "z6"]);
     let b = scan(&m, &["st"]);
@@ -340,7 +347,7 @@ fn field_id_bookkeeping() {
     assert_eq!(i64s(b.column(0).as_struct().column(0)), live_x().iter().map(|x| Some(x * 10)).collect::<Vec<_>>());
     // 2.0 cannot add struct fields.
     let (uri3, ds3) = dataset(FileVersion::V2_0, false);
-    assert!(matches!(add_null_columns(&ds3, &add, None), Err(Error::InvalidInput { .. })));
+    assert!(matches!(add_null_columns(&ds3, &add, &Default::default()), Err(Error::InvalidInput { .. })));
     for u in [uri, uri2, uri3] {
         let _ = std::fs::remove_dir_all(&u);
     }

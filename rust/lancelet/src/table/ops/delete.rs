@@ -25,8 +25,9 @@ use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
 use crate::table::deletion::deletion_file_path;
 use crate::table::deletion::encode_deletions;
-use crate::table::hooks::{step, FailHook};
-use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
+use crate::table::hooks::step;
+use crate::table::ops::retry::{run_with_retries, Prepared};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{RowFilter, ScanOptions, Scanner};
 use crate::table::transaction::new_transaction;
 
@@ -51,9 +52,9 @@ pub(crate) fn matching_addresses(ds: &Arc<Dataset>, filter: Option<Arc<dyn RowFi
 /// new deletion files, ids of fragments left without live rows, deletion
 /// files written relative to the root). Deletion files record
 /// `ds.version()` as their read version.
-pub(crate) fn mark_deleted(ds: &Dataset, rows: &AffectedRows, hook: &Option<FailHook>) -> Result<(Vec<pb::DataFragment>, Vec<u64>, Vec<String>)> {
+pub(crate) fn mark_deleted(ds: &Dataset, rows: &AffectedRows) -> Result<(Vec<pb::DataFragment>, Vec<u64>, Vec<String>)> {
     let mut written = Vec::new();
-    match mark_deleted_into(ds, rows, hook, &mut written) {
+    match mark_deleted_into(ds, rows, &mut written) {
         Ok((updated, removed)) => Ok((updated, removed, written)),
         Err(e) => {
             // A failed run leaves none of its deletion files behind.
@@ -63,12 +64,7 @@ pub(crate) fn mark_deleted(ds: &Dataset, rows: &AffectedRows, hook: &Option<Fail
     }
 }
 
-fn mark_deleted_into(
-    ds: &Dataset,
-    rows: &AffectedRows,
-    hook: &Option<FailHook>,
-    written: &mut Vec<String>,
-) -> Result<(Vec<pb::DataFragment>, Vec<u64>)> {
+fn mark_deleted_into(ds: &Dataset, rows: &AffectedRows, written: &mut Vec<String>) -> Result<(Vec<pb::DataFragment>, Vec<u64>)> {
     let mut updated = Vec::new();
     let mut removed = Vec::new();
     for (&fid, new) in rows {
@@ -84,7 +80,7 @@ fn mark_deleted_into(
         }
         let (kind, bytes) = encode_deletions(&all)?;
         let d = pb::DeletionFile { file_type: kind as i32, read_version: ds.version(), id: random_u64(), num_deleted_rows: all.len(), base_id: None };
-        step(hook, "deletion_file")?;
+        step(ds.root(), "deletion_file")?;
         let rel = deletion_file_path(fid, &d);
         ds.root().child(&rel)?.write_new(Bytes::from(bytes))?;
         written.push(rel);
@@ -98,17 +94,11 @@ fn mark_deleted_into(
 /// Delete the rows matching `filter` (`predicate` is its text, recorded in
 /// the transaction). Returns the new version and the number of rows
 /// deleted (by the run that committed).
-pub fn delete_rows(
-    ds: &Arc<Dataset>,
-    filter: Arc<dyn RowFilter>,
-    predicate: &str,
-    policy: &RetryPolicy,
-    hook: Option<FailHook>,
-) -> Result<(Dataset, u64)> {
-    run_with_retries(ds, policy, hook.clone(), |ds| {
+pub fn delete_rows(ds: &Arc<Dataset>, filter: Arc<dyn RowFilter>, predicate: &str, props: &CommitProperties) -> Result<Committed<u64>> {
+    run_with_retries(ds, props, |ds| {
         let rows = matching_addresses(ds, Some(filter.clone()))?;
         let total: u64 = rows.values().map(|b| b.len()).sum();
-        let (updated, removed, written) = mark_deleted(ds, &rows, &hook)?;
+        let (updated, removed, written) = mark_deleted(ds, &rows)?;
         let txn = new_transaction(
             ds.version(),
             Operation::Delete(pb::transaction::Delete {
@@ -122,7 +112,7 @@ pub fn delete_rows(
 }
 
 /// Delete the rows matching a SQL predicate.
-pub fn delete(ds: &Arc<Dataset>, predicate: &str, policy: &RetryPolicy, hook: Option<FailHook>) -> Result<(Dataset, u64)> {
+pub fn delete(ds: &Arc<Dataset>, predicate: &str, props: &CommitProperties) -> Result<Committed<u64>> {
     let filter = crate::expr::parse_filter(predicate, ds.schema())?;
-    delete_rows(ds, filter, predicate, policy, hook)
+    delete_rows(ds, filter, predicate, props)
 }

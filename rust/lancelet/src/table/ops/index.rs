@@ -24,9 +24,10 @@ use crate::ids::new_uuid;
 use crate::index::meta::{new_metadata, IndexInfo, INDICES_DIR};
 use crate::index::{IndexKind, TrainingData};
 use crate::proto::table as pb;
-use crate::table::commit::{commit, CommitOptions};
+use crate::table::commit::commit;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::ops::{report, Progress};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
 use crate::table::transaction::new_transaction;
 use crate::table::write::dataset_file_version;
@@ -126,11 +127,11 @@ fn remove_dir(dir: &crate::io::Storage) {
 }
 
 /// Commit a `CreateIndex`; on failure remove the new indices' directories.
-fn commit_index_change(ds: &Dataset, new: Vec<pb::IndexMetadata>, removed: Vec<pb::IndexMetadata>) -> Result<Dataset> {
+fn commit_index_change(ds: &Dataset, new: Vec<pb::IndexMetadata>, removed: Vec<pb::IndexMetadata>, props: &CommitProperties) -> Result<Dataset> {
     let dirs: Vec<String> =
         new.iter().map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default())).collect();
     let txn = new_transaction(ds.version(), Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed }));
-    match commit(ds.root(), &txn, &CommitOptions::default()) {
+    match commit(ds.root(), &txn, &props.commit_options()) {
         Ok(v) => ds.checkout(VersionRef::Number(v)),
         Err(e) => {
             for d in dirs {
@@ -148,17 +149,18 @@ pub fn default_name(column: &str) -> String {
     format!("{column}_idx")
 }
 
-/// `Dataset.create_scalar_index(column, index_type, name, replace)`;
-/// `progress` hears `("load_data", rows, total)` and `("build", 0|1, 1)`,
-/// all before the commit (an error it returns aborts the build).
+/// `Dataset.create_scalar_index(column, index_type, name, replace)`; the
+/// progress callback hears `("load_data", rows, total)` and
+/// `("build", 0|1, 1)`, all before the commit (an error it returns aborts
+/// the build).
 pub fn create_scalar_index(
     ds: &Arc<Dataset>,
     column: &str,
     index_type: &str,
     name: Option<&str>,
     replace: bool,
-    progress: &Option<Progress>,
-) -> Result<Dataset> {
+    props: &CommitProperties,
+) -> Result<Committed<()>> {
     let kind = IndexKind::parse(index_type)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
@@ -176,24 +178,26 @@ pub fn create_scalar_index(
             ds.uri()
         )));
     }
-    let meta = build_segment(ds, column, kind, &name, ds.version(), progress)?;
-    commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect())
+    let meta = build_segment(ds, column, kind, &name, ds.version(), &props.progress)?;
+    let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
+    Ok(Committed::new(dataset, ()))
 }
 
 /// `Dataset.drop_index(name)`: remove every segment named `name`.
-pub fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
+pub fn drop_index(ds: &Dataset, name: &str, props: &CommitProperties) -> Result<Committed<()>> {
     let removed: Vec<pb::IndexMetadata> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).map(|i| i.pb).collect();
     if removed.is_empty() {
         return Err(Error::not_found(format!("index {name:?} in dataset {} (version {})", ds.uri(), ds.version())));
     }
-    commit_index_change(ds, Vec::new(), removed)
+    Ok(Committed::new(commit_index_change(ds, Vec::new(), removed, props)?, ()))
 }
 
 /// `optimize.optimize_indices(index_names)`: every named (default: every)
 /// scalar index that does not cover all fragments in one segment becomes
 /// one new segment covering all of them, replacing the old ones. Returns
-/// the new version, or `ds` reopened when nothing needed doing.
-pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Result<Dataset> {
+/// the new version, or `ds` reopened when nothing needed doing, with the
+/// number of indices rebuilt.
+pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props: &CommitProperties) -> Result<Committed<u64>> {
     let infos = ds.manifest_file().indices()?;
     if let Some(names) = index_names {
         for n in names {
@@ -222,7 +226,7 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Re
         let Some(f) = ds.lance_schema().fields.iter().find(|f| f.id == field_id) else { continue };
         let dataset_version = segments.iter().map(|s| s.pb.dataset_version).min().unwrap_or(ds.version());
         let column = f.arrow.name().clone();
-        match build_segment(ds, &column, kind, info.name(), dataset_version, &None) {
+        match build_segment(ds, &column, kind, info.name(), dataset_version, &props.progress) {
             Ok(m) => new.push(m),
             Err(e) => {
                 for m in &new {
@@ -237,9 +241,10 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>) -> Re
         removed.extend(segments.iter().map(|s| s.pb.clone()));
     }
     if new.is_empty() {
-        return ds.checkout(VersionRef::Number(ds.version()));
+        return Ok(Committed::new(ds.checkout(VersionRef::Number(ds.version()))?, 0));
     }
-    commit_index_change(ds, new, removed)
+    let rebuilt = new.len() as u64;
+    Ok(Committed::new(commit_index_change(ds, new, removed, props)?, rebuilt))
 }
 
 /// One row of `list_indices()`.

@@ -53,12 +53,12 @@ use crate::expr::SqlFilter;
 use crate::hashing::FxMap;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
 use crate::table::ops::keys::{BatchKeys, WordMap};
-use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
+use crate::table::ops::retry::{run_with_retries, Prepared};
 use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::update::MAX_ROWS_PER_FILE;
 use crate::table::ops::{FragmentProgress, Progress};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{RowFilter, ScanOptions, Scanner, ROW_ADDR, ROW_ID};
 use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
 
@@ -95,12 +95,6 @@ pub struct MergeInsertParams {
     pub insert_not_matched: bool,
     /// Dataset rows that match nothing.
     pub when_not_matched_by_source: WhenNotMatchedBySource,
-    /// Re-runs after conflicts.
-    pub policy: RetryPolicy,
-    /// Failure injection for tests.
-    pub hook: Option<FailHook>,
-    /// Called as the scan passes fragments (stage `"merge_insert"`).
-    pub progress: Option<Progress>,
 }
 
 /// Rows a merge_insert changed.
@@ -318,11 +312,12 @@ pub fn merge_insert(
     source_schema: SchemaRef,
     source: Vec<RecordBatch>,
     params: &MergeInsertParams,
-) -> Result<(Dataset, MergeStats)> {
+    props: &CommitProperties,
+) -> Result<Committed<MergeStats>> {
     plan(ds, &source_schema, params)?;
     let source = arrow_select::concat::concat_batches(&source_schema, &source)
         .map_err(|e| Error::invalid_input(format!("merge_insert source: {e}")).with_source(e))?;
-    run_with_retries(ds, &params.policy, params.hook.clone(), |ds| run_once(ds, &source, params))
+    run_with_retries(ds, props, |ds| run_once(ds, &source, params, &props.progress))
 }
 
 /// Source rows by key: every row of a key, in source order (null keys
@@ -469,26 +464,19 @@ struct Found {
     source_matched: Vec<bool>,
 }
 
-fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams) -> Result<Prepared<MergeStats>> {
+fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams, report: &Option<Progress>) -> Result<Prepared<MergeStats>> {
     let plan = plan(ds, &source.schema(), params)?;
     let stable = ds.has_stable_row_ids();
     let source_keys = BatchKeys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
     let index = SourceIndex::new(&source_keys);
     let version = dataset_file_version(ds.manifest())?;
-    let target = StageTarget {
-        root: ds.root(),
-        schema: ds.lance_schema(),
-        version,
-        max_rows_per_file: MAX_ROWS_PER_FILE,
-        name_prefix: "",
-        hook: params.hook.clone(),
-        group_bytes: 0,
-    };
+    let target =
+        StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", group_bytes: 0 };
     let out_schema = ds.schema().clone();
     let (found, inserted, new_fragments) = if plain_upsert(ds, source, params) {
-        upsert_overlapped(ds, source, &plan, &index, params, &target)?
+        upsert_overlapped(ds, source, &plan, &index, params, &target, report)?
     } else {
-        let found = scan_and_match(ds, source, &plan, &index, stable, params)?;
+        let found = scan_and_match(ds, source, &plan, &index, stable, params, report)?;
         let inserts: Vec<u32> = if params.insert_not_matched {
             (0..source.num_rows() as u32).filter(|&i| !found.source_matched[i as usize]).collect()
         } else {
@@ -509,7 +497,7 @@ fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams)
     }
     let stats = MergeStats { inserted, updated, deleted };
     let moved = MovedRows { new_fragments, moved_ids, affected, preserved_fields: all_field_ids(ds) };
-    prepare_update(ds, moved, &params.hook, || Ok(()), stats)
+    prepare_update(ds, moved, || Ok(()), stats)
 }
 
 /// Whether this is the plain upsert that [`upsert_overlapped`] runs:
@@ -539,6 +527,7 @@ fn upsert_overlapped(
     index: &SourceIndex<'_>,
     params: &MergeInsertParams,
     target: &StageTarget<'_>,
+    report: &Option<Progress>,
 ) -> Result<(Found, u64, Vec<crate::proto::table::DataFragment>)> {
     let out_schema = ds.schema().clone();
     let stop = AtomicBool::new(false);
@@ -557,7 +546,7 @@ fn upsert_overlapped(
                 stage_fragments(target, chunks.chain(rx))
             })
             .map_err(|e| Error::Internal { what: format!("cannot start the merge_insert writer thread: {e}") })?;
-        let scanned = scan_and_match(ds, source, plan, index, false, params);
+        let scanned = scan_and_match(ds, source, plan, index, false, params, report);
         // Extra copies of source rows matching more than one dataset row.
         let extra = scanned.as_ref().ok().map(|found| {
             let mut seen = vec![false; source.num_rows()];
@@ -612,11 +601,12 @@ fn scan_and_match(
     index: &SourceIndex<'_>,
     stable: bool,
     params: &MergeInsertParams,
+    report: &Option<Progress>,
 ) -> Result<Found> {
     let opts = ScanOptions { columns: Some(plan.scan_columns.clone()), with_row_address: true, with_row_id: stable, ..Default::default() };
     let scanner = Scanner::new(ds.clone(), opts)?;
     let mut found = Found { source_matched: vec![false; source.num_rows()], ..Default::default() };
-    let mut progress = FragmentProgress::new("merge_insert", ds, &params.progress)?;
+    let mut progress = FragmentProgress::new("merge_insert", ds, report)?;
     let delete_unmatched = matches!(params.when_not_matched_by_source, WhenNotMatchedBySource::Delete { .. });
     for b in scanner.stream()? {
         let b = b?;
@@ -626,8 +616,8 @@ fn scan_and_match(
             .as_primitive::<UInt64Type>()
             .clone();
         if let (Some(first), Some(last)) = (addrs.values().first(), addrs.values().last()) {
-            progress.at(first >> 32, &params.progress)?;
-            progress.at(last >> 32, &params.progress)?;
+            progress.at(first >> 32, report)?;
+            progress.at(last >> 32, report)?;
         }
         let ids = if stable {
             Some(
@@ -696,7 +686,7 @@ fn scan_and_match(
             found.deletes.extend(rows.values().iter().map(|&t| addrs.value(t as usize)));
         }
     }
-    progress.finish(&params.progress)?;
+    progress.finish(report)?;
     Ok(found)
 }
 

@@ -12,8 +12,6 @@
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
 //! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`).
 
-use std::sync::Arc;
-
 use crate::error::Result;
 
 pub mod delete;
@@ -27,18 +25,7 @@ pub mod update;
 #[cfg(test)]
 mod tests;
 
-/// Progress of a long operation: called with `(stage, done, total)` as
-/// units (fragments, tasks) complete; an error returned aborts the
-/// operation with that error.
-pub type Progress = Arc<dyn Fn(&str, u64, u64) -> Result<()> + Send + Sync>;
-
-/// Report progress, if anyone listens.
-pub fn report(progress: &Option<Progress>, stage: &str, done: u64, total: u64) -> Result<()> {
-    match progress {
-        Some(p) => p(stage, done, total),
-        None => Ok(()),
-    }
-}
+pub use crate::table::properties::{report, Progress};
 
 /// Reports fragments of a scan as done while the scan moves past them
 /// (the scan returns fragments in order; a fragment is done once a row of a

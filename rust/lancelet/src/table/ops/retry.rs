@@ -17,23 +17,9 @@ use crate::proto::table as pb;
 use crate::table::commit::{commit_or_rerun, CommitOptions, Outcome};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::FailHook;
+use crate::table::properties::{CommitProperties, Committed};
 
-/// How often and how long an operation re-runs after conflicts.
-#[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
-    /// Re-runs allowed after the first run (pylance's default: 10).
-    pub conflict_retries: u32,
-    /// No re-run starts after this much time since the first run began
-    /// (pylance's default: 30 s).
-    pub retry_timeout: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy { conflict_retries: 10, retry_timeout: Duration::from_secs(30) }
-    }
-}
+pub use crate::table::properties::RetryPolicy;
 
 /// What one run of an operation prepared.
 pub struct Prepared<T> {
@@ -49,28 +35,28 @@ pub struct Prepared<T> {
     pub result: T,
 }
 
-/// Run `op` on `ds` and commit what it prepares, re-running it on the
-/// latest version as `policy` allows. Returns the new version, opened, and
-/// the result of the run that was committed.
+/// Run `op` on `ds` and commit what it prepares (with `props`'
+/// transaction properties), re-running it on the latest version as
+/// `props.retry` allows. Returns the new version, opened, and the result
+/// of the run that was committed.
 pub fn run_with_retries<T>(
     ds: &Arc<Dataset>,
-    policy: &RetryPolicy,
-    hook: Option<FailHook>,
+    props: &CommitProperties,
     mut op: impl FnMut(&Arc<Dataset>) -> Result<Prepared<T>>,
-) -> Result<(Dataset, T)> {
+) -> Result<Committed<T>> {
+    let policy = &props.retry;
     let start = Instant::now();
     let mut current = ds.clone();
     let mut reruns = 0u32;
     loop {
         let p = op(&current)?;
         let Some(txn) = p.txn else {
-            return Ok((current.checkout(VersionRef::Number(current.version()))?, p.result));
+            return Ok(Committed::new(current.checkout(VersionRef::Number(current.version()))?, p.result));
         };
-        let opts =
-            CommitOptions { hook: hook.clone(), affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..Default::default() };
+        let opts = CommitOptions { affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..props.commit_options() };
         let outcome = commit_or_rerun(current.root(), &txn, &opts);
         let why = match outcome {
-            Ok(Outcome::Committed(v)) => return Ok((current.checkout(VersionRef::Number(v))?, p.result)),
+            Ok(Outcome::Committed(v)) => return Ok(Committed::new(current.checkout(VersionRef::Number(v))?, p.result)),
             Ok(Outcome::Rerun(why)) => why,
             Err(e) => {
                 // A refused commit wrote no manifest: its files are garbage.

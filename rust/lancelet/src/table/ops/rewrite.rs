@@ -12,7 +12,6 @@ use crate::proto::table as pb;
 use crate::table::commit::remove_files;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
 use crate::table::ops::delete::mark_deleted;
 use crate::table::ops::retry::Prepared;
 use crate::table::row_meta::encode_row_ids;
@@ -36,19 +35,13 @@ pub(crate) struct MovedRows {
 /// Mark `moved.affected` deleted and prepare the `Update`. `check` runs
 /// first (e.g. a last progress report); if it or anything after fails, the
 /// files written so far (new data files, deletion files) are removed.
-pub(crate) fn prepare_update<T>(
-    ds: &Dataset,
-    moved: MovedRows,
-    hook: &Option<FailHook>,
-    check: impl FnOnce() -> Result<()>,
-    result: T,
-) -> Result<Prepared<T>> {
+pub(crate) fn prepare_update<T>(ds: &Dataset, moved: MovedRows, check: impl FnOnce() -> Result<()>, result: T) -> Result<Prepared<T>> {
     let MovedRows { mut new_fragments, moved_ids, affected, preserved_fields } = moved;
     let data_files: Vec<String> = new_fragments.iter().flat_map(|f| f.files.iter().map(|d| format!("data/{}", d.path))).collect();
     let marked = (|| {
         check()?;
         assign_moved_ids(&mut new_fragments, &moved_ids)?;
-        mark_deleted(ds, &affected, hook)
+        mark_deleted(ds, &affected)
     })();
     let (updated_fragments, removed_fragment_ids, deletion_files) = match marked {
         Ok(m) => m,

@@ -16,8 +16,9 @@ use crate::ids::random_u64;
 use crate::proto::table as pb;
 use crate::table::commit::transaction_of;
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::FailHook;
+use crate::table::hooks::{install, FailHook};
 use crate::table::manifest::{list_versions, read_manifest};
+use crate::table::properties::CommitProperties;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{write_dataset, WriteParams};
 
@@ -34,7 +35,7 @@ fn create(name: &str, n: i64, stable: bool) -> (String, Arc<Dataset>) {
     let uri = std::env::temp_dir().join(format!("lancelet-ops-{name}-{}", random_u64())).to_string_lossy().into_owned();
     let b = batch(0..n);
     let p = WriteParams { max_rows_per_file: 10, enable_stable_row_ids: stable, ..Default::default() };
-    let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap();
+    let ds = write_dataset(&uri, b.schema(), vec![Ok(b)].into_iter(), &p, &Default::default()).unwrap().dataset;
     (uri, Arc::new(ds))
 }
 
@@ -60,13 +61,13 @@ fn txn(ds: &Dataset, version: u64) -> pb::Transaction {
 }
 
 fn set(col: &str, sql: &str, predicate: Option<&str>) -> UpdateParams {
-    UpdateParams { updates: vec![(col.into(), sql.into())], predicate: predicate.map(Into::into), ..Default::default() }
+    UpdateParams { updates: vec![(col.into(), sql.into())], predicate: predicate.map(Into::into) }
 }
 
 #[test]
 fn update_rewrites_rows_keeping_stable_ids() {
     let (uri, ds) = create("upd", 25, true);
-    let (ds2, n) = update(&ds, &set("s", "upper(s)", Some("id % 4 = 1"))).unwrap();
+    let (ds2, n) = update(&ds, &set("s", "upper(s)", Some("id % 4 = 1")), &Default::default()).unwrap().into_parts();
     assert_eq!(n, 6);
     let got = rows(&ds2);
     assert_eq!(got.len(), 25);
@@ -87,7 +88,7 @@ fn update_rewrites_rows_keeping_stable_ids() {
     let created = crate::table::row_meta::created_at(None, last).unwrap();
     assert_eq!(created, vec![(6, 1)]);
     // an update matching nothing still commits
-    let (ds3, n) = update(&Arc::new(ds2), &set("s", "'x'", Some("id > 1000"))).unwrap();
+    let (ds3, n) = update(&Arc::new(ds2), &set("s", "'x'", Some("id > 1000")), &Default::default()).unwrap().into_parts();
     assert_eq!((n, ds3.version()), (0, 3));
     assert!(matches!(&txn(&ds3, 3).operation, Some(Operation::Update(u)) if u.new_fragments.is_empty() && u.updated_fragments.is_empty()));
     let _ = std::fs::remove_dir_all(&uri);
@@ -104,10 +105,10 @@ fn update_bad_input() {
         ("id", "1", Some("zz > 1"), "zz"),
         ("id", "NULL", None, "non-nullable"),
     ] {
-        let e = update(&ds, &set(col, sql, pred)).unwrap_err();
+        let e = update(&ds, &set(col, sql, pred), &Default::default()).unwrap_err();
         assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains(want), "{col} {sql}: {e}");
     }
-    assert!(update(&ds, &UpdateParams::default()).is_err());
+    assert!(update(&ds, &UpdateParams::default(), &Default::default()).is_err());
     assert_eq!(Dataset::open(&uri, None).unwrap().version(), 1);
     let _ = std::fs::remove_dir_all(&uri);
 }
@@ -126,20 +127,19 @@ fn failure_at_each_step_leaves_dataset_unchanged() {
             }
             let (uri, ds) = create("fail", 25, true);
             let before = rows(&ds);
-            let hook = Some(failing(step));
+            let _hook = install(&uri, failing(step));
             let r = match op {
-                "update" => update(&ds, &UpdateParams { hook, ..set("s", "'x'", Some("id < 12")) }).map(|_| ()),
-                "delete" => delete(&ds, "id < 12", &RetryPolicy::default(), hook).map(|_| ()),
+                "update" => update(&ds, &set("s", "'x'", Some("id < 12")), &Default::default()).map(|_| ()),
+                "delete" => delete(&ds, "id < 12", &Default::default()).map(|_| ()),
                 _ => {
                     let p = MergeInsertParams {
                         on: vec!["id".into()],
                         when_matched: WhenMatched::UpdateAll { condition: None },
                         insert_not_matched: true,
-                        hook,
                         ..Default::default()
                     };
                     let b = batch([3, 30]);
-                    merge_insert(&ds, b.schema(), vec![b], &p).map(|_| ())
+                    merge_insert(&ds, b.schema(), vec![b], &p, &Default::default()).map(|_| ())
                 }
             };
             let e = r.unwrap_err();
@@ -157,10 +157,10 @@ fn concurrent_deletes_of_other_rows_are_merged() {
     let (uri, ds) = create("merge", 25, false);
     let stale = ds.clone();
     // Another writer deletes id 2 (fragment 0) after we read version 1.
-    delete(&ds, "id = 2", &RetryPolicy::default(), None).unwrap();
+    delete(&ds, "id = 2", &Default::default()).unwrap();
     // Our update touches fragment 0 too, other rows: rebased, deletions merged.
-    let no_rerun = RetryPolicy { conflict_retries: 0, ..Default::default() };
-    let (ds3, n) = update(&stale, &UpdateParams { policy: no_rerun, ..set("s", "'u'", Some("id = 1 or id = 11")) }).unwrap();
+    let no_rerun = CommitProperties { retry: RetryPolicy { conflict_retries: 0, ..Default::default() }, ..Default::default() };
+    let (ds3, n) = update(&stale, &set("s", "'u'", Some("id = 1 or id = 11")), &no_rerun).unwrap().into_parts();
     assert_eq!(n, 2);
     let got = rows(&ds3);
     assert_eq!(got.len(), 24);
@@ -169,11 +169,11 @@ fn concurrent_deletes_of_other_rows_are_merged() {
     let t = txn(&ds3, 3);
     assert_eq!(t.read_version, 2, "a rebased update records the version it was rebased on");
     // A stale delete of a row the update moved must re-run; with no re-runs it fails.
-    let e = delete(&stale, "id = 1", &no_rerun, None).unwrap_err();
+    let e = delete(&stale, "id = 1", &no_rerun).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     assert_eq!(Dataset::open(&uri, None).unwrap().version(), 3);
     // With re-runs it deletes the row where it now lives.
-    let (ds4, n) = delete(&stale, "id = 1", &RetryPolicy::default(), None).unwrap();
+    let (ds4, n) = delete(&stale, "id = 1", &Default::default()).unwrap().into_parts();
     assert_eq!((n, ds4.version()), (1, 4));
     assert!(!rows(&ds4).iter().any(|r| r.0 == 1));
     let _ = std::fs::remove_dir_all(&uri);
@@ -189,7 +189,7 @@ fn merge_insert_upsert_and_deletes() {
         ..Default::default()
     };
     let src = batch([6, 50, 1, 51]);
-    let (ds2, st) = merge_insert(&ds, src.schema(), vec![src.clone()], &p).unwrap();
+    let (ds2, st) = merge_insert(&ds, src.schema(), vec![src.clone()], &p, &Default::default()).unwrap().into_parts();
     assert_eq!((st.inserted, st.updated, st.deleted), (2, 2, 0));
     let got = rows(&ds2);
     let tail: Vec<(i64, u64)> = got[10..].iter().map(|r| (r.0, r.2)).collect();
@@ -200,7 +200,7 @@ fn merge_insert_upsert_and_deletes() {
     assert_eq!(ds2.manifest().next_row_id, 14);
     // Ambiguous: two source rows match one dataset row.
     let dup = batch([3, 3]);
-    let e = merge_insert(&Arc::new(ds2), dup.schema(), vec![dup.clone()], &p).unwrap_err();
+    let e = merge_insert(&Arc::new(ds2), dup.schema(), vec![dup.clone()], &p, &Default::default()).unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }) && e.to_string().contains("id = 3"), "{e}");
     // Delete matched rows and, by source, the rest where id > 8.
     let ds = Arc::new(Dataset::open(&uri, None).unwrap());
@@ -211,7 +211,7 @@ fn merge_insert_upsert_and_deletes() {
         ..Default::default()
     };
     let src = batch([0, 1, 99]);
-    let (ds3, st) = merge_insert(&ds, src.schema(), vec![src], &p).unwrap();
+    let (ds3, st) = merge_insert(&ds, src.schema(), vec![src], &p, &Default::default()).unwrap().into_parts();
     assert_eq!((st.inserted, st.updated, st.deleted), (0, 0, 5));
     let ids: Vec<i64> = rows(&ds3).iter().map(|r| r.0).collect();
     assert_eq!(ids, vec![2, 3, 4, 5, 7, 8, 6, 50, 51]);
@@ -223,13 +223,92 @@ fn merge_insert_upsert_and_deletes() {
     };
     let src = batch([2, 4, 5]);
     let src = RecordBatch::try_new(src.schema(), vec![src.column(0).clone(), Arc::new(StringArray::from(vec!["s9", "s0", "s9"]))]).unwrap();
-    let (ds4, st) = merge_insert(&Arc::new(ds3), src.schema(), vec![src.clone()], &p).unwrap();
+    let (ds4, st) = merge_insert(&Arc::new(ds3), src.schema(), vec![src.clone()], &p, &Default::default()).unwrap().into_parts();
     assert_eq!(st.updated, 1);
     assert!(rows(&ds4).iter().any(|r| r.0 == 5 && r.1 == "s9"));
     // A bare name both sides have is ambiguous.
     let p =
         MergeInsertParams { on: vec!["id".into()], when_matched: WhenMatched::UpdateAll { condition: Some("s > 'a'".into()) }, ..Default::default() };
-    let e = merge_insert(&Arc::new(ds4), src.schema(), vec![src], &p).unwrap_err();
+    let e = merge_insert(&Arc::new(ds4), src.schema(), vec![src], &p, &Default::default()).unwrap_err();
     assert!(e.to_string().contains("both the source and the dataset"), "{e}");
+    let _ = std::fs::remove_dir_all(&uri);
+}
+
+/// Every operation takes the same commit properties and records them in
+/// its transaction; each returns the dataset it made and its metrics.
+#[test]
+fn every_operation_records_its_commit_properties() {
+    use crate::table::evolve::{add, alter};
+    use crate::table::optimize::{compact_files, CompactionOptions};
+    use crate::table::properties::COMMIT_MESSAGE_KEY;
+    use crate::table::write::{insert, restore};
+
+    let (uri, _) = create("props", 25, true);
+    let props = |op: &str| CommitProperties {
+        commit_message: Some(format!("{op} by a test")),
+        transaction_properties: [("op".to_string(), op.to_string()), ("job".to_string(), "42".to_string())].into(),
+        ..Default::default()
+    };
+    let check = |ds: &Dataset, op: &str| {
+        let t = txn(ds, ds.version());
+        assert_eq!(t.transaction_properties.get("op").map(String::as_str), Some(op), "{op}: {:?}", t.transaction_properties);
+        assert_eq!(t.transaction_properties.get("job").map(String::as_str), Some("42"), "{op}");
+        assert_eq!(t.transaction_properties.get(COMMIT_MESSAGE_KEY), Some(&format!("{op} by a test")), "{op}");
+        // The `.txn` file holds the same transaction as the manifest.
+        let name = &ds.manifest().transaction_file;
+        let bytes = std::fs::read(format!("{uri}/_transactions/{name}")).unwrap();
+        assert_eq!(<pb::Transaction as prost::Message>::decode(bytes.as_slice()).unwrap(), t, "{op}");
+    };
+    let ds = Arc::new(Dataset::open(&uri, None).unwrap());
+    let b = batch(100..105);
+    let c = insert(&ds, vec![Ok(b)].into_iter(), &props("insert")).unwrap();
+    assert_eq!((c.metrics.fragments_added, c.metrics.rows_written), (1, 5));
+    check(&c.dataset, "insert");
+    let c = delete(&Arc::new(c.dataset), "id < 3", &props("delete")).unwrap();
+    assert_eq!(c.metrics, 3);
+    check(&c.dataset, "delete");
+    let c = update(&Arc::new(c.dataset), &set("s", "'u'", Some("id = 7")), &props("update")).unwrap();
+    assert_eq!(c.metrics, 1);
+    check(&c.dataset, "update");
+    let src = batch([8, 200]);
+    let p = MergeInsertParams {
+        on: vec!["id".into()],
+        when_matched: WhenMatched::UpdateAll { condition: None },
+        insert_not_matched: true,
+        ..Default::default()
+    };
+    let c = merge_insert(&Arc::new(c.dataset), src.schema(), vec![src], &p, &props("merge_insert")).unwrap();
+    assert_eq!((c.metrics.inserted, c.metrics.updated), (1, 1));
+    check(&c.dataset, "merge_insert");
+    let c = add::add_columns_sql(&c.dataset, &[("d".into(), "id * 2".into())], &Default::default(), &props("add_columns")).unwrap();
+    check(&c.dataset, "add_columns");
+    let c = alter::drop_columns(&c.dataset, &["d".into()], &props("drop_columns")).unwrap();
+    check(&c.dataset, "drop_columns");
+    let c = crate::table::ops::index::create_scalar_index(&Arc::new(c.dataset), "id", "BTREE", None, false, &props("create_index")).unwrap();
+    check(&c.dataset, "create_index");
+    let opts = CompactionOptions { target_rows_per_fragment: 1000, ..Default::default() };
+    let c = compact_files(&Arc::new(c.dataset), &opts, &props("compact")).unwrap();
+    assert!(c.metrics.fragments_removed > 1, "{:?}", c.metrics);
+    check(&c.dataset, "compact");
+    let old = c.dataset.checkout(VersionRef::Number(2)).unwrap();
+    let c = restore(&old, &props("restore")).unwrap();
+    check(&c.dataset, "restore");
+    // Without properties, nothing is recorded.
+    let c = delete(&Arc::new(c.dataset), "id = 100", &Default::default()).unwrap();
+    assert!(txn(&c.dataset, c.dataset.version()).transaction_properties.is_empty());
+    let _ = std::fs::remove_dir_all(&uri);
+}
+
+/// A delete rebased over a concurrent one keeps its properties.
+#[test]
+fn rebased_commits_keep_their_properties() {
+    let (uri, ds) = create("propsrebase", 25, false);
+    let stale = ds.clone();
+    delete(&ds, "id = 2", &Default::default()).unwrap();
+    let props = CommitProperties { commit_message: Some("late".into()), ..Default::default() };
+    let c = delete(&stale, "id = 15", &props).unwrap();
+    let t = txn(&c.dataset, c.dataset.version());
+    assert_eq!(t.read_version, 2, "rebased");
+    assert_eq!(t.transaction_properties.get(crate::table::properties::COMMIT_MESSAGE_KEY).map(String::as_str), Some("late"));
     let _ = std::fs::remove_dir_all(&uri);
 }

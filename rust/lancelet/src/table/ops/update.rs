@@ -34,10 +34,10 @@ use crate::error::{Error, Result};
 use crate::expr::SqlValue;
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
-use crate::table::ops::retry::{run_with_retries, Prepared, RetryPolicy};
+use crate::table::ops::retry::{run_with_retries, Prepared};
 use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::{FragmentProgress, Progress};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
 use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
 
@@ -51,12 +51,6 @@ pub struct UpdateParams {
     pub updates: Vec<(String, String)>,
     /// Only rows where this SQL predicate is true (all rows when `None`).
     pub predicate: Option<String>,
-    /// Re-runs after conflicts.
-    pub policy: RetryPolicy,
-    /// Failure injection for tests.
-    pub hook: Option<FailHook>,
-    /// Called as the scan passes fragments (stage `"update"`).
-    pub progress: Option<Progress>,
 }
 
 /// The planned updates against one version's schema.
@@ -111,15 +105,16 @@ fn apply(batch: &RecordBatch, values: &[(usize, SqlValue)], schema: &SchemaRef) 
 }
 
 /// Update rows of `ds`. Returns the new version and the number of rows
-/// updated (by the run that committed).
-pub fn update(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<(Dataset, u64)> {
+/// updated (by the run that committed). Progress: stage `"update"`, as the
+/// scan passes fragments.
+pub fn update(ds: &Arc<Dataset>, params: &UpdateParams, props: &CommitProperties) -> Result<Committed<u64>> {
     // Bad input fails before anything is read (and again per re-run, as the
     // schema may have changed).
     plan(ds, params)?;
-    run_with_retries(ds, &params.policy, params.hook.clone(), |ds| run_once(ds, params))
+    run_with_retries(ds, props, |ds| run_once(ds, params, &props.progress))
 }
 
-fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
+fn run_once(ds: &Arc<Dataset>, params: &UpdateParams, report: &Option<Progress>) -> Result<Prepared<u64>> {
     let plan = plan(ds, params)?;
     let stable = ds.has_stable_row_ids();
     let opts = ScanOptions { columns: None, filter: plan.filter.clone(), with_row_address: true, with_row_id: stable, ..Default::default() };
@@ -129,18 +124,11 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
         Arc::new(arrow_schema::Schema::new(scanner.schema().fields()[..n_cols].to_vec()).with_metadata(scanner.schema().metadata().clone()));
     let mut affected = AffectedRows::new();
     let mut moved_ids: Vec<u64> = Vec::new();
-    let mut progress = FragmentProgress::new("update", ds, &params.progress)?;
+    let mut progress = FragmentProgress::new("update", ds, report)?;
     let mut rows = 0u64;
     let version = dataset_file_version(ds.manifest())?;
-    let target = StageTarget {
-        root: ds.root(),
-        schema: ds.lance_schema(),
-        version,
-        max_rows_per_file: MAX_ROWS_PER_FILE,
-        name_prefix: "",
-        hook: params.hook.clone(),
-        group_bytes: 0,
-    };
+    let target =
+        StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", group_bytes: 0 };
     let batches = scanner.stream()?.map(|b| {
         let b = b?;
         let addrs =
@@ -149,8 +137,8 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
             affected.entry(a >> 32).or_default().insert(a as u32);
         }
         if let (Some(first), Some(last)) = (addrs.values().first(), addrs.values().last()) {
-            progress.at(first >> 32, &params.progress)?;
-            progress.at(last >> 32, &params.progress)?;
+            progress.at(first >> 32, report)?;
+            progress.at(last >> 32, report)?;
         }
         if stable {
             let ids =
@@ -163,5 +151,5 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams) -> Result<Prepared<u64>> {
     });
     let new_fragments = stage_fragments(&target, batches)?;
     let moved = MovedRows { new_fragments, moved_ids, affected, preserved_fields: plan.field_ids };
-    prepare_update(ds, moved, &params.hook, || progress.finish(&params.progress), rows)
+    prepare_update(ds, moved, || progress.finish(report), rows)
 }

@@ -24,15 +24,14 @@ use crate::index::frag_reuse;
 use crate::proto::table as pb;
 use crate::table::commit::{commit, commit_with_frag_reuse, transaction_of, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::FailHook;
 use crate::table::manifest::{list_versions, read_manifest};
+use crate::table::properties::{CommitProperties, Committed};
 use crate::table::transaction::new_transaction;
 
 use super::execute::{CompactionMetrics, RewriteResult};
 use super::plan::CompactionOptions;
 use super::remap::{IndexRemapper, RowAddressMap};
 use crate::table::apply_rewrite::check_compaction;
-use crate::table::ops::Progress;
 
 use pb::transaction::Operation;
 
@@ -166,14 +165,14 @@ pub fn commit_compaction(
     ds: &Dataset,
     results: Vec<RewriteResult>,
     options: &CompactionOptions,
-    hook: Option<FailHook>,
-) -> Result<(Dataset, CompactionMetrics)> {
+    props: &CommitProperties,
+) -> Result<Committed<CompactionMetrics>> {
     if results.is_empty() {
-        return Ok((ds.checkout(VersionRef::Number(ds.version()))?, CompactionMetrics::default()));
+        return Ok(Committed::new(ds.checkout(VersionRef::Number(ds.version()))?, CompactionMetrics::default()));
     }
     let all_new: Vec<pb::DataFragment> = results.iter().flat_map(|r| r.new_fragments.iter().cloned()).collect();
-    match commit_inner(ds, results, options, hook) {
-        Ok((version, metrics)) => Ok((ds.checkout(VersionRef::Number(version))?, metrics)),
+    match commit_inner(ds, results, options, props) {
+        Ok((version, metrics)) => Ok(Committed::new(ds.checkout(VersionRef::Number(version))?, metrics)),
         Err(e) => {
             // Keep whatever the latest version references (a commit whose
             // success was not reported, e.g. after a storage timeout).
@@ -188,7 +187,12 @@ pub fn commit_compaction(
 }
 
 /// Commit; returns the Rewrite's version.
-fn commit_inner(ds: &Dataset, results: Vec<RewriteResult>, options: &CompactionOptions, hook: Option<FailHook>) -> Result<(u64, CompactionMetrics)> {
+fn commit_inner(
+    ds: &Dataset,
+    results: Vec<RewriteResult>,
+    options: &CompactionOptions,
+    props: &CommitProperties,
+) -> Result<(u64, CompactionMetrics)> {
     let read_version = results[0].read_version;
     if let Some(r) = results.iter().find(|r| r.read_version != read_version) {
         return Err(Error::invalid_input(format!(
@@ -215,9 +219,8 @@ fn commit_inner(ds: &Dataset, results: Vec<RewriteResult>, options: &CompactionO
 
     let n: usize = groups.iter().map(|g| g.new_fragments.len()).sum();
     let n = u32::try_from(n).map_err(|_| Error::invalid_input(format!("a compaction cannot add {n} fragments")))?;
-    let opts = CommitOptions { hook, ..Default::default() };
     let reserve = new_transaction(read_version, Operation::ReserveFragments(pb::transaction::ReserveFragments { num_fragments: n }));
-    let reserved_at = commit(ds.root(), &reserve, &opts)?;
+    let reserved_at = commit(ds.root(), &reserve, &CommitOptions::default())?;
     let reserved = ds.checkout(VersionRef::Number(reserved_at))?;
     let max =
         reserved.manifest().max_fragment_id.map(u64::from).ok_or_else(|| Error::Internal { what: "reserved fragment ids are missing".into() })?;
@@ -233,24 +236,19 @@ fn commit_inner(ds: &Dataset, results: Vec<RewriteResult>, options: &CompactionO
     } else {
         (remap_indices(&old_ds, &groups, options.index_remapper.as_ref())?, None)
     };
-    let version = commit_with_frag_reuse(ds.root(), &rewrite(groups, rewritten_indices), &opts, frag_reuse.as_ref())?;
+    let version = commit_with_frag_reuse(ds.root(), &rewrite(groups, rewritten_indices), &props.commit_options(), frag_reuse.as_ref())?;
     Ok((version, metrics))
 }
 
-/// Plan, run every task (`num_threads` at a time) and commit; `progress`
-/// hears `("rewrite", done, total)` of every finished task, all before the
-/// commit, so an error it returns aborts the compaction with nothing
-/// committed and the new files removed.
-pub fn compact_files(
-    ds: &Arc<Dataset>,
-    options: &CompactionOptions,
-    hook: Option<FailHook>,
-    progress: &Option<Progress>,
-) -> Result<(Dataset, CompactionMetrics)> {
+/// Plan, run every task (`num_threads` at a time) and commit; the
+/// progress callback hears `("rewrite", done, total)` of every finished
+/// task, all before the commit, so an error it returns aborts the
+/// compaction with nothing committed and the new files removed.
+pub fn compact_files(ds: &Arc<Dataset>, options: &CompactionOptions, props: &CommitProperties) -> Result<Committed<CompactionMetrics>> {
     let plan = super::plan::plan_compaction(ds, options)?;
     if plan.tasks.is_empty() {
-        return Ok((ds.checkout(VersionRef::Number(ds.version()))?, CompactionMetrics::default()));
+        return Ok(Committed::new(ds.checkout(VersionRef::Number(ds.version()))?, CompactionMetrics::default()));
     }
-    let results = super::run_tasks(ds, &plan, "", hook.clone(), progress)?;
-    commit_compaction(ds, results, &plan.options, hook)
+    let results = super::run_tasks(ds, &plan, "", &props.progress)?;
+    commit_compaction(ds, results, &plan.options, props)
 }

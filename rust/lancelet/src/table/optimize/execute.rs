@@ -12,7 +12,6 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
-use crate::table::hooks::FailHook;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{dataset_file_version, stage_fragments_sized, StageTarget};
 
@@ -115,13 +114,7 @@ fn attach_row_ids(ds: &Dataset, indices: &[usize], new_fragments: &mut [pb::Data
 /// Run `task` on `ds` (which must be the version the task was planned on):
 /// write the new data files and return the fragments they make. Data file
 /// names start with `name_prefix` (distributed jobs tag their files).
-pub fn execute_task(
-    ds: &Arc<Dataset>,
-    task: &CompactionTask,
-    options: &CompactionOptions,
-    name_prefix: &str,
-    hook: Option<FailHook>,
-) -> Result<RewriteResult> {
+pub fn execute_task(ds: &Arc<Dataset>, task: &CompactionTask, options: &CompactionOptions, name_prefix: &str) -> Result<RewriteResult> {
     let mut indices = Vec::with_capacity(task.fragments.len());
     for f in &task.fragments {
         let i = ds.fragment_index(f.id).filter(|&i| ds.fragments()[i] == *f).ok_or_else(|| {
@@ -145,7 +138,6 @@ pub fn execute_task(
         version,
         max_rows_per_file: options.target_rows_per_fragment,
         name_prefix,
-        hook,
         group_bytes: 0,
     };
     let mut new_fragments = stage_fragments_sized(&target, &sizes, options.max_bytes_per_file, stream)?;

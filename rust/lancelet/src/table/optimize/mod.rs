@@ -39,7 +39,6 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::FailHook;
 use crate::table::ops::{report, Progress};
 
 pub use commit::{commit_compaction, compact_files};
@@ -68,13 +67,7 @@ pub fn encode_fragments(frags: &[pb::DataFragment]) -> Vec<Vec<u8>> {
 /// is not), `num_threads` at a time, reporting `("rewrite", done, total)`.
 /// If a task fails, or `progress` returns an error, no further task starts
 /// and the files every task wrote are removed.
-pub fn run_tasks(
-    ds: &Arc<Dataset>,
-    plan: &CompactionPlan,
-    name_prefix: &str,
-    hook: Option<FailHook>,
-    progress: &Option<Progress>,
-) -> Result<Vec<RewriteResult>> {
+pub fn run_tasks(ds: &Arc<Dataset>, plan: &CompactionPlan, name_prefix: &str, progress: &Option<Progress>) -> Result<Vec<RewriteResult>> {
     let ds = if ds.version() == plan.read_version { ds.clone() } else { Arc::new(ds.checkout(VersionRef::Number(plan.read_version))?) };
     let total = plan.tasks.len();
     let threads =
@@ -90,7 +83,7 @@ pub fn run_tasks(
                 if i >= total {
                     return;
                 }
-                let r = execute_task(&ds, &plan.tasks[i], &plan.options, name_prefix, hook.clone()).and_then(|res| {
+                let r = execute_task(&ds, &plan.tasks[i], &plan.options, name_prefix).and_then(|res| {
                     let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                     match report(progress, "rewrite", d as u64, total as u64) {
                         Ok(()) => Ok(res),

@@ -10,8 +10,8 @@ use super::*;
 use crate::error::Error;
 use crate::ids::random_u64;
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::hooks::FailHook;
-use crate::table::ops::{delete::delete, retry::RetryPolicy};
+use crate::table::hooks::{install, FailHook};
+use crate::table::ops::delete::delete;
 use crate::table::scan::{ScanOptions, Scanner};
 use crate::table::write::{insert, write_dataset, WriteParams};
 
@@ -35,7 +35,7 @@ fn tmp(name: &str) -> String {
 fn dataset(uri: &str, n: i64, rows: i64, stable: bool) -> Dataset {
     let p = WriteParams { max_rows_per_file: rows as u64, enable_stable_row_ids: stable, ..Default::default() };
     let b = batch(0, n * rows);
-    write_dataset(uri, b.schema(), vec![Ok(b)].into_iter(), &p).unwrap()
+    write_dataset(uri, b.schema(), vec![Ok(b)].into_iter(), &p, &Default::default()).unwrap().dataset
 }
 
 /// `(x, _rowid)` of every row, in scan order.
@@ -71,13 +71,13 @@ fn compacts_small_fragments_with_deletions() {
     for stable in [false, true] {
         let uri = tmp("basic");
         let ds = Arc::new(dataset(&uri, 10, 100, stable));
-        let (ds, _) = delete(&ds, "x % 7 = 3 or x >= 940", &RetryPolicy::default(), None).unwrap();
+        let (ds, _) = delete(&ds, "x % 7 = 3 or x >= 940", &Default::default()).unwrap().into_parts();
         let before = rows(&ds);
         let opts = CompactionOptions { target_rows_per_fragment: 250, ..Default::default() };
         let plan = plan_compaction(&ds, &opts).unwrap();
         let ids: Vec<Vec<u64>> = plan.tasks.iter().map(|t| t.fragments.iter().map(|f| f.id).collect()).collect();
         assert_eq!(ids, vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8, 9]]);
-        let (after, m) = compact_files(&Arc::new(ds), &opts, None, NO_PROGRESS).unwrap();
+        let (after, m) = compact_files(&Arc::new(ds), &opts, &Default::default()).unwrap().into_parts();
         assert_eq!((m.fragments_removed, m.fragments_added, m.files_removed), (10, 3, 20));
         assert_eq!(after.version(), 4);
         assert_eq!((op_of(&after, 3), op_of(&after, 4)), ("ReserveFragments", "Rewrite"));
@@ -89,7 +89,7 @@ fn compacts_small_fragments_with_deletions() {
             assert_eq!(now, before, "stable row ids carry over");
         }
         // nothing left to do: no new version
-        let (same, m) = compact_files(&Arc::new(after), &opts, None, NO_PROGRESS).unwrap();
+        let (same, m) = compact_files(&Arc::new(after), &opts, &Default::default()).unwrap().into_parts();
         assert_eq!((same.version(), m), (4, CompactionMetrics::default()));
         let _ = std::fs::remove_dir_all(&uri);
     }
@@ -104,7 +104,7 @@ fn failure_at_every_step_leaves_the_dataset_as_it_was() {
             }
             let uri = tmp("fail");
             let ds = Arc::new(dataset(&uri, 6, 50, true));
-            let (ds, _) = delete(&ds, "x % 4 = 0", &RetryPolicy::default(), None).unwrap();
+            let (ds, _) = delete(&ds, "x % 4 = 0", &Default::default()).unwrap().into_parts();
             let before = rows(&ds);
             let files_before = data_files(&uri);
             let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -116,7 +116,8 @@ fn failure_at_every_step_leaves_the_dataset_as_it_was() {
                 Ok(())
             });
             let opts = CompactionOptions { target_rows_per_fragment: 1000, ..Default::default() };
-            let e = compact_files(&Arc::new(ds), &opts, Some(hook), NO_PROGRESS).unwrap_err();
+            let _hook = install(&uri, hook);
+            let e = compact_files(&Arc::new(ds), &opts, &Default::default()).unwrap_err();
             assert!(e.to_string().contains("injected"), "{step} #{nth}: {e}");
             let now = Dataset::open(&uri, None).unwrap();
             assert_eq!(rows(&now), before, "{step} #{nth}");
@@ -140,10 +141,10 @@ fn conflicts_and_rebases() {
     // tasks {0,1,2,3} -> bins [0,1,2] would cut at 150>=120 with rest 50<120 -> one bin
     let plan = plan_compaction(&ds, &opts).unwrap();
     assert_eq!(plan.tasks.len(), 1);
-    let results = run_tasks(&ds, &plan, "", None, NO_PROGRESS).unwrap();
+    let results = run_tasks(&ds, &plan, "", NO_PROGRESS).unwrap();
     // a concurrent append: rebased, the appended rows stay (before the new fragment)
-    let appended = insert(&ds, vec![Ok(batch(1000, 3))].into_iter(), None).unwrap();
-    let (after, _) = commit_compaction(&ds, results, &opts, None).unwrap();
+    let appended = insert(&ds, vec![Ok(batch(1000, 3))].into_iter(), &Default::default()).unwrap().dataset;
+    let (after, _) = commit_compaction(&ds, results, &opts, &Default::default()).unwrap().into_parts();
     let xs: Vec<i64> = rows(&after).into_iter().map(|r| r.0).collect();
     assert_eq!(xs, (1000..1003).chain(0..200).collect::<Vec<_>>());
     assert_eq!(after.version(), appended.version() + 2);
@@ -151,18 +152,18 @@ fn conflicts_and_rebases() {
     let stale = Arc::new(after);
     let plan = plan_compaction(&stale, &CompactionOptions { target_rows_per_fragment: 10_000, ..Default::default() }).unwrap();
     assert_eq!(plan.tasks.len(), 1);
-    let results = run_tasks(&stale, &plan, "", None, NO_PROGRESS).unwrap();
+    let results = run_tasks(&stale, &plan, "", NO_PROGRESS).unwrap();
     let files_before_commit = data_files(&uri);
-    let (deleted, _) = delete(&stale, "x = 5", &RetryPolicy::default(), None).unwrap();
-    let e = commit_compaction(&stale, results, &plan.options, None).unwrap_err();
+    let (deleted, _) = delete(&stale, "x = 5", &Default::default()).unwrap().into_parts();
+    let e = commit_compaction(&stale, results, &plan.options, &Default::default()).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     let latest = Dataset::open(&uri, None).unwrap();
     assert_eq!(latest.version(), deleted.version(), "a refusal leaves no version");
     assert!(data_files(&uri).len() < files_before_commit.len(), "the refused compaction's files are removed");
     // a stale dataset's compact_files conflicts the same way
     let stale2 = Arc::new(latest.checkout(VersionRef::Number(latest.version())).unwrap());
-    let (_, _) = delete(&Arc::new(latest), "x = 6", &RetryPolicy::default(), None).unwrap();
-    let e = compact_files(&stale2, &CompactionOptions { target_rows_per_fragment: 10_000, ..Default::default() }, None, NO_PROGRESS).unwrap_err();
+    let (_, _) = delete(&Arc::new(latest), "x = 6", &Default::default()).unwrap().into_parts();
+    let e = compact_files(&stale2, &CompactionOptions { target_rows_per_fragment: 10_000, ..Default::default() }, &Default::default()).unwrap_err();
     assert!(matches!(e, Error::Conflict { .. }), "{e}");
     let _ = std::fs::remove_dir_all(&uri);
 }
@@ -173,16 +174,16 @@ fn results_must_come_from_one_plan() {
     let ds = Arc::new(dataset(&uri, 4, 50, false));
     let opts = CompactionOptions { target_rows_per_fragment: 100, ..Default::default() };
     let plan = plan_compaction(&ds, &opts).unwrap();
-    let mut results = run_tasks(&ds, &plan, "", None, NO_PROGRESS).unwrap();
+    let mut results = run_tasks(&ds, &plan, "", NO_PROGRESS).unwrap();
     assert_eq!(results.len(), 2);
     results[1].read_version = 99;
-    assert!(matches!(commit_compaction(&ds, results.clone(), &opts, None), Err(Error::InvalidInput { .. })));
+    assert!(matches!(commit_compaction(&ds, results.clone(), &opts, &Default::default()), Err(Error::InvalidInput { .. })));
     results[1] = results[0].clone();
-    assert!(matches!(commit_compaction(&ds, results, &opts, None), Err(Error::InvalidInput { .. })));
+    assert!(matches!(commit_compaction(&ds, results, &opts, &Default::default()), Err(Error::InvalidInput { .. })));
     // a task run on another version is refused
-    let other = insert(&ds, vec![Ok(batch(500, 1))].into_iter(), None).unwrap();
-    let (d2, _) = delete(&Arc::new(other), "x = 0", &RetryPolicy::default(), None).unwrap();
-    let e = execute_task(&Arc::new(d2), &plan.tasks[0], &opts, "", None).unwrap_err();
+    let other = insert(&ds, vec![Ok(batch(500, 1))].into_iter(), &Default::default()).unwrap().dataset;
+    let (d2, _) = delete(&Arc::new(other), "x = 0", &Default::default()).unwrap().into_parts();
+    let e = execute_task(&Arc::new(d2), &plan.tasks[0], &opts, "").unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e}");
     let _ = std::fs::remove_dir_all(&uri);
 }
