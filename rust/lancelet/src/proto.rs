@@ -25,9 +25,15 @@ pub mod table {
     include!(concat!(env!("OUT_DIR"), "/lance.table.rs"));
 }
 
+/// `lance.index.pb`: vector index models and details (IVF, tensors).
+pub mod index {
+    include!(concat!(env!("OUT_DIR"), "/lance.index.pb.rs"));
+}
+
 /// Type URLs of the `google.protobuf.Any` wrappers Lance writes.
 pub mod type_url {
     pub const COLUMN_ENCODING: &str = "/lance.encodings.ColumnEncoding";
     pub const ARRAY_ENCODING: &str = "/lance.encodings.ArrayEncoding";
     pub const PAGE_LAYOUT: &str = "/lance.encodings21.PageLayout";
+    pub const VECTOR_INDEX_DETAILS: &str = "/lance.index.pb.VectorIndexDetails";
 }

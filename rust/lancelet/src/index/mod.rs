@@ -28,6 +28,7 @@ pub mod label_list;
 pub mod meta;
 pub mod remap;
 pub mod rowset;
+pub mod vector;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,0 +1,21 @@
+import lance, numpy as np, pyarrow as pa, shutil, sys
+sys.path.insert(0,'/tmp/vecres'); import pb
+vecs=np.load('vecs.npy')
+rng=np.random.default_rng(99); extra=rng.standard_normal((500,32)).astype(np.float32)
+allv=np.concatenate([vecs,extra])
+q=np.random.default_rng(5).standard_normal(32).astype(np.float32)
+exact=((allv-q)**2).sum(1)
+for t in ['IVF_PQ','IVF_FLAT']:
+    src=f'/tmp/vecres/ds_{t}'; p=f'/tmp/vecres/app_{t}'; shutil.rmtree(p,ignore_errors=True); shutil.copytree(src,p)
+    ds=lance.dataset(p)
+    ds.insert(pa.table({"id":np.arange(4000,4500),"vec":pa.FixedSizeListArray.from_arrays(pa.array(extra.reshape(-1)),32)}))
+    ds=lance.dataset(p)
+    print('=====',t,'after append; fragments', [f.fragment_id for f in ds.get_fragments()])
+    print(ds.scanner(nearest={"column":"vec","q":q,"k":5}, columns=["id"]).explain_plan(True))
+    r=ds.to_table(nearest={"column":"vec","q":q,"k":5,"nprobes":4}, columns=["id"]); ids=r['id'].to_numpy()
+    print('result', ids, r['_distance'].to_numpy(), 'exact', exact[ids], 'exact top5', np.argsort(exact)[:5])
+    r=ds.to_table(nearest={"column":"vec","q":q,"k":5,"nprobes":4}, columns=["id"], fast_search=True); ids=r['id'].to_numpy()
+    print('fast_search', ids, r['_distance'].to_numpy())
+    print(ds.scanner(nearest={"column":"vec","q":q,"k":5}, columns=["id"], fast_search=True).explain_plan(True))
+    print('stats', {k:v for k,v in ds.stats.index_stats('vec_idx').items() if k not in ('indices','segments')})
+    print(ds.scanner(nearest={"column":"vec","q":q,"k":5}, filter="id > 10", prefilter=True, columns=["id"]).explain_plan(True))
