@@ -12,6 +12,8 @@
 //! The layouts are written down in docs/research/vector-index.md.
 //!
 //! * [`distance`]: the distance functions (`_distance` as pylance defines it);
+//! * [`layout`]: file, column and metadata names of the two files;
+//! * [`tensor`]: centroid and codebook tensors as f32 rows;
 //! * [`open`]: opening an index for search;
 //! * [`VectorIndex`]: what the table room's search asks of an opened index.
 //!
@@ -21,7 +23,9 @@
 //! the fragments the index does not cover.
 
 pub mod distance;
+pub mod layout;
 pub mod open;
+pub mod tensor;
 
 use std::fmt;
 
