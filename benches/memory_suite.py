@@ -54,6 +54,7 @@ def child(system: str, op: str, path: str, rows: int) -> None:
     import wide_table
     mod = __import__("lancelet" if system == "lancelet" else "lance")
     base = _current_rss_mb()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     if op in ("write", "write100k"):
         batch_rows = 100_000 if op == "write100k" else 65536
@@ -64,7 +65,12 @@ def child(system: str, op: str, path: str, rows: int) -> None:
         for b in mod.dataset(path).to_batches():
             n += b.num_rows
     dt = time.perf_counter() - t0
-    print(json.dumps({"peak_mb": _rss_mb(), "base_mb": base, "seconds": dt, "rows": n}))
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    # minflt/user/sys: of the op alone (the wide table's generation included
+    # for the writes), not of the imports.
+    print(json.dumps({"peak_mb": _rss_mb(), "base_mb": base, "seconds": dt, "rows": n,
+                      "minflt": ru.ru_minflt - ru0.ru_minflt, "majflt": ru.ru_majflt - ru0.ru_majflt,
+                      "user_s": ru.ru_utime - ru0.ru_utime, "sys_s": ru.ru_stime - ru0.ru_stime}))
 
 
 def measure(system: str, op: str, path: str, rows: int) -> dict:

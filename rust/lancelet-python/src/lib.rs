@@ -4,8 +4,6 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
-#[cfg(target_os = "linux")]
-mod bigalloc;
 mod callback;
 mod commit_args;
 mod dataset;
@@ -23,34 +21,58 @@ mod write;
 
 use pyo3::prelude::*;
 
-/// mimalloc keeps freed memory for reuse: encoding and decoding allocate
-/// many page-sized buffers, and with the system allocator each came fresh
-/// from the kernel (page faults and zeroing were a tenth of a write's time).
-/// Built with `no_thp`: it does not ask for transparent huge pages, whose
-/// faults (with the common `defrag=madvise` setting) compact memory on the
-/// spot and made a write's system time swing from 0.07 to 0.9 s. On Linux,
-/// blocks of 1 MiB and more get mappings of their own, reused through a
-/// bounded cache ([`bigalloc`]): in mimalloc's arena the freed
-/// holes of a write's page buffers kept the resident set far above the
-/// live data (session 9).
-#[cfg(target_os = "linux")]
-#[global_allocator]
-static ALLOCATOR: bigalloc::BigMapped<mimalloc::MiMalloc> = bigalloc::BigMapped(mimalloc::MiMalloc);
-/// mimalloc (see the Linux variant above).
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(feature = "alloc-mimalloc", feature = "alloc-jemalloc")))]
+compile_error!("choose the global allocator: one of the features alloc-mimalloc, alloc-jemalloc");
+#[cfg(all(feature = "alloc-mimalloc", feature = "alloc-jemalloc"))]
+compile_error!("the alloc-* features exclude each other: build with --no-default-features --features alloc-X");
+
+/// mimalloc (the default, `alloc-mimalloc`) keeps freed memory for reuse:
+/// encoding and decoding allocate many page-sized buffers, and with the
+/// system allocator each came fresh from the kernel (page faults and
+/// zeroing were a tenth of a write's time). Built with `no_thp`: it does
+/// not ask for transparent huge pages, whose faults (with the common
+/// `defrag=madvise` setting) compact memory on the spot and made a write's
+/// system time swing from 0.07 to 0.9 s.
+///
+/// Chosen as the simplest allocator that holds the memory targets (issue
+/// 30.4; benches/RESULTS.md, "Allocator choice"; `benches/alloc_compare.py`,
+/// release builds, one run alternating the variants, 3 rounds): peak RSS of
+/// the streaming 4M-row writes of the wide table 0.66-0.90 of pylance's in
+/// the same round (64k- and 100k-row batches), scan 0.40-0.45. Sessions 9-12
+/// wrapped it in `bigalloc` (blocks of 1 MiB+ in mappings of their own
+/// behind a cache: ~800 lines, ~50 unsafe sites, a global spin lock): ~30 MB
+/// lower peaks and fewer page faults on writes, but no target needed them.
+/// jemalloc (`alloc-jemalloc`) had the lowest peaks (write100k 0.53-0.67)
+/// but about twice mimalloc's page faults on writes.
+#[cfg(feature = "alloc-mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+/// jemalloc (`alloc-jemalloc`), its symbols prefixed so that only Rust's
+/// allocations use it, configured through [`JEMALLOC_CONF`].
+#[cfg(feature = "alloc-jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's build-time options (its `malloc_conf` symbol, `_rjem_`
+/// prefixed): freed pages stay dirty, then muzzy, for 10 s before they go
+/// back to the kernel (the 10 s that mimalloc's purge delay has below).
+#[cfg(feature = "alloc-jemalloc")]
+#[export_name = "_rjem_malloc_conf"]
+static JEMALLOC_CONF: &u8 = &b"dirty_decay_ms:10000,muzzy_decay_ms:10000\0"[0];
+
+#[cfg(feature = "alloc-mimalloc")]
 extern "C" {
     /// mimalloc's `mi_option_set` (linked in by `libmimalloc-sys`).
     fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
 }
 
 /// `mi_option_purge_delay` in mimalloc 2.x's `mi_option_t`.
+#[cfg(feature = "alloc-mimalloc")]
 const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
 
 /// How long freed memory stays mapped before mimalloc returns it to the
 /// kernel (its default is 10 ms).
+#[cfg(feature = "alloc-mimalloc")]
 const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
 
 /// Keep freed memory mapped for a while instead of handing it back to the
@@ -67,11 +89,45 @@ const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
 /// each other, at a streaming-write peak of 359 MB (pylance 433, never
 /// purging 390). `MIMALLOC_PURGE_DELAY` still overrides.
 fn keep_freed_memory() {
+    #[cfg(feature = "alloc-mimalloc")]
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a plain integer option; mimalloc reads options
         // atomically.
         unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
     }
+}
+
+#[cfg(feature = "alloc-jemalloc")]
+extern "C" {
+    /// jemalloc's `mallctl` (prefixed; linked in by `tikv-jemalloc-sys`).
+    fn _rjem_mallctl(
+        name: *const std::os::raw::c_char,
+        oldp: *mut std::ffi::c_void,
+        oldlenp: *mut usize,
+        newp: *mut std::ffi::c_void,
+        newlen: usize,
+    ) -> std::os::raw::c_int;
+}
+
+/// The global allocator this build uses (private; benchmarks check it):
+/// `{"name"}`, and for jemalloc the decay options it runs with.
+#[pyfunction]
+fn _allocator(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let d = pyo3::types::PyDict::new(py);
+    let name = if cfg!(feature = "alloc-jemalloc") { "jemalloc" } else { "mimalloc" };
+    d.set_item("name", name)?;
+    #[cfg(feature = "alloc-jemalloc")]
+    for opt in ["opt.dirty_decay_ms", "opt.muzzy_decay_ms"] {
+        let key = std::ffi::CString::new(opt).expect("no NUL in the option's name");
+        let mut value: isize = 0;
+        let mut len = std::mem::size_of::<isize>();
+        // SAFETY: reads an `ssize_t` option into a buffer of that size.
+        let rc = unsafe { _rjem_mallctl(key.as_ptr(), (&mut value as *mut isize).cast(), &mut len, std::ptr::null_mut(), 0) };
+        if rc == 0 {
+            d.set_item(opt, value)?;
+        }
+    }
+    Ok(d)
 }
 
 /// Process-wide read totals of the storage layer (private; benchmarks use
@@ -105,6 +161,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tiledb_ops::register(m)?;
     tiledb_write::register(m)?;
     m.add_function(wrap_pyfunction!(_io_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_caught_panics, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_stream_error_cause, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
