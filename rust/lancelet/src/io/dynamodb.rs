@@ -226,9 +226,10 @@ impl DynamoDbStore {
     fn call_once(&self, action: &str, body: &Value) -> std::result::Result<Value, CallError> {
         let (http, credentials) = self.conn().map_err(CallError::Other)?;
         super::block_on(async {
-            let credential = credentials.get_credential().await.map_err(|e| {
-                CallError::Other(Error::io(self.describe(), format!("cannot get AWS credentials: {e}")).with_source(e))
-            })?;
+            let credential = credentials
+                .get_credential()
+                .await
+                .map_err(|e| CallError::Other(Error::io(self.describe(), format!("cannot get AWS credentials: {e}")).with_source(e)))?;
             let request = self.request(action, body, &credential).map_err(CallError::Other)?;
             let response = http.execute(request).await.map_err(|e| CallError::Transport(e.to_string(), e))?;
             let status = response.status().as_u16();
@@ -395,7 +396,16 @@ mod tests {
 
     /// SigV4 written out from AWS's specification (a reference for the
     /// test below): the signature of a request given its date.
-    fn reference_signature(method: &str, uri: &str, headers: &[(&str, &str)], payload: &[u8], date: &str, region: &str, service: &str, secret: &str) -> (String, String) {
+    fn reference_signature(
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        payload: &[u8],
+        date: &str,
+        region: &str,
+        service: &str,
+        secret: &str,
+    ) -> (String, String) {
         use sha2::{Digest, Sha256};
         fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
             let mut k = [0u8; 64];
@@ -414,7 +424,8 @@ mod tests {
         hs.sort();
         let signed = hs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(";");
         let canonical_headers: String = hs.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
-        let canonical = format!("{method}\n{}\n{}\n{canonical_headers}\n{signed}\n{}", url.path(), url.query().unwrap_or(""), hex(&Sha256::digest(payload)));
+        let canonical =
+            format!("{method}\n{}\n{}\n{canonical_headers}\n{signed}\n{}", url.path(), url.query().unwrap_or(""), hex(&Sha256::digest(payload)));
         let day = &date[..8];
         let scope = format!("{day}/{region}/{service}/aws4_request");
         let to_sign = format!("AWS4-HMAC-SHA256\n{date}\n{scope}\n{}", hex(&Sha256::digest(canonical.as_bytes())));
