@@ -375,3 +375,19 @@ def test_an_item_pointing_at_a_missing_manifest(ddb, base, so):
     assert len(ddb.items(TABLE, base)) == 2
     # version 1 still reads
     assert lancelet.dataset(f"s3://{BUCKET}/{base}", version=1, storage_options=so).count_rows() == 3
+
+
+def test_more_operations_through_the_store(ddb, base, so):
+    """merge_insert, add_columns and a scalar index commit through the
+    store like any other operation; pylance reads every version."""
+    uri = ddb_uri(base)
+    lancelet.write_dataset(tbl(0, 20), uri, max_rows_per_file=10, storage_options=so)
+    ds = lancelet.dataset(uri, storage_options=so)
+    ds.merge_insert("x").when_matched_update_all().when_not_matched_insert_all().execute(tbl(15, 10))
+    lancelet.dataset(uri, storage_options=so).add_columns({"y": "x * 2"})
+    lancelet.dataset(uri, storage_options=so).create_scalar_index("x", "BTREE")
+    latest = same_every_version(uri, so)
+    assert gapless(ddb, base, uri, so) == latest == 4
+    theirs = lance.dataset(uri, storage_options=so)
+    assert theirs.count_rows() == 25 and theirs.to_table(filter="x = 24")["y"].to_pylist() == [48]
+    assert [i.name for i in theirs.describe_indices()] == ["x_idx"]

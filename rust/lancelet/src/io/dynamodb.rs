@@ -394,18 +394,18 @@ mod tests {
         }
     }
 
+    /// Who signs, when and for what (a reference signature's inputs).
+    #[derive(Clone, Copy)]
+    struct Signer<'a> {
+        date: &'a str,
+        region: &'a str,
+        service: &'a str,
+        secret: &'a str,
+    }
+
     /// SigV4 written out from AWS's specification (a reference for the
-    /// test below): the signature of a request given its date.
-    fn reference_signature(
-        method: &str,
-        uri: &str,
-        headers: &[(&str, &str)],
-        payload: &[u8],
-        date: &str,
-        region: &str,
-        service: &str,
-        secret: &str,
-    ) -> (String, String) {
+    /// tests below): the signature of a request and its signed headers.
+    fn reference_signature(method: &str, uri: &str, headers: &[(&str, &str)], payload: &[u8], signer: &Signer) -> (String, String) {
         use sha2::{Digest, Sha256};
         fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
             let mut k = [0u8; 64];
@@ -426,6 +426,7 @@ mod tests {
         let canonical_headers: String = hs.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
         let canonical =
             format!("{method}\n{}\n{}\n{canonical_headers}\n{signed}\n{}", url.path(), url.query().unwrap_or(""), hex(&Sha256::digest(payload)));
+        let Signer { date, region, service, secret } = *signer;
         let day = &date[..8];
         let scope = format!("{day}/{region}/{service}/aws4_request");
         let to_sign = format!("AWS4-HMAC-SHA256\n{date}\n{scope}\n{}", hex(&Sha256::digest(canonical.as_bytes())));
@@ -443,10 +444,11 @@ mod tests {
     #[test]
     fn reference_signer_matches_aws_vectors() {
         let h = [("host", "example.amazonaws.com"), ("x-amz-date", "20150830T123600Z")];
-        let (sig, signed) = reference_signature("GET", "https://example.amazonaws.com/", &h, b"", "20150830T123600Z", "us-east-1", "service", SECRET);
+        let vanilla = Signer { date: "20150830T123600Z", region: "us-east-1", service: "service", secret: SECRET };
+        let (sig, signed) = reference_signature("GET", "https://example.amazonaws.com/", &h, b"", &vanilla);
         assert_eq!(signed, "host;x-amz-date");
         assert_eq!(sig, "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31");
-        let (sig, _) = reference_signature("POST", "https://example.amazonaws.com/", &h, b"", "20150830T123600Z", "us-east-1", "service", SECRET);
+        let (sig, _) = reference_signature("POST", "https://example.amazonaws.com/", &h, b"", &vanilla);
         assert_eq!(sig, "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
     }
 
@@ -478,7 +480,13 @@ mod tests {
             }
         }
         let hs: Vec<(&str, &str)> = signed_headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let (sig, signed) = reference_signature("POST", "http://127.0.0.1:4566/", &hs, &payload, &date, "eu-west-3", "dynamodb", SECRET);
+        let (sig, signed) = reference_signature(
+            "POST",
+            "http://127.0.0.1:4566/",
+            &hs,
+            &payload,
+            &Signer { date: &date, region: "eu-west-3", service: "dynamodb", secret: SECRET },
+        );
         assert!(signed.contains("content-type") && signed.contains("x-amz-target") && signed.contains("x-amz-security-token"), "{signed}");
         assert!(auth.ends_with(&format!("SignedHeaders={signed}, Signature={sig}")), "{auth}\n{signed} {sig}");
     }
