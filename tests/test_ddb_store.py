@@ -391,3 +391,36 @@ def test_more_operations_through_the_store(ddb, base, so):
     theirs = lance.dataset(uri, storage_options=so)
     assert theirs.count_rows() == 25 and theirs.to_table(filter="x = 24")["y"].to_pylist() == [48]
     assert [i.name for i in theirs.describe_indices()] == ["x_idx"]
+
+
+@pytest.mark.parametrize("lib", ["lancelet", "lance"])
+@pytest.mark.parametrize("died_after", ["stage", "claim", "copy", "finalize"])
+def test_every_step_a_writer_can_die_at(ddb, base, so, died_after, lib):
+    """The state a writer of version 2 leaves when it dies after each step
+    of the protocol, made by hand: both libraries read the same version
+    (1 before the claim, 2 after), and the next commit, by either, is the
+    version after it."""
+    uri = ddb_uri(base)
+    lancelet.write_dataset(tbl(0, 10), uri, storage_options=so)
+    lancelet.write_dataset(tbl(10, 5), uri, mode="append", storage_options=so)
+    s3, dynamo = ddb.client("s3"), ddb.client("dynamodb")
+    final = f"{base}/_versions/{v2_name(2)}"
+    staging = f"{final}-{uuid.uuid4()}"
+    s3.copy_object(Bucket=BUCKET, Key=staging, CopySource={"Bucket": BUCKET, "Key": final})
+    item = ddb.items(TABLE, base)[1]
+    if died_after == "stage":
+        dynamo.delete_item(TableName=TABLE, Key={"base_uri": item["base_uri"], "version": item["version"]})
+    if died_after in ("stage", "claim"):
+        s3.delete_object(Bucket=BUCKET, Key=final)
+    if died_after in ("claim", "copy"):
+        dynamo.put_item(TableName=TABLE, Item=dict(item, path={"S": staging}))
+    committed = died_after != "stage"
+    reader = {"lancelet": lancelet, "lance": lance}[lib]
+    want = 2 if committed else 1
+    assert reader.dataset(uri, storage_options=so).version == want
+    assert lancelet.dataset(uri, storage_options=so).version == lance.dataset(uri, storage_options=so).version == want
+    assert lancelet.dataset(uri, storage_options=so).count_rows() == (15 if committed else 10)
+    assert same_every_version(uri, so) == want
+    reader.write_dataset(tbl(100, 1), uri, mode="append", storage_options=so)
+    assert gapless(ddb, base, uri, so) == want + 1
+    assert lance.dataset(uri, storage_options=so).count_rows() == lancelet.dataset(uri, storage_options=so).count_rows()
