@@ -296,11 +296,12 @@ fn the_checker_sees_what_it_must() {
 }
 
 /// The commit kernel: builds manifests, decides conflicts, commits.
-const KERNEL: &[&str] = &["table/commit.rs", "table/conflict.rs", "table/transaction.rs"];
+const KERNEL: &[&str] = &["table/commit.rs", "table/commit_store/mod.rs", "table/conflict.rs", "table/transaction.rs"];
 /// What the kernel may use of the table room (everything else there is an
 /// operation or a reader built on the kernel).
 const KERNEL_USES: &[&str] = &[
     "commit",
+    "commit_store",
     "conflict",
     "transaction",
     "hooks",

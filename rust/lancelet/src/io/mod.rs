@@ -3,7 +3,9 @@
 //! Every byte lancelet reads or writes goes through [`Storage`], which wraps
 //! an `object_store::ObjectStore` plus the path of one object. URIs are
 //! `file:///abs/path`, plain local paths, `s3://bucket/path` (see [`s3`]
-//! for its storage options) or `memory://name/path` (an in-process store,
+//! for its storage options), `s3+ddb://bucket/path?ddbTableName=T` (S3
+//! with a DynamoDB external manifest store, see [`dynamodb`] and
+//! [`manifest_store`]) or `memory://name/path` (an in-process store,
 //! shared by name, used by tests).
 //!
 //! A handle keeps the storage options it was opened with, so everything
@@ -36,7 +38,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "s3")]
+pub mod dynamodb;
 mod local;
+pub mod manifest_store;
 #[cfg(unix)]
 pub mod mapped;
 #[cfg(feature = "s3")]
@@ -77,6 +82,14 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     stores.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
+}
+
+/// The in-memory manifest store of `memory+store://{name}/...` (unit tests).
+#[cfg(test)]
+pub(crate) fn test_manifest_store(name: &str) -> Arc<dyn manifest_store::ManifestStore> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn manifest_store::ManifestStore>>>> = OnceLock::new();
+    let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    stores.entry(name.to_string()).or_insert_with(|| Arc::new(manifest_store::MemoryManifestStore::new())).clone()
 }
 
 /// Resolve `.` and `..` components without touching the file system
@@ -204,6 +217,9 @@ pub struct Storage {
     /// `mapped::FileMap`); shared by the clones of a handle, not by its
     /// children.
     file_map: FileMapCell,
+    /// The external manifest store that decides commits (`s3+ddb://`), if
+    /// any: see [`manifest_store`].
+    manifest_store: Option<Arc<dyn manifest_store::ManifestStore>>,
 }
 
 /// A local file's map, once made (`None` inside: the file cannot be mapped).
@@ -289,9 +305,29 @@ impl Storage {
             let path = Path::parse(path).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")).with_source(e))?;
             return Ok(Self::new(store_cell::StoreCell::shared(memory_store(name)), path, uri.to_string(), options, None));
         }
+        // Unit tests: an in-memory bucket whose commits go through an
+        // in-memory manifest store (one per name), as `s3+ddb://` does.
+        #[cfg(test)]
+        if let Some(rest) = uri.strip_prefix("memory+store://") {
+            let name = rest.split('/').next().unwrap_or_default().to_string();
+            let storage = Self::open_with(&format!("memory://{rest}"), &options)?;
+            return Ok(Storage { display: uri.trim_end_matches('/').to_string(), ..storage }.with_manifest_store(test_manifest_store(&name)));
+        }
         #[cfg(any(test, feature = "fuzzing"))]
         if MEMORY_ONLY.with(|m| m.get()) {
             return Err(Error::invalid_input(format!("{uri:?}: fuzz targets reach memory:// stores only")));
+        }
+        if uri.starts_with("s3+ddb://") {
+            #[cfg(feature = "s3")]
+            {
+                let (s3_uri, table) = dynamodb::parse_uri(uri)?;
+                let store: Arc<dyn manifest_store::ManifestStore> = Arc::new(dynamodb::DynamoDbStore::open(&table, &options)?);
+                let mut storage = Self::open_with(&s3_uri, &options)?;
+                storage.display = format!("s3+ddb://{}", s3_uri.trim_start_matches("s3://").trim_end_matches('/'));
+                return Ok(storage.with_manifest_store(store));
+            }
+            #[cfg(not(feature = "s3"))]
+            return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
         }
         if uri.starts_with("s3://") || uri.starts_with("s3a://") {
             #[cfg(feature = "s3")]
@@ -306,7 +342,9 @@ impl Storage {
         let local = if uri.starts_with("file:") {
             file_uri_path(uri)?
         } else if uri.contains("://") {
-            return Err(Error::invalid_input(format!("unsupported URI scheme in {uri:?} (supported: s3://, file://, memory://, local paths)")));
+            return Err(Error::invalid_input(format!(
+                "unsupported URI scheme in {uri:?} (supported: s3://, s3+ddb://, file://, memory://, local paths)"
+            )));
         } else {
             std::path::PathBuf::from(uri)
         };
@@ -317,7 +355,7 @@ impl Storage {
     }
 
     fn new(store: store_cell::StoreCell, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
-        let remote = display.starts_with("s3://") || display.starts_with("s3a://");
+        let remote = display.starts_with("s3://") || display.starts_with("s3a://") || display.starts_with("s3+ddb://");
         let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
         Self {
             store,
@@ -329,7 +367,26 @@ impl Storage {
             local_dir,
             request_cost,
             file_map: FileMapCell::default(),
+            manifest_store: None,
         }
+    }
+
+    /// This handle, with commits decided by `store` (see
+    /// [`manifest_store`]); the handles derived from it share the store.
+    pub fn with_manifest_store(mut self, store: Arc<dyn manifest_store::ManifestStore>) -> Self {
+        self.manifest_store = Some(store);
+        self
+    }
+
+    /// The external manifest store deciding commits here, if any.
+    pub fn manifest_store(&self) -> Option<&Arc<dyn manifest_store::ManifestStore>> {
+        self.manifest_store.as_ref()
+    }
+
+    /// The object path inside the store (bucket), `/`-separated, no
+    /// leading slash: how an external manifest store keys a dataset.
+    pub fn object_path(&self) -> &str {
+        self.path.as_ref()
     }
 
     /// What one read request costs here, in bytes transferred in the same
@@ -533,6 +590,7 @@ impl Storage {
             local_dir,
             request_cost: self.request_cost,
             file_map: FileMapCell::default(),
+            manifest_store: self.manifest_store.clone(),
         })
     }
 
@@ -591,6 +649,12 @@ impl Storage {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         let payload: PutPayload = upload::write_pieces(self, data).collect();
         block_on(self.store.get().put_opts(&self.path, payload, opts)).map(|_| ()).map_err(|e| io_err(&self.display, e))
+    }
+
+    /// Copy this object to `dest` (a handle on the same store), replacing
+    /// what is there; a missing source is `Error::NotFound`.
+    pub fn copy_to(&self, dest: &Storage) -> Result<()> {
+        block_on(self.store.get().copy(&self.path, &dest.path)).map_err(|e| io_err(&self.display, e))
     }
 
     /// Delete the object (a missing one is `Error::NotFound`).

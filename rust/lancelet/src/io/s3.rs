@@ -38,14 +38,10 @@ fn parse_number<T: FromStr>(key: &str, value: &str) -> Result<T> {
     value.trim().parse().map_err(|_| Error::invalid_input(format!("storage option {key}={value:?} is not a number")))
 }
 
-/// Build the store for `s3://bucket/path` (or `s3a://`) and the object path
-/// inside the bucket.
-pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, Path)> {
-    let url = url::Url::parse(uri).map_err(|e| Error::invalid_input(format!("bad URI {uri:?}: {e}")).with_source(e))?;
-    let bucket = url
-        .host_str()
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| Error::invalid_input(format!("S3 URI {uri:?} names no bucket (expected s3://bucket/path)")))?;
+/// An `AmazonS3Builder` configured from `options` (over the `AWS_*`
+/// environment variables), with the retry policy they set; shared by the
+/// bucket and the DynamoDB store of `s3+ddb://` URIs.
+pub(super) fn builder(options: &StorageOptions) -> Result<AmazonS3Builder> {
     let mut builder = AmazonS3Builder::from_env();
     let mut retry =
         RetryConfig { max_retries: DEFAULT_MAX_RETRIES, retry_timeout: Duration::from_secs(DEFAULT_RETRY_TIMEOUT_SECS), ..Default::default() };
@@ -65,9 +61,19 @@ pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn Objec
             }
         }
     }
-    let store = builder
+    Ok(builder.with_retry(retry))
+}
+
+/// Build the store for `s3://bucket/path` (or `s3a://`) and the object path
+/// inside the bucket.
+pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    let url = url::Url::parse(uri).map_err(|e| Error::invalid_input(format!("bad URI {uri:?}: {e}")).with_source(e))?;
+    let bucket = url
+        .host_str()
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| Error::invalid_input(format!("S3 URI {uri:?} names no bucket (expected s3://bucket/path)")))?;
+    let store = builder(options)?
         .with_bucket_name(bucket)
-        .with_retry(retry)
         .build()
         .map_err(|e| Error::invalid_input(format!("cannot configure S3 access for {uri}: {e}")).with_source(e))?;
     let path = Path::from_url_path(url.path()).map_err(|e| Error::invalid_input(format!("bad path in {uri}: {e}")).with_source(e))?;

@@ -16,6 +16,11 @@
 //! 4. `_versions/latest_version_hint.json` is updated (best effort: it is
 //!    only a hint).
 //!
+//! With an external manifest store (`s3+ddb://`) the store decides steps 1
+//! and 3 instead: the latest version is the store's, and the manifest is
+//! staged, claimed in the store and then finished (see
+//! [`crate::table::commit_store`]).
+//!
 //! Nothing is visible before step 3 succeeds, so a failure anywhere leaves
 //! the dataset as it was. When the commit surely did not happen (a
 //! conflict, a re-run verdict, a failure before the manifest put, the put
@@ -259,13 +264,25 @@ fn try_commit(
         sections.push(&m_bytes);
         let (file, _) = frame_sections_after(&prefix, &sections);
         step(root, "manifest")?;
-        let target = root.child(&format!("{VERSIONS_DIR}/{}", naming.file_name(version)))?;
-        match target.write_new(Bytes::from(file)) {
-            Ok(()) => {
-                let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
-                let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
-                return Ok(Outcome::Committed(version));
+        let put = match root.manifest_store() {
+            // An external store decides (see commit_store); no hint file,
+            // as pylance writes none there.
+            Some(store) => crate::table::commit_store::commit_manifest(root, store.as_ref(), version, naming, Bytes::from(file), unsure),
+            None => {
+                let target = root.child(&format!("{VERSIONS_DIR}/{}", naming.file_name(version)))?;
+                let put = target.write_new(Bytes::from(file));
+                if let Err(e) = &put {
+                    *unsure = !matches!(e, Error::Unsupported { .. } | Error::AlreadyExists { .. });
+                }
+                if put.is_ok() {
+                    let hint = root.child(&format!("{VERSIONS_DIR}/latest_version_hint.json"))?;
+                    let _ = hint.write_all(Bytes::from(format!("{{\"version\":{version}}}")));
+                }
+                put
             }
+        };
+        match put {
+            Ok(()) => return Ok(Outcome::Committed(version)),
             Err(Error::AlreadyExists { .. }) if opts.exact_version => {
                 return Err(Error::Conflict { what: format!("version {version} of {} was committed concurrently", root.display()) });
             }
@@ -273,10 +290,7 @@ fn try_commit(
                 sleep_jitter(attempt);
                 continue;
             }
-            Err(e) => {
-                *unsure = !matches!(e, Error::Unsupported { .. });
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         }
     }
     Err(Error::Conflict { what: format!("gave up after {MAX_ATTEMPTS} attempts: other writers kept committing first") })

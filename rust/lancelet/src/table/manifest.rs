@@ -86,8 +86,19 @@ pub fn parse_manifest_name(name: &str) -> Option<(u64, ManifestNaming)> {
     }
 }
 
-/// Every version in `_versions/`, oldest first.
+/// Every version in `_versions/`, oldest first; with an external manifest
+/// store, the store decides the latest version (see
+/// [`crate::table::commit_store::reconcile`]).
 pub fn list_versions(root: &Storage) -> Result<Vec<ManifestLocation>> {
+    let mut out = list_version_files(root)?;
+    if let Some(store) = root.manifest_store() {
+        crate::table::commit_store::reconcile(root, store.as_ref(), &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The manifests `_versions/` holds, oldest first.
+fn list_version_files(root: &Storage) -> Result<Vec<ManifestLocation>> {
     let dir = root.child(VERSIONS_DIR)?;
     let mut out: Vec<ManifestLocation> = dir
         .list()?

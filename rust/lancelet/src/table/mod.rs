@@ -30,6 +30,7 @@ pub mod apply_rewrite;
 pub mod branches;
 pub mod cleanup;
 pub mod commit;
+pub mod commit_store;
 pub mod conflict;
 pub mod dataset;
 pub mod deletion;
