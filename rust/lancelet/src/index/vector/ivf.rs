@@ -100,15 +100,15 @@ impl Centroids {
     }
 
     /// Partitions nearest first for `query` (already normalized for
-    /// cosine). pylance trains cosine indices with L2 on normalized vectors
-    /// and dot indices with the dot distance, so that is how they rank;
-    /// ties keep partition order.
-    pub fn rank(&self, metric: DistanceType, query: &[f32]) -> Vec<usize> {
+    /// cosine), with their distances. pylance trains cosine indices with L2
+    /// on normalized vectors and dot indices with the dot distance, so that
+    /// is how they rank: squared L2, or `1 - q·c`; ties keep partition order.
+    pub fn rank(&self, metric: DistanceType, query: &[f32]) -> Vec<(usize, f32)> {
         let mut d: Vec<(f32, usize)> = (0..self.len())
             .map(|p| {
                 let c = self.row(p);
                 let v = match metric {
-                    DistanceType::Dot => -distance::dot(c, query),
+                    DistanceType::Dot => 1.0 - distance::dot(c, query),
                     DistanceType::Hamming => distance::distance(metric, c, query),
                     DistanceType::L2 | DistanceType::Cosine => distance::l2_sq(c, query),
                 };
@@ -116,7 +116,7 @@ impl Centroids {
             })
             .collect();
         d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        d.into_iter().map(|(_, p)| p).collect()
+        d.into_iter().map(|(v, p)| (p, v)).collect()
     }
 }
 
@@ -145,8 +145,10 @@ mod tests {
     #[test]
     fn ranks_by_metric() {
         let c = Centroids { values: vec![1.0, 0.0, 0.0, 3.0, 2.0, 2.0], dim: 2 };
-        assert_eq!(c.rank(DistanceType::L2, &[0.9, 0.1]), vec![0, 2, 1]);
-        assert_eq!(c.rank(DistanceType::Dot, &[0.0, 1.0]), vec![1, 2, 0]);
+        let order = |m, q: &[f32]| c.rank(m, q).into_iter().map(|(p, _)| p).collect::<Vec<_>>();
+        assert_eq!(order(DistanceType::L2, &[0.9, 0.1]), vec![0, 2, 1]);
+        assert_eq!(order(DistanceType::Dot, &[0.0, 1.0]), vec![1, 2, 0]);
+        assert_eq!(c.rank(DistanceType::Dot, &[0.0, 1.0])[0], (1, -2.0));
         assert!(Centroids::from_ivf(&IVF::default()).is_err());
     }
 }

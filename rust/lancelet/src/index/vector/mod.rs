@@ -23,6 +23,8 @@
 //! the fragments the index does not cover.
 
 pub mod distance;
+#[cfg(test)]
+mod fixture_tests;
 pub mod hnsw;
 pub mod ivf;
 pub mod layout;

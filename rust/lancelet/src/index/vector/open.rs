@@ -145,7 +145,3 @@ pub fn open_all(root: &Storage, metas: &[pb::IndexMetadata]) -> Result<Arc<dyn V
         }
     }
 }
-
-#[cfg(test)]
-#[path = "fixture_tests.rs"]
-mod fixture_tests;

@@ -174,6 +174,22 @@ pub fn open_and_search(dir: &Storage, meta: &pb::IndexMetadata) -> Result<()> {
     Ok(())
 }
 
+/// Seeds of the `vector_index` target: for each kind and file, the
+/// selector byte and the file as [`write_small`] writes it.
+pub fn seeds() -> Vec<Vec<u8>> {
+    let dir = Storage::open("memory://lancelet-fuzz-vector/seeds").expect("memory store");
+    let mut out = Vec::new();
+    for sel in 0u8..6 {
+        let kind = [SmallKind::Flat, SmallKind::Pq, SmallKind::Sq][(sel as usize / 2) % 3];
+        write_small(&dir, kind, &aux_ivf(), &index_ivf(), &codebook()).expect("writing the small index");
+        let name = if sel % 2 == 0 { layout::INDEX_FILE } else { layout::AUXILIARY_FILE };
+        let mut input = vec![sel];
+        input.extend_from_slice(&dir.child(name).and_then(|f| f.read_all()).expect("memory read"));
+        out.push(input);
+    }
+    out
+}
+
 /// Fuzz entry point: the first byte chooses the kind (FLAT, PQ, SQ) and
 /// which file of a small index the rest replaces (`index.idx` or
 /// `auxiliary.idx`); the index is then opened and searched.
@@ -288,22 +304,15 @@ mod tests {
     /// target `vector_index` runs it on arbitrary bytes).
     #[test]
     fn fuzz_entry_survives_mutations() {
-        let d = dir("seed");
-        for sel in 0u8..6 {
-            let kind = [SmallKind::Flat, SmallKind::Pq, SmallKind::Sq][(sel as usize / 2) % 3];
-            write_small(&d, kind, &aux_ivf(), &index_ivf(), &codebook()).unwrap();
-            let name = if sel % 2 == 0 { layout::INDEX_FILE } else { layout::AUXILIARY_FILE };
-            let good = d.child(name).unwrap().read_all().unwrap().to_vec();
-            let mut input = vec![sel];
-            input.extend_from_slice(&good);
+        for input in seeds() {
             vector_index(&input);
-            let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(sel);
+            let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(input[0]);
             for _ in 0..150 {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
                 let mut m = input.clone();
-                let at = 1 + (state as usize) % good.len();
+                let at = 1 + (state as usize) % (input.len() - 1);
                 m[at] ^= (state >> 32) as u8 | 1;
                 if state % 7 == 0 {
                     m.truncate(at);
