@@ -176,3 +176,40 @@ fn segments_are_searched_and_merged() {
     assert_eq!(r.rows.len(), 1000);
     assert!(r.rows.windows(2).all(|w| (w[0].1, w[0].0) <= (w[1].1, w[1].0)));
 }
+
+/// Query latency against a larger index built by pylance (not a fixture:
+/// `LANCELET_VECTOR_BENCH=dir` with `dir/ds` and `dir/expected.json` as
+/// written by a bench script that also timed pylance). Prints per-query
+/// time and agreement with pylance's rows.
+#[test]
+#[ignore]
+fn bench_against_pylance() {
+    let Ok(dir) = std::env::var("LANCELET_VECTOR_BENCH") else { return };
+    let dir = PathBuf::from(dir);
+    let exp: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let ds = Dataset::open(dir.join("ds").to_str().unwrap(), None).unwrap();
+    let metas: Vec<pb::IndexMetadata> = ds.manifest_file().indices().unwrap().into_iter().filter(|i| i.name() == "vec_idx").map(|i| i.pb).collect();
+    let index = open_all(ds.root(), &metas).unwrap();
+    let queries: Vec<Vec<f32>> =
+        exp["queries"].as_array().unwrap().iter().map(|q| q.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()).collect();
+    for run in exp["runs"].as_array().unwrap() {
+        let n = usize_of(run, "nprobes").unwrap();
+        let probes = Probes { minimum: Some(n), maximum: Some(n), search_effort: None };
+        let mk = |v: &Vec<f32>| AnnQuery { vector: v.clone(), k: 10, probes, ef: None, distance_range: (None, None) };
+        for q in &queries {
+            index.search(&mk(q), None).unwrap();
+        }
+        let t = std::time::Instant::now();
+        let mut same = 0;
+        for (q, want) in queries.iter().zip(run["rowids"].as_array().unwrap()) {
+            let got = index.search(&mk(q), None).unwrap();
+            same += usize::from(got.rows.iter().map(|r| r.0).collect::<Vec<_>>() == ids(want));
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / queries.len() as f64;
+        println!(
+            "nprobes {n}: lancelet {us:.0} us/query, pylance {:.0} us/query; identical results {same}/{}",
+            run["ms"].as_f64().unwrap() * 1000.0,
+            queries.len()
+        );
+    }
+}

@@ -190,6 +190,9 @@ impl Graphs {
         let meta = &self.metas[p];
         let range = self.ranges[p].clone();
         if range.start == range.end {
+            if n > 0 {
+                return Err(Error::corrupt(format!("HNSW partition {p} has {n} vectors and no graph rows")));
+            }
             return Ok(Graph::default());
         }
         if meta.entry_point as usize >= n {
