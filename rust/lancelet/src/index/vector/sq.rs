@@ -8,9 +8,9 @@
 //! Search quantizes the query the same way and compares codes (verified to
 //! 1e-7 against pylance's `_distance` for L2 and cosine):
 //! `distance = sum((code - query_code)²) * ((end - start) / 255)²`.
-//! For dot indices the distance is `1 - q · decoded` with `decoded = start
-//! + code * (end - start) / 255` (checked against an IVF_SQ dot index of
-//! pylance 14 to 5e-7; no fixture kept).
+//! For dot indices the distance is `1 - q · decoded` with
+//! `decoded = start + code * (end - start) / 255` (checked against an
+//! IVF_SQ dot index of pylance 14 to 5e-7; no fixture kept).
 
 use super::DistanceType;
 use crate::error::{Error, Result};
