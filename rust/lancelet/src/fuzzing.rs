@@ -627,6 +627,7 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("page_blob", |d| data_file_with_pages(d, PageKind::Blob)),
         ("tiledb_array", tiledb_array),
         ("fsst_decode", fsst_decode),
+        ("vector_index", crate::index::vector::testing::vector_index),
     ]
 }
 
@@ -640,6 +641,7 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
 /// outside the repository.
 pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
     match target {
+        "vector_index" => crate::index::vector::testing::seeds(),
         "manifest" => seed_manifests(),
         "transaction" => seed_manifests()
             .into_iter()

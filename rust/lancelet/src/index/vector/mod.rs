@@ -23,9 +23,20 @@
 //! the fragments the index does not cover.
 
 pub mod distance;
+#[cfg(test)]
+mod fixture_tests;
+pub mod hnsw;
+pub mod ivf;
 pub mod layout;
 pub mod open;
+pub mod pq;
+pub mod probes;
+pub mod search;
+pub mod sq;
+pub mod storage;
 pub mod tensor;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod testing;
 
 use std::fmt;
 
