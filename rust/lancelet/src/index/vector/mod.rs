@@ -22,10 +22,15 @@
 //! row ids with distances; the table room merges them with a flat search of
 //! the fragments the index does not cover.
 
+pub mod build;
 pub mod distance;
+pub mod kmeans;
 pub mod layout;
 pub mod open;
+pub mod pq_train;
+pub mod sq_train;
 pub mod tensor;
+pub mod write;
 
 use std::fmt;
 
