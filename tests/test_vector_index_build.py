@@ -350,3 +350,26 @@ def test_null_and_nan_vectors_are_not_indexed(tmp_path, lance_mod):
     tb = _files(lance_mod, _index_dir(ll))["auxiliary.idx"][0]
     assert tb.num_rows == ta.num_rows == N - 3
     assert tb.equals(ta)
+
+
+def test_index_statistics_equal_pylance(tmp_path, lance_mod):
+    py, ll = _pair(tmp_path, lance_mod, _table(_vectors()))
+    c, cb = _model(np.float32)
+    for t, kw in (("IVF_FLAT", {}), ("IVF_PQ", {"num_sub_vectors": 4, "pq_codebook": cb}), ("IVF_SQ", {})):
+        lance_mod.dataset(py).create_index("vec", t, ivf_centroids=c, metric="cosine", replace=True, **kw)
+        lancelet.dataset(ll).create_index("vec", t, ivf_centroids=c, metric="cosine", replace=True, **kw)
+        sa = lance_mod.dataset(py).stats.index_stats("vec_idx")
+        sb = lancelet.dataset(ll).stats.index_stats("vec_idx")
+        assert list(sb) == list(sa)
+        for k in sa:
+            if k not in ("indices", "segments", "updated_at_timestamp_ms"):
+                assert sb[k] == sa[k], k
+        ia, ib = sa["indices"][0], sb["indices"][0]
+        assert list(ib) == list(ia)
+        for k in ia:
+            if k not in ("uuid", "uri", "loss"):
+                assert ib[k] == ia[k], k
+        assert ib["uri"].endswith(f"{ib['uuid']}/index.idx")
+        assert ib["loss"] == pytest.approx(ia["loss"], rel=1e-5)
+    with pytest.raises(KeyError, match='Index "nope" not found'):
+        lancelet.dataset(ll).stats.index_stats("nope")

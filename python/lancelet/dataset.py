@@ -555,6 +555,17 @@ class Dataset:
                      num_sub_vectors, **kwargs)
         return self
 
+    def index_statistics(self, index_name: str) -> Dict[str, Any]:
+        """Statistics of a vector index, as pylance's ``stats.index_stats``."""
+        from lancelet.indices import index_statistics
+        return index_statistics(self, index_name)
+
+    @property
+    def stats(self) -> Any:
+        """``ds.stats.index_stats(name)``."""
+        from lancelet.indices import DatasetStats
+        return DatasetStats(self)
+
     def list_indices(self) -> List[Dict[str, Any]]:
         from lancelet.indices import list_indices
         return list_indices(self)

@@ -309,3 +309,65 @@ def vector_details(ds: "Dataset") -> Dict[str, Dict[str, Any]]:
     """``{uuid: details}`` of the vector index entries (``describe_indices``)."""
     import json
     return {u: json.loads(j) for u, j in _native.dataset_vector_index_details(ds._native)}
+
+
+def index_statistics(ds: "Dataset", name: str) -> Dict[str, Any]:
+    """pylance 14's ``stats.index_stats(name)`` dict for a vector index
+    (keys in pylance's order); ``KeyError`` for an unknown name."""
+    import json
+    import os
+
+    segs = _native.dataset_vector_index_stats(ds._native, name)
+    rows = [r for r in _rows(ds) if r[0] == name]
+    if not rows:
+        raise KeyError(f'Index "{name}" not found')
+    if not segs:
+        raise InvalidInputError(f"index {name!r} is not a vector index (lancelet reports statistics of vector indices)")
+    indices = []
+    for uuid, index_type, metric, centroids, lengths, loss, storage, _created in segs:
+        sm = json.loads(storage) if storage else {}
+        if index_type.endswith("PQ"):
+            sub = {"metric_type": "l2" if metric == "cosine" else metric, "nbits": sm.get("nbits"),
+                   "num_sub_vectors": sm.get("num_sub_vectors"), "dimension": sm.get("dimension"),
+                   "index_type": "PQ", "transposed": sm.get("transposed")}
+        elif index_type.endswith("SQ"):
+            sub = {"dim": sm.get("dim"), "num_bits": sm.get("num_bits"), "bounds": sm.get("bounds"),
+                   "index_type": "SQ", "metric_type": metric}
+        else:
+            sub = {"dim": sm.get("dim"), "index_type": "FLAT", "metric_type": metric}
+        indices.append({"index_type": index_type, "uuid": uuid,
+                        "uri": os.path.join(ds.uri, "_indices", uuid, "index.idx"), "metric_type": metric,
+                        "num_partitions": len(lengths), "sub_index": sub,
+                        "partitions": [{"size": n} for n in lengths], "centroids": [list(c) for c in centroids],
+                        "loss": loss, "index_file_version": "V3"})
+    covered = set()
+    for r in rows:
+        covered |= set(r[6])
+    frags = ds.get_fragments()
+    frag_rows = {f.fragment_id: f.count_rows() for f in frags}
+    indexed_rows = sum(n for f, n in frag_rows.items() if f in covered)
+    created = [r[10] for r in rows if r[10] is not None]
+    return {
+        "index_type": indices[0]["index_type"],
+        "name": name,
+        "num_indices": len(indices),
+        "num_segments": len(indices),
+        "indices": indices,
+        "segments": indices,
+        "num_indexed_fragments": sum(1 for f in frag_rows if f in covered),
+        "num_indexed_rows": indexed_rows,
+        "num_unindexed_fragments": sum(1 for f in frag_rows if f not in covered),
+        "num_unindexed_rows": sum(frag_rows.values()) - indexed_rows,
+        "num_indexed_rows_per_delta": [r[12] for r in rows],
+        "updated_at_timestamp_ms": max(created) if created else None,
+    }
+
+
+class DatasetStats:
+    """``ds.stats``: ``index_stats(name)`` as pylance 14's."""
+
+    def __init__(self, ds: "Dataset") -> None:
+        self._ds = ds
+
+    def index_stats(self, name: str) -> Dict[str, Any]:
+        return index_statistics(self._ds, name)

@@ -68,8 +68,23 @@ fn dataset_vector_index_details(py: Python<'_>, ds: &NativeDataset) -> PyResult<
     py.detach(move || guard(move || ops::vector_details(&inner))).py_err()
 }
 
+/// `(uuid, index type, metric, centroids, partition lengths, loss, storage
+/// metadata JSON, created_at)` of every segment of the vector index `name`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn dataset_vector_index_stats(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    name: String,
+) -> PyResult<Vec<(String, String, String, Vec<Vec<f32>>, Vec<u32>, Option<f64>, String, Option<u64>)>> {
+    let inner = ds.inner.clone();
+    let rows = py.detach(move || guard(move || ops::vector_stats(&inner, &name))).py_err()?;
+    Ok(rows.into_iter().map(|s| (s.uuid, s.index_type, s.metric, s.centroids, s.lengths, s.loss, s.storage_metadata, s.created_at)).collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset_create_vector_index, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_vector_index_details, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_vector_index_stats, m)?)?;
     Ok(())
 }

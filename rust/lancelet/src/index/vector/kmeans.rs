@@ -63,9 +63,9 @@ pub fn l2(a: &[f32], b: &[f32]) -> f32 {
     let (ca, ra) = (a.chunks_exact(8), a.chunks_exact(8).remainder());
     let rb = b.chunks_exact(8).remainder();
     for (x, y) in ca.zip(b.chunks_exact(8)) {
-        for i in 0..8 {
-            let d = x[i] - y[i];
-            acc[i] += d * d;
+        for ((a, p), q) in acc.iter_mut().zip(x).zip(y) {
+            let d = p - q;
+            *a += d * d;
         }
     }
     let mut s: f32 = acc.iter().sum();
@@ -82,8 +82,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let (ca, ra) = (a.chunks_exact(8), a.chunks_exact(8).remainder());
     let rb = b.chunks_exact(8).remainder();
     for (x, y) in ca.zip(b.chunks_exact(8)) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
+        for ((a, p), q) in acc.iter_mut().zip(x).zip(y) {
+            *a += p * q;
         }
     }
     let mut s: f32 = acc.iter().sum();

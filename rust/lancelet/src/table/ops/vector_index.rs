@@ -365,3 +365,69 @@ pub fn vector_details(ds: &Dataset) -> Result<Vec<(String, String)>> {
     }
     Ok(out)
 }
+
+/// What `index_statistics` reports of one vector index segment, read off
+/// its files.
+#[derive(Debug, Clone)]
+pub struct SegmentStats {
+    /// Hyphenated uuid.
+    pub uuid: String,
+    /// `lance:index`'s `type` (`IVF_PQ`, ...).
+    pub index_type: String,
+    /// `lance:index`'s `distance_type`.
+    pub metric: String,
+    /// The IVF centroids, one row per partition.
+    pub centroids: Vec<Vec<f32>>,
+    /// Rows per partition (`auxiliary.idx`).
+    pub lengths: Vec<u32>,
+    /// The IVF loss.
+    pub loss: Option<f64>,
+    /// The storage's JSON metadata string.
+    pub storage_metadata: String,
+    /// Creation time (ms).
+    pub created_at: Option<u64>,
+}
+
+/// Statistics of every segment of the vector index `name` (empty when
+/// there is no vector index of that name).
+pub fn vector_stats(ds: &Dataset, name: &str) -> Result<Vec<SegmentStats>> {
+    use crate::file::FileReader;
+    use crate::index::vector::layout::{AUXILIARY_FILE, INDEX_FILE, INDEX_METADATA_KEY, STORAGE_METADATA_KEY};
+    let mut out = Vec::new();
+    for info in ds.manifest_file().indices()? {
+        if info.name() != name || info.type_url() != crate::proto::type_url::VECTOR_INDEX_DETAILS || info.pb.files.is_empty() {
+            continue;
+        }
+        let dir = ds.root().child(&format!("{INDICES_DIR}/{}", info.uuid))?;
+        let index = FileReader::open_storage(dir.child(INDEX_FILE)?)?;
+        let path = index.path().to_string();
+        let meta = index.schema().metadata().get(INDEX_METADATA_KEY).cloned().unwrap_or_default();
+        let meta: serde_json::Value =
+            serde_json::from_str(&meta).map_err(|e| Error::corrupt_in(path.clone(), format!("{INDEX_METADATA_KEY}: {e}")))?;
+        let ivf = ipb::Ivf::decode(index.read_global_buffer(1)?).map_err(|e| Error::corrupt_in(path.clone(), format!("IVF message: {e}")))?;
+        let centroids = match &ivf.centroids_tensor {
+            Some(t) => {
+                let t = crate::index::vector::tensor::decode(t).map_err(|e| e.in_file(&path))?;
+                let dim = t.shape.get(1).copied().unwrap_or(1).max(1);
+                t.values.chunks(dim).map(<[f32]>::to_vec).collect()
+            }
+            None => Vec::new(),
+        };
+        let aux = FileReader::open_storage(dir.child(AUXILIARY_FILE)?)?;
+        let aux_path = aux.path().to_string();
+        let aux_ivf = ipb::Ivf::decode(aux.read_global_buffer(1)?).map_err(|e| Error::corrupt_in(aux_path.clone(), format!("IVF message: {e}")))?;
+        let storage = aux.schema().metadata().get(STORAGE_METADATA_KEY).cloned().unwrap_or_else(|| "[]".into());
+        let storage: Vec<String> = serde_json::from_str(&storage).map_err(|e| Error::corrupt_in(aux_path, format!("{STORAGE_METADATA_KEY}: {e}")))?;
+        out.push(SegmentStats {
+            uuid: info.uuid.clone(),
+            index_type: meta.get("type").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+            metric: meta.get("distance_type").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+            centroids,
+            lengths: aux_ivf.lengths,
+            loss: ivf.loss,
+            storage_metadata: storage.into_iter().next().unwrap_or_default(),
+            created_at: info.pb.created_at,
+        });
+    }
+    Ok(out)
+}
