@@ -125,7 +125,7 @@ pub fn nearest(x: &[f32], centroids: &[f32], dim: usize, metric: DistanceType) -
 /// pylance's dot distance `1 - x·c`.
 pub fn assign(data: &[f32], dim: usize, centroids: &[f32], metric: DistanceType) -> (Vec<u32>, f64) {
     if dim == 0 || centroids.is_empty() {
-        return (vec![0; if dim == 0 { 0 } else { data.len() / dim }], 0.0);
+        return (vec![0; data.len().checked_div(dim).unwrap_or(0)], 0.0);
     }
     crate::process::install(|| {
         let pairs: Vec<(u32, f32)> = data.par_chunks_exact(dim).with_min_len(256).map(|x| nearest(x, centroids, dim, metric)).collect();
@@ -163,7 +163,7 @@ pub struct KMeans {
 
 /// Train on `data` (rows of `dim`): `min(k, rows)` clusters.
 pub fn train(data: &[f32], dim: usize, p: KMeansParams) -> KMeans {
-    let n = if dim == 0 { 0 } else { data.len() / dim };
+    let n = data.len().checked_div(dim).unwrap_or(0);
     let k = p.k.min(n).max(1);
     if n == 0 {
         return KMeans { centroids: vec![0.0; dim], k: 1, loss: 0.0 };
