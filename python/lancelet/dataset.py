@@ -544,6 +544,28 @@ class Dataset:
         from lancelet.indices import create_scalar_index
         create_scalar_index(self, column, index_type, name, replace=replace, **kwargs)
 
+    def create_index(self, column: Any, index_type: str, name: Optional[str] = None, metric: str = "L2",
+                     replace: bool = False, num_partitions: Optional[int] = None, ivf_centroids: Any = None,
+                     pq_codebook: Any = None, num_sub_vectors: Optional[int] = None, **kwargs: Any) -> "Dataset":
+        """Build a vector index (IVF_FLAT, IVF_PQ, IVF_SQ; see
+        :func:`lancelet.indices.create_index`); this object moves to the new
+        version and is returned, as pylance 14's."""
+        from lancelet.indices import create_index
+        create_index(self, column, index_type, name, metric, replace, num_partitions, ivf_centroids, pq_codebook,
+                     num_sub_vectors, **kwargs)
+        return self
+
+    def index_statistics(self, index_name: str) -> Dict[str, Any]:
+        """Statistics of a vector index, as pylance's ``stats.index_stats``."""
+        from lancelet.indices import index_statistics
+        return index_statistics(self, index_name)
+
+    @property
+    def stats(self) -> Any:
+        """``ds.stats.index_stats(name)``."""
+        from lancelet.indices import DatasetStats
+        return DatasetStats(self)
+
     def list_indices(self) -> List[Dict[str, Any]]:
         from lancelet.indices import list_indices
         return list_indices(self)

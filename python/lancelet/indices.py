@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lancelet.dataset import Dataset
 
 __all__ = ["IndexDescription", "IndexSegmentDescription", "create_scalar_index", "list_indices", "describe_indices",
-           "drop_index", "optimize_indices"]
+           "drop_index", "optimize_indices", "create_index"]
 
 INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST")
 
@@ -138,6 +138,11 @@ def describe_indices(ds: "Dataset") -> List[IndexDescription]:
         else:
             d.segments.append(seg)
             d.num_rows_indexed += rows
+    if any(d.type_url.endswith("VectorIndexDetails") for d in by_name.values()):
+        details = vector_details(ds)
+        for d in by_name.values():
+            if d.type_url.endswith("VectorIndexDetails") and d.segments and d.segments[0].uuid in details:
+                d.details = details[d.segments[0].uuid]
     return sorted(by_name.values(), key=lambda d: d.name)
 
 
@@ -166,3 +171,203 @@ def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analy
     return _native.scan_plan(ds._native, kw.get("columns"), kw.get("filter"), kw.get("limit"), kw.get("offset") or 0,
                              kw.get("with_row_id", False), kw.get("with_row_address", False), kw.get("fragments"),
                              kw.get("use_scalar_index", True), verbose, analyze)
+
+
+# -- vector indices (IVF_FLAT, IVF_PQ, IVF_SQ) --------------------------------
+
+VECTOR_INDEX_TYPES = ["IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ", "IVF_RQ"]
+_TENSOR_TYPES = {"float16": 1, "float32": 2, "float64": 3}
+
+
+def _tensor(arr: Any, what: str):
+    """``(bytes, tensor data type, shape)`` of a float numpy array or Arrow
+    fixed-size-list array (row-major, little-endian)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(arr, (pa.FixedSizeListArray, pa.ChunkedArray)):
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        arr = arr.flatten().to_numpy(zero_copy_only=False).reshape(len(arr), arr.type.list_size)
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.name not in _TENSOR_TYPES:
+        raise TypeError(f"{what} must be floating number, got {arr.dtype}")
+    return (arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes(), _TENSOR_TYPES[arr.dtype.name],
+            [int(d) for d in arr.shape])
+
+
+def create_index(ds: "Dataset", column: Any, index_type: str, name: Optional[str] = None, metric: str = "L2",
+                 replace: bool = False, num_partitions: Optional[int] = None, ivf_centroids: Any = None,
+                 pq_codebook: Any = None, num_sub_vectors: Optional[int] = None, *,
+                 target_partition_size: Optional[int] = None, progress: Any = None, **kwargs: Any) -> None:
+    """Build a vector index (IVF_FLAT, IVF_PQ or IVF_SQ) on a fixed-size-list
+    column of float16/32/64 vectors and commit it, as pylance 14's
+    ``create_index`` does (same arguments, defaults, validation messages and
+    files). Null vectors and vectors holding NaN are not indexed. Keyword
+    arguments: ``num_bits`` (PQ 4|8, SQ; default 8), ``sample_rate`` (256),
+    ``max_iters`` (50), ``seed`` (lancelet: the k-means / sampling seed;
+    builds are reproducible)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from lancelet.exceptions import UnsupportedError
+
+    columns = [column] if isinstance(column, str) else list(column)
+    schema = ds.schema
+    resolved = []
+    for c in columns:
+        match = [f for f in schema if f.name.lower() == str(c).lower()]
+        if not match:
+            raise KeyError(f"{c} not found in schema")
+        field = match[0]
+        if pa.types.is_fixed_size_list(field.type):
+            dimension = field.type.list_size
+        elif pa.types.is_list(field.type) and pa.types.is_fixed_size_list(field.type.value_type):
+            dimension = field.type.value_type.list_size
+        else:
+            raise TypeError(f"Vector column {c} must be FixedSizeListArray "
+                            f"1-dimensional FixedShapeTensorArray, got {field.type}")
+        if num_sub_vectors is not None and dimension % num_sub_vectors != 0:
+            raise ValueError(f"dimension ({dimension}) must be divisible by num_sub_vectors ({num_sub_vectors})")
+        element_type = field.type.value_type
+        if pa.types.is_list(field.type):
+            element_type = field.type.value_type.value_type
+        if not (pa.types.is_floating(element_type) or pa.types.is_uint8(element_type)):
+            raise TypeError(f"Vector column {c} must have floating value type, got {field.type.value_type}")
+        resolved.append(field)
+    if not isinstance(metric, str) or metric.lower() not in ["l2", "cosine", "euclidean", "dot", "hamming"]:
+        raise ValueError(f"Metric {metric} not supported.")
+    index_type = index_type.upper()
+    if index_type not in VECTOR_INDEX_TYPES:
+        raise NotImplementedError(f"Only {VECTOR_INDEX_TYPES} index types supported. Got {index_type}")
+    if len(resolved) != 1:
+        raise UnsupportedError(f"vector indices cover one column, got {columns!r}")
+    field = resolved[0]
+    if pa.types.is_list(field.type):
+        raise UnsupportedError(f"building vector indices on multivector column {field.name} is not supported yet")
+    if index_type not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
+        raise UnsupportedError(f"building {index_type} indices is not supported by lancelet yet "
+                               "(IVF_FLAT, IVF_PQ and IVF_SQ are)")
+    if isinstance(num_partitions, float):
+        import warnings
+        warnings.warn("num_partitions is float, converting to int", stacklevel=3)
+        num_partitions = int(num_partitions)
+    elif num_partitions is not None and not isinstance(num_partitions, int):
+        raise TypeError(f"num_partitions must be int, got {type(num_partitions)}")
+    if ivf_centroids is None and pq_codebook is not None:
+        raise ValueError("ivf_centroids must be specified when pq_codebook is provided")
+    centroids = None
+    if ivf_centroids is not None:
+        if isinstance(ivf_centroids, np.ndarray):
+            if len(ivf_centroids.shape) != 2:
+                raise ValueError(f"Ivf centroids must be 2D array: (clusters, dim), got {ivf_centroids.shape}")
+            if ivf_centroids.shape[0] == 0:
+                raise ValueError(f"Ivf centroids must have at least one cluster, got {ivf_centroids.shape}")
+            if num_partitions is not None and ivf_centroids.shape[0] != num_partitions:
+                raise ValueError(f"Ivf centroids has {ivf_centroids.shape[0]} clusters, "
+                                 f"but num_partitions={num_partitions}")
+            if ivf_centroids.dtype not in [np.float16, np.float32, np.float64]:
+                raise TypeError("IVF centroids must be floating number" + f"got {ivf_centroids.dtype}")
+        centroids = _tensor(ivf_centroids, "IVF centroids")
+    num_bits = kwargs.pop("num_bits", None)
+    codebook = None
+    if "PQ" in index_type:
+        if num_sub_vectors is None:
+            raise ValueError("num_partitions and num_sub_vectors are required for IVF_PQ")
+        if pq_codebook is not None:
+            if isinstance(pq_codebook, np.ndarray):
+                expected = 2 ** (8 if num_bits is None else num_bits)
+                if (len(pq_codebook.shape) != 3 or pq_codebook.shape[0] != num_sub_vectors
+                        or pq_codebook.shape[1] != expected):
+                    raise ValueError("PQ codebook must be 3D array: "
+                                     f"(sub_vectors, {expected}, dim) "
+                                     f"for num_bits={8 if num_bits is None else num_bits}, "
+                                     f"got {pq_codebook.shape}")
+                if pq_codebook.dtype not in [np.float16, np.float32, np.float64]:
+                    raise TypeError("PQ codebook must be floating number" + f"got {pq_codebook.dtype}")
+            codebook = _tensor(pq_codebook, "PQ codebook")
+    sample_rate = int(kwargs.pop("sample_rate", 256))
+    max_iters = int(kwargs.pop("max_iters", 50))
+    seed = kwargs.pop("seed", None)
+    callback = kwargs.pop("progress_callback", None)
+    for k, v in kwargs.items():
+        if v is not None and k not in ("accelerator", "index_cache_size", "shuffle_partition_batches",
+                                       "shuffle_partition_concurrency", "storage_options", "filter_nan", "train",
+                                       "skip_transpose", "m", "ef_construction", "max_level"):
+            raise UnsupportedError(f"create_index does not take {k!r} in lancelet")
+    for k in ("ivf_centroids_file", "precomputed_partition_dataset", "fragment_ids", "index_uuid"):
+        if kwargs.get(k) is not None:
+            raise UnsupportedError(f"create_index({k}=...) is not supported by lancelet")
+    native = _native.dataset_create_vector_index(
+        ds._native, field.name, index_type, name, metric, bool(replace), num_partitions, target_partition_size,
+        centroids, codebook, num_sub_vectors, num_bits, sample_rate, max_iters, seed,
+        _inputs.commit_args(progress=progress_callback(progress if progress is not None else callback)))
+    ds._become(native)
+
+
+def vector_details(ds: "Dataset") -> Dict[str, Dict[str, Any]]:
+    """``{uuid: details}`` of the vector index entries (``describe_indices``)."""
+    import json
+    return {u: json.loads(j) for u, j in _native.dataset_vector_index_details(ds._native)}
+
+
+def index_statistics(ds: "Dataset", name: str) -> Dict[str, Any]:
+    """pylance 14's ``stats.index_stats(name)`` dict for a vector index
+    (keys in pylance's order); ``KeyError`` for an unknown name."""
+    import json
+    import os
+
+    segs = _native.dataset_vector_index_stats(ds._native, name)
+    rows = [r for r in _rows(ds) if r[0] == name]
+    if not rows:
+        raise KeyError(f'Index "{name}" not found')
+    if not segs:
+        raise InvalidInputError(f"index {name!r} is not a vector index (lancelet reports statistics of vector indices)")
+    indices = []
+    for uuid, index_type, metric, centroids, lengths, loss, storage, _created in segs:
+        sm = json.loads(storage) if storage else {}
+        if index_type.endswith("PQ"):
+            sub = {"metric_type": "l2" if metric == "cosine" else metric, "nbits": sm.get("nbits"),
+                   "num_sub_vectors": sm.get("num_sub_vectors"), "dimension": sm.get("dimension"),
+                   "index_type": "PQ", "transposed": sm.get("transposed")}
+        elif index_type.endswith("SQ"):
+            sub = {"dim": sm.get("dim"), "num_bits": sm.get("num_bits"), "bounds": sm.get("bounds"),
+                   "index_type": "SQ", "metric_type": metric}
+        else:
+            sub = {"dim": sm.get("dim"), "index_type": "FLAT", "metric_type": metric}
+        indices.append({"index_type": index_type, "uuid": uuid,
+                        "uri": os.path.join(ds.uri, "_indices", uuid, "index.idx"), "metric_type": metric,
+                        "num_partitions": len(lengths), "sub_index": sub,
+                        "partitions": [{"size": n} for n in lengths], "centroids": [list(c) for c in centroids],
+                        "loss": loss, "index_file_version": "V3"})
+    covered = set()
+    for r in rows:
+        covered |= set(r[6])
+    frags = ds.get_fragments()
+    frag_rows = {f.fragment_id: f.count_rows() for f in frags}
+    indexed_rows = sum(n for f, n in frag_rows.items() if f in covered)
+    created = [r[10] for r in rows if r[10] is not None]
+    return {
+        "index_type": indices[0]["index_type"],
+        "name": name,
+        "num_indices": len(indices),
+        "num_segments": len(indices),
+        "indices": indices,
+        "segments": indices,
+        "num_indexed_fragments": sum(1 for f in frag_rows if f in covered),
+        "num_indexed_rows": indexed_rows,
+        "num_unindexed_fragments": sum(1 for f in frag_rows if f not in covered),
+        "num_unindexed_rows": sum(frag_rows.values()) - indexed_rows,
+        "num_indexed_rows_per_delta": [r[12] for r in rows],
+        "updated_at_timestamp_ms": max(created) if created else None,
+    }
+
+
+class DatasetStats:
+    """``ds.stats``: ``index_stats(name)`` as pylance 14's."""
+
+    def __init__(self, ds: "Dataset") -> None:
+        self._ds = ds
+
+    def index_stats(self, name: str) -> Dict[str, Any]:
+        return index_statistics(self._ds, name)

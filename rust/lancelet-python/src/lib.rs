@@ -17,6 +17,7 @@ mod optimize;
 mod tiledb;
 mod tiledb_ops;
 mod tiledb_write;
+mod vector_index;
 mod write;
 
 use pyo3::prelude::*;
@@ -157,6 +158,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     evolve::register(m)?;
     optimize::register(m)?;
     index::register(m)?;
+    vector_index::register(m)?;
     tiledb::register(m)?;
     tiledb_ops::register(m)?;
     tiledb_write::register(m)?;

@@ -22,21 +22,27 @@
 //! row ids with distances; the table room merges them with a flat search of
 //! the fragments the index does not cover.
 
+pub mod build;
 pub mod distance;
+pub mod build;
 #[cfg(test)]
 mod fixture_tests;
 pub mod hnsw;
 pub mod ivf;
+pub mod kmeans;
 pub mod layout;
 pub mod open;
 pub mod pq;
+pub mod pq_train;
 pub mod probes;
 pub mod search;
 pub mod sq;
+pub mod sq_train;
 pub mod storage;
 pub mod tensor;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod testing;
+pub mod write;
 
 use std::fmt;
 

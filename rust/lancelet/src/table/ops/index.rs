@@ -116,7 +116,7 @@ fn build_segment(
 }
 
 /// Best-effort removal of an index directory nobody references.
-fn remove_dir(dir: &crate::io::Storage) {
+pub(crate) fn remove_dir(dir: &crate::io::Storage) {
     if let Ok(files) = dir.list() {
         for (name, _) in files {
             if let Ok(f) = dir.child(&name) {
@@ -127,7 +127,12 @@ fn remove_dir(dir: &crate::io::Storage) {
 }
 
 /// Commit a `CreateIndex`; on failure remove the new indices' directories.
-fn commit_index_change(ds: &Dataset, new: Vec<pb::IndexMetadata>, removed: Vec<pb::IndexMetadata>, props: &CommitProperties) -> Result<Dataset> {
+pub(crate) fn commit_index_change(
+    ds: &Dataset,
+    new: Vec<pb::IndexMetadata>,
+    removed: Vec<pb::IndexMetadata>,
+    props: &CommitProperties,
+) -> Result<Dataset> {
     let dirs: Vec<String> =
         new.iter().map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default())).collect();
     let txn = new_transaction(ds.version(), Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed }));
@@ -308,7 +313,12 @@ pub fn list_indices(ds: &Dataset) -> Result<Vec<IndexListing>> {
         }
         out.push(IndexListing {
             name: info.name().to_string(),
-            type_name: info.type_name(),
+            type_name: match info.pb.index_details.as_ref() {
+                Some(d) if d.type_url == crate::proto::type_url::VECTOR_INDEX_DETAILS => {
+                    crate::table::ops::vector_index::vector_type_name(&d.value).map(str::to_string).unwrap_or_else(|| info.type_name())
+                }
+                _ => info.type_name(),
+            },
             uuid: info.uuid.clone(),
             fields,
             field_ids: info.pb.fields.clone(),

@@ -10,7 +10,8 @@
 //!   (`Update`, rows rewritten);
 //! * [`merge_insert`]: upsert / delete by key columns (`Update`);
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
-//! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`).
+//! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`);
+//! * [`vector_index`]: build IVF_FLAT / IVF_PQ / IVF_SQ vector indices (`CreateIndex`).
 
 use crate::error::Result;
 
@@ -21,6 +22,7 @@ pub mod merge_insert;
 pub mod retry;
 mod rewrite;
 pub mod update;
+pub mod vector_index;
 
 #[cfg(test)]
 mod tests;
