@@ -24,7 +24,6 @@
 
 pub mod build;
 pub mod distance;
-pub mod build;
 #[cfg(test)]
 mod fixture_tests;
 pub mod hnsw;
