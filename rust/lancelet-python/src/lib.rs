@@ -14,6 +14,7 @@ mod evolve;
 mod file;
 mod index;
 mod namespace;
+mod nearest;
 mod ops;
 mod optimize;
 mod tiledb;
@@ -101,6 +102,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     evolve::register(m)?;
     optimize::register(m)?;
     index::register(m)?;
+    nearest::register(m)?;
     tiledb::register(m)?;
     tiledb_ops::register(m)?;
     tiledb_write::register(m)?;
