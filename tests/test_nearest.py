@@ -239,3 +239,59 @@ def test_flat_plans(lance_mod, base, kw):
     theirs = lance_mod.dataset(path).scanner(nearest=nn, **kw).explain_plan(True)
     ours = lancelet.dataset(path).scanner(nearest=nn, **kw).explain_plan(True)
     assert _norm_plan(ours, path) == _norm_plan(theirs, path)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, lance_mod):
+    """pylance's IVF_FLAT index on 2 of 3 fragments (the third appended
+    after), and a copy where it covers everything."""
+    root = tmp_path_factory.mktemp("nnidx")
+    tbl, vecs = make_table(3000, seed=13)
+    full, part = str(root / "full"), str(root / "part")
+    for p in (full, part):
+        lance_mod.write_dataset(tbl.slice(0, 2000), p, max_rows_per_file=1000)
+        lance_mod.dataset(p).create_index("vec", "IVF_FLAT", num_partitions=4)
+    lance_mod.write_dataset(tbl.slice(2000), part, mode="append")
+    return full, part, vecs
+
+
+@pytest.mark.parametrize("which", ["full", "part"])
+@pytest.mark.parametrize("kw", [
+    dict(columns=["id"]),
+    dict(columns=["id"], nn={"nprobes": 2, "refine_factor": 3}),
+    dict(columns=["id"], filter="id > 100"),
+    dict(columns=["id"], filter="id > 100", prefilter=True),
+    dict(columns=["id"], fast_search=True),
+    dict(columns=["id", "s"], with_row_id=True, limit=3),
+    dict(columns=["id"], limit=2, offset=1),
+    dict(columns=["id"], offset=7),
+    dict(columns=["id"], offset=2),
+    dict(columns=["id"], limit=7),
+    dict(columns=["id"], limit=3, offset=1, filter="id > 3", prefilter=True),
+    dict(columns=["id"], limit=3, filter="id > 3"),
+    dict(columns=["id"], limit=3, nn={"refine_factor": 2}),
+    dict(columns=["id"], nn={"use_index": False}, offset=2),
+    dict(columns=["id"], nn={"use_index": False}, limit=7),
+])
+def test_indexed_plans(lance_mod, indexed, which, kw):
+    full, part, vecs = indexed
+    path = full if which == "full" else part
+    kw = dict(kw)
+    nn = {"column": "vec", "q": vecs[0], "k": 5, **kw.pop("nn", {})}
+    theirs = lance_mod.dataset(path).scanner(nearest=nn, **kw).explain_plan(True)
+    ours = lancelet.dataset(path).scanner(nearest=nn, **kw).explain_plan(True)
+    assert _norm_plan(ours, path) == _norm_plan(theirs, path)
+
+
+def test_indexed_dataset_without_the_index(lance_mod, indexed):
+    """use_index=False, or a metric other than the index's: exact flat
+    search, as pylance (plan included)."""
+    _, part, vecs = indexed
+    q = queries(vecs, 1)[0]
+    same(lance_mod, part, {"column": "vec", "q": q, "k": 6, "use_index": False}, columns=["id"])
+    nn = {"column": "vec", "q": q, "k": 6, "metric": "cosine"}
+    theirs = lance_mod.dataset(part).to_table(nearest=nn, columns=["id"])
+    ours = lancelet.dataset(part).to_table(nearest=nn, columns=["id"])
+    assert ours["id"].to_pylist() == theirs["id"].to_pylist()
+    plan = lancelet.dataset(part).scanner(nearest=nn, columns=["id"]).explain_plan()
+    assert "KNNVectorDistance: metric=cosine" in plan and "ANNSubIndex" not in plan

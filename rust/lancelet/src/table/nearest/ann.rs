@@ -10,10 +10,10 @@
 //!   distances re-rank them (then `distance_range` applies again, on the
 //!   exact distances).
 //! * Fragments the index does not cover (appended since) are searched
-//!   flat, unless `fast_search`: the index's `k` candidates (not
-//!   `k * refine`) get exact distances too and the union's top `k` is kept,
-//!   so a poor approximate candidate is not replaced by a better one the
-//!   index missed (what pylance does).
+//!   flat, unless `fast_search`: the index's candidates (`k`, or the top
+//!   `k` of the refined `k * refine_factor`) get exact distances too and
+//!   the union's top `k` is kept, so a poor approximate candidate is not
+//!   replaced by a better one the index missed (what pylance does).
 //!
 //! Nothing here falls back to a flat search when the index cannot be opened:
 //! the error is reported, since a silent flat search would change results
@@ -158,7 +158,7 @@ pub fn search(ds: &Arc<Dataset>, s: &NearestScan, vc: &VectorColumn, r: &IndexRo
     }
     let rest = if s.fast_search { Vec::new() } else { unindexed(ds, r) };
     let merge_flat = !rest.is_empty();
-    let refine = n.refine_factor.filter(|_| !merge_flat);
+    let refine = n.refine_factor;
     let k_index = n.k * refine.map_or(1, |f| f.max(1) as usize);
     let allowed = allowed_rows(ds, s, r)?;
     let kernel = Kernel::new(r.metric, vc.dim, &flat::column_queries(&n.queries, vc.element));

@@ -183,7 +183,7 @@ impl NearestScan {
             return Err(Error::invalid_input("Nearest-K must be > 0 but got 0"));
         }
         if n.num_queries == 0 || n.queries.len() != n.num_queries * vc.dim {
-            let got = if n.num_queries == 0 { 0 } else { n.queries.len() / n.num_queries };
+            let got = n.queries.len().checked_div(n.num_queries).unwrap_or(0);
             return Err(Error::invalid_input(format!("Query vector size {got} does not match index column size {}", vc.dim)));
         }
         if n.metric == Some(DistanceType::Hamming) && vc.element != ElementType::U8 {
@@ -208,7 +208,7 @@ impl NearestScan {
         }
         for c in self.out_cols(ds) {
             fields.push(match c {
-                OutCol::Data(n) => ds.schema().field_with_name(&n).map(|f| f.clone()).unwrap_or_else(|_| Field::new(n, DataType::Null, true)),
+                OutCol::Data(n) => ds.schema().field_with_name(&n).cloned().unwrap_or_else(|_| Field::new(n, DataType::Null, true)),
                 OutCol::Distance => Field::new(DISTANCE, DataType::Float32, true),
                 OutCol::RowId => Field::new(ROW_ID, DataType::UInt64, true),
             });

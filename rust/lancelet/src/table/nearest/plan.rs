@@ -270,6 +270,8 @@ pub fn explain(ds: &std::sync::Arc<Dataset>, s: &NearestScan) -> Result<String> 
     let filter_sql = s.filter.as_ref().map(|f| f.text());
     let filter_cols: Vec<String> = s.filter.as_ref().map(|f| f.columns()).unwrap_or_default();
     let prefilter = s.prefilter && filter_sql.is_some();
+    // (skip, fetch, top-k fetch) of a limit pushed into the index's top-k.
+    let mut pushed: Option<(usize, usize, usize)> = None;
     let (mut node, mut schema) = match &route {
         Route::Flat { metric } => {
             let mut scan_cols = vec![col.clone()];
@@ -301,9 +303,26 @@ pub fn explain(ds: &std::sync::Arc<Dataset>, s: &NearestScan) -> Result<String> 
                 (node, schema)
             }
         }
-        Route::Index(r) => index_plan(ds, s, r, &uri, prefilter, filter_sql.as_deref(), &filter_cols),
+        Route::Index(r) => {
+            // A limit right above the index's top-k (no refine, no union,
+            // no postfilter) is pushed into it, as DataFusion does.
+            let plain = s.fast_search || unindexed(ds, r).is_empty();
+            if plain && n.refine_factor.is_none() && (prefilter || filter_sql.is_none()) && (s.limit.is_some() || s.offset > 0) {
+                let skip = s.offset as usize;
+                let fetch = s.limit.map_or(n.k.saturating_sub(skip), |l| l as usize);
+                let sort_fetch = if s.limit.is_some() { n.k.min(skip + fetch) } else { skip + fetch };
+                pushed = Some((skip, fetch, sort_fetch));
+            }
+            index_plan(ds, s, r, &uri, prefilter, filter_sql.as_deref(), &filter_cols, pushed.map(|p| p.2))
+        }
     };
     let limit = |node: Node| -> Node {
+        if let Some((skip, fetch, _)) = pushed {
+            if skip == 0 {
+                return node;
+            }
+            return Node::over(format!("GlobalLimitExec: skip={skip}, fetch={fetch}"), node);
+        }
         if s.limit.is_none() && s.offset == 0 {
             return node;
         }
@@ -353,7 +372,9 @@ fn range_text(range: (Option<f32>, Option<f32>), schema: &[String]) -> Option<St
     }
 }
 
-/// The ANN part of the plan and its output schema.
+/// The ANN part of the plan and its output schema (`sort_fetch`: a limit
+/// pushed into the index's top-k).
+#[allow(clippy::too_many_arguments)]
 fn index_plan(
     ds: &Dataset,
     s: &NearestScan,
@@ -362,12 +383,13 @@ fn index_plan(
     prefilter: bool,
     filter_sql: Option<&str>,
     filter_cols: &[String],
+    sort_fetch: Option<usize>,
 ) -> (Node, Vec<String>) {
     let n = &s.nearest;
     let col = n.column.clone();
     let rest = if s.fast_search { Vec::new() } else { unindexed(ds, r) };
     let merge_flat = !rest.is_empty();
-    let refine = n.refine_factor.filter(|_| !merge_flat);
+    let refine = n.refine_factor;
     let k_index = n.k * refine.map_or(1, |f| f.max(1) as usize);
     let deltas = r.segments.len();
     let maxp = n.probes.maximum.map_or("None".to_string(), |m| format!("Some({m})"));
@@ -387,7 +409,15 @@ fn index_plan(
         )));
     }
     let ann_schema = vec![DISTANCE.to_string(), ROW_ID.to_string()];
-    let ann = sort_node(k_index, &ann_schema, ann);
+    let ann = sort_node(sort_fetch.unwrap_or(k_index), &ann_schema, ann);
+    // With refine_factor: the candidates' vectors, exact distances, top k;
+    // the schema is then [_rowid, vec, _distance].
+    let refined = |ann: Node| -> Node {
+        let node = take(uri, std::slice::from_ref(&col), ann);
+        let schema = [ROW_ID.to_string(), col.clone(), DISTANCE.to_string()];
+        let node = Node::over(format!("KNNVectorDistance: metric={}", r.metric.as_str()), node);
+        not_null(&schema, sort_node(n.k, &schema, node))
+    };
     if merge_flat {
         // (a) flat top-k of the unindexed fragments, (b) the index's k
         // candidates with their vectors; exact distances of the union.
@@ -407,16 +437,11 @@ fn index_plan(
         }
         flat = Node::over(format!("KNNVectorDistance: metric={}", r.metric.as_str()), flat);
         flat = not_null(&flat_schema, sort_node(n.k, &flat_schema, flat));
-        let flat = Node::over(
-            format!(
-                "ProjectionExec: expr=[{} as _distance, {} as _rowid, {} as {col}]",
-                col_ref(&flat_schema, DISTANCE),
-                col_ref(&flat_schema, ROW_ID),
-                col_ref(&flat_schema, &col)
-            ),
-            flat,
-        );
-        let indexed = take(uri, std::slice::from_ref(&col), ann);
+        // The flat branch is projected to the index branch's schema.
+        let order: Vec<&str> = if refine.is_some() { vec![ROW_ID, &col, DISTANCE] } else { vec![DISTANCE, ROW_ID, &col] };
+        let exprs: Vec<String> = order.iter().map(|c| format!("{} as {c}", col_ref(&flat_schema, c))).collect();
+        let flat = Node::over(format!("ProjectionExec: expr=[{}]", exprs.join(", ")), flat);
+        let indexed = if refine.is_some() { refined(ann) } else { take(uri, std::slice::from_ref(&col), ann) };
         let union = Node { text: "UnionExec".into(), children: vec![flat, indexed] };
         // The union is [_distance, _rowid, vec]; the exact distance
         // replaces `_distance` at the end.
@@ -425,10 +450,7 @@ fn index_plan(
         return (not_null(&schema, sort_node(n.k, &schema, node)), schema);
     }
     if refine.is_some() {
-        let node = take(uri, std::slice::from_ref(&col), ann);
-        let schema = vec![ROW_ID.to_string(), col.clone(), DISTANCE.to_string()];
-        let node = Node::over(format!("KNNVectorDistance: metric={}", r.metric.as_str()), node);
-        return (not_null(&schema, sort_node(n.k, &schema, node)), schema);
+        return (refined(ann), vec![ROW_ID.to_string(), col.clone(), DISTANCE.to_string()]);
     }
     (ann, ann_schema)
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Int64Type, UInt64Type};
+use arrow_array::types::{Float32Type, Int64Type};
 use arrow_array::{FixedSizeListArray, Float32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringBitmap;
@@ -214,5 +214,4 @@ fn bad_queries_are_typed_errors() {
     s.nearest.k = 3;
     s.nearest.column = "id".into();
     assert!(matches!(search(&ds, &s), Err(Error::InvalidInput { .. })));
-    let _ = UInt64Type::default;
 }
