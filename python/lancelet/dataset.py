@@ -256,6 +256,8 @@ class Scanner:
         return self.to_reader().schema
 
     def _native_reader(self) -> pa.RecordBatchReader:
+        if "nearest" in self._kw:
+            return pa.RecordBatchReader.from_stream(_native.nearest_search(self._ds._native, self._kw["nearest"]))
         return pa.RecordBatchReader.from_stream(self._ds._native.scan(**self._kw))
 
     def to_reader(self) -> pa.RecordBatchReader:
@@ -269,10 +271,14 @@ class Scanner:
         return _args.typed_batches(self._native_reader())
 
     def to_table(self) -> pa.Table:
+        if "nearest" in self._kw:
+            return _args.read_all(self._native_reader())
         return _args.read_all(pa.RecordBatchReader.from_stream(self._ds._native.scan_all(**self._kw)))
 
     def count_rows(self) -> int:
         kw = self._kw
+        if "nearest" in kw:
+            return self.to_table().num_rows
         return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"],
                                            kw["use_scalar_index"])
 
@@ -280,12 +286,17 @@ class Scanner:
         """The scan's plan; when scalar indices answer (part of) the filter
         it has pylance's ``ScalarIndexQuery: query=[...]@<index>(<type>)``
         line. Nothing is read but index metadata."""
+        if "nearest" in self._kw:
+            return _native.nearest_plan(self._ds._native, self._kw["nearest"])
         from lancelet.indices import scan_plan
         return scan_plan(self._ds, self._kw, verbose=verbose)
 
     def analyze_plan(self) -> str:
         """Run the scan and return its plan with what happened (rows out,
         rows the indices selected, fragments scanned without them, times)."""
+        if "nearest" in self._kw:
+            from lancelet import _nearest
+            return _nearest.analyze(self)
         from lancelet.indices import scan_plan
         return scan_plan(self._ds, self._kw, analyze=True)
 
@@ -377,6 +388,9 @@ class Dataset:
         rows ``start <= offset < end`` of each fragment scanned (how a
         distributed task reads one slice of a large fragment)."""
         filter = _filter(filter)
+        nearest = unsupported.pop("nearest", None)
+        prefilter = bool(unsupported.pop("prefilter", False))
+        fast_search = bool(unsupported.pop("fast_search", False))
         for k, v in unsupported.items():
             if v is not None and v is not False:
                 raise UnsupportedError(f"scanner option {k!r} is not implemented yet")
@@ -387,11 +401,15 @@ class Dataset:
         if fragments is not None:
             frag_ids = [f.fragment_id if isinstance(f, LanceFragment) else _args.integer(f, "fragments")
                         for f in fragments]
-        return Scanner(self, dict(
+        kw = dict(
             columns=_columns(columns), limit=_non_negative("limit", limit), offset=_non_negative("offset", offset) or 0,
             with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
             filter=filter, row_range=_row_range(row_range),
-            use_scalar_index=True if use_scalar_index is None else bool(use_scalar_index)))
+            use_scalar_index=True if use_scalar_index is None else bool(use_scalar_index))
+        if nearest is not None:
+            from lancelet import _nearest
+            kw["nearest"] = _nearest.scan_params(self.schema, nearest, kw, prefilter=prefilter, fast_search=fast_search)
+        return Scanner(self, kw)
 
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,
                  offset: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False,

@@ -12,6 +12,7 @@ mod evolve;
 mod file;
 mod index;
 mod namespace;
+mod nearest;
 mod ops;
 mod optimize;
 mod tiledb;
@@ -159,6 +160,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     optimize::register(m)?;
     index::register(m)?;
     vector_index::register(m)?;
+    nearest::register(m)?;
     tiledb::register(m)?;
     tiledb_ops::register(m)?;
     tiledb_write::register(m)?;

@@ -45,6 +45,7 @@ pub mod hooks;
 pub mod index_section;
 pub mod indexed;
 pub mod manifest;
+pub mod nearest;
 pub mod ops;
 pub mod optimize;
 pub mod properties;
