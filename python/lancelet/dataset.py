@@ -552,6 +552,10 @@ class Dataset:
         from lancelet.indices import describe_indices
         return describe_indices(self)
 
+    def index_statistics(self, index_name: str) -> Dict[str, Any]:
+        from lancelet.indices import index_statistics
+        return index_statistics(self, index_name)
+
     def drop_index(self, name: str) -> None:
         """Remove the index ``name``; this object moves to the new version."""
         from lancelet.indices import drop_index

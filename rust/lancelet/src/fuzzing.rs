@@ -627,6 +627,8 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("page_blob", |d| data_file_with_pages(d, PageKind::Blob)),
         ("tiledb_array", tiledb_array),
         ("fsst_decode", fsst_decode),
+        ("zonemap_index", zonemap_index),
+        ("bloomfilter_index", bloomfilter_index),
     ]
 }
 
@@ -702,6 +704,7 @@ pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
         }
         "tiledb_array" => tiledb_target::seeds(),
         "fsst_decode" => fsst_target::seeds(),
+        "zonemap_index" | "bloomfilter_index" => skip_target::seeds(target),
         _ => Vec::new(),
     }
 }
@@ -756,6 +759,10 @@ pub use tiledb_target::tiledb_array;
 #[path = "fuzzing_fsst.rs"]
 mod fsst_target;
 pub use fsst_target::fsst_decode;
+
+#[path = "fuzzing_skip.rs"]
+mod skip_target;
+pub use skip_target::{bloomfilter_index, zonemap_index};
 
 #[cfg(test)]
 #[path = "fuzzing_tests.rs"]
