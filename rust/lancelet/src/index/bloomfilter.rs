@@ -14,10 +14,10 @@
 //! ```
 //!
 //! The zone size is `number_of_items`, which also sizes every filter with
-//! `probability`: Parquet's split block bloom filter (SBBF) of
-//! `-8·n / ln(1 - p^(1/8))` bits, in bytes clamped to 32..=128 MiB and
-//! rounded up to a power of two, stored as blocks of eight little-endian
-//! u32 words. A value is inserted by `h = xxHash64(seed 0, bytes)`: block
+//! `probability`: a Parquet-style split block bloom filter (SBBF) of the
+//! smallest power-of-two size (32 B..=128 MiB) whose false positive
+//! probability for `number_of_items` values (Putze et al.'s formula) is at
+//! most `probability`, stored as blocks of eight little-endian u32 words. A value is inserted by `h = xxHash64(seed 0, bytes)`: block
 //! `((h >> 32) · blocks) >> 32`, and in word `i` bit `((h as u32) ·
 //! SALT[i]) >> 27`. The bytes hashed are a string's or binary's bytes, or
 //! a number's little-endian bytes at its width (dates, times and
@@ -100,15 +100,48 @@ pub fn type_error(dt: &DataType) -> Error {
     ))
 }
 
-/// Filter size in bytes for `items` values at false positive rate `p`.
+/// The false positive probability of a filter of `2^log2_bytes` bytes
+/// holding `ndv` values (Putze et al., "Cache-, hash- and space-efficient
+/// bloom filters", equation 3, as Lance and Arrow compute it).
+fn false_positive_probability(ndv: u64, log2_bytes: u8) -> f64 {
+    const WORD_BITS: f64 = 32.0;
+    const BUCKET_WORDS: f64 = 8.0;
+    let bytes = (1u64 << log2_bytes) as f64;
+    let ndv = ndv as f64;
+    if ndv == 0.0 {
+        return 0.0;
+    }
+    if ndv / (bytes * 8.0) > 2.0 {
+        return 1.0;
+    }
+    let lam = BUCKET_WORDS * WORD_BITS / ((bytes * 8.0) / ndv);
+    let loglam = lam.ln();
+    let mut result = 0.0f64;
+    for i in (0..750i32).rev() {
+        let logp = f64::from(i) * loglam - lam - libm::lgamma(f64::from(i + 1));
+        let logfinner = BUCKET_WORDS * (1.0 - (1.0 - 1.0 / WORD_BITS).powi(i)).ln();
+        result += (logp + logfinner).exp();
+    }
+    result.min(1.0)
+}
+
+/// Filter size in bytes for `items` values at false positive rate `p`:
+/// the smallest power of two whose probability is at most `p`, clamped to
+/// 32 B..=128 MiB (Lance's `Sbbf::with_ndv_fpp`).
 pub fn filter_bytes(items: u64, p: f64) -> Result<usize> {
     if !(0.0..1.0).contains(&p) {
         return Err(Error::invalid_input(format!("Failed to build SBBF: InvalidFpp {{ fpp: {p:?} }}")));
     }
-    let bits = -8.0 * items as f64 / (1.0 - p.powf(1.0 / 8.0)).ln();
-    // `as` saturates (and maps NaN to 0), as Parquet's does.
-    let bytes = (bits as usize) / 8;
-    Ok(bytes.clamp(MIN_BYTES, MAX_BYTES).next_power_of_two())
+    let (mut low, mut high) = (0u8, 64u8);
+    while high > low + 1 {
+        let mid = (high + low) / 2;
+        if false_positive_probability(items, mid) <= p {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    Ok(1usize << high.clamp(MIN_BYTES.trailing_zeros() as u8, MAX_BYTES.trailing_zeros() as u8))
 }
 
 /// xxHash64 (seed 0) of the bytes of every value of `a` (nulls hash
@@ -350,7 +383,19 @@ mod tests {
     fn sizes_as_parquet() {
         assert_eq!(filter_bytes(8192, 0.00057).unwrap(), 32768);
         assert_eq!(filter_bytes(4, 0.01).unwrap(), 32);
-        assert_eq!(filter_bytes(3, 0.0).unwrap(), 32);
+        // pylance 14's sizes
+        for (n, p, bytes) in [
+            (100, 0.01, 256),
+            (65, 0.01, 128),
+            (1000, 0.01, 2048),
+            (1500, 0.001, 4096),
+            (5000, 0.2, 4096),
+            (7, 0.5, 32),
+            (129, 0.00057, 512),
+            (2049, 0.1, 2048),
+        ] {
+            assert_eq!(filter_bytes(n, p).unwrap(), bytes, "{n} {p}");
+        }
         assert!(filter_bytes(3, 1.0).is_err());
         assert!(filter_bytes(3, -0.5).is_err());
         assert_eq!(format_probability(0.00057), "0.00057");

@@ -291,6 +291,12 @@ fn show_value(a: &ArrayRef, i: usize) -> String {
     if a.is_null(i) {
         return String::new();
     }
+    // DataFusion prints floats as Rust does (`50`, `0.5`, `-0`, `NaN`).
+    match a.data_type() {
+        DataType::Float32 => return format!("{}", a.as_any().downcast_ref::<arrow_array::Float32Array>().expect("f32").value(i)),
+        DataType::Float64 => return format!("{}", a.as_any().downcast_ref::<arrow_array::Float64Array>().expect("f64").value(i)),
+        _ => {}
+    }
     let opts = arrow_cast::display::FormatOptions::default();
     match arrow_cast::display::ArrayFormatter::try_new(a.as_ref(), &opts) {
         Ok(f) => f.value(i).to_string(),

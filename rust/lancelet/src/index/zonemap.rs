@@ -15,10 +15,10 @@
 //! ```
 //!
 //! Values are ordered as Arrow's comparators order them (floats by
-//! `total_cmp`, so NaN is the largest); a zone of nulls only has null
-//! `min`/`max`. The manifest entry's details are
+//! `total_cmp`, so NaN is the largest); `min` skips NaNs; a zone of nulls
+//! only has null `min`/`max` (a zone of NaNs a null `min`). The manifest entry's details are
 //! `/lance.table.ZoneMapIndexDetails` with field 1 = rows_per_zone, field 2
-//! = 1 for string and binary columns (0 otherwise), field 3 = 1;
+//! = 1 for string, binary and decimal columns (0 otherwise), field 3 = 1;
 //! `index_version` 0.
 //!
 //! A search answers with the rows of every zone that may hold a match, so
@@ -77,7 +77,10 @@ pub fn details(rows_per_zone: u64, dt: &DataType) -> Vec<u8> {
         v >>= 7;
     }
     out.push(v as u8);
-    let bytes_like = matches!(dt, DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary);
+    let bytes_like = matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary | DataType::Decimal128(..) | DataType::Decimal256(..)
+    );
     out.extend_from_slice(&[0x10, u8::from(bytes_like), 0x18, 0x01]);
     out
 }
@@ -100,7 +103,13 @@ pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData, rows_per_
                 continue;
             }
             if float && float_at(values.as_ref(), i).is_some_and(f64::is_nan) {
+                // NaN is the largest value but never the minimum (a zone of
+                // NaNs has a null min, as pylance writes it).
                 n_nan += 1;
+                if hi.is_none_or(|h| cmp(i, h) == Ordering::Greater) {
+                    hi = Some(i);
+                }
+                continue;
             }
             if lo.is_none_or(|l| cmp(i, l) == Ordering::Less) {
                 lo = Some(i);
@@ -116,6 +125,10 @@ pub fn write(dir: &Storage, version: FileVersion, data: &TrainingData, rows_per_
     }
     if values.len() > u32::MAX as usize {
         return Err(Error::invalid_input("a ZONEMAP index build holds at most 2^32 rows"));
+    }
+    if matches!(dt, DataType::FixedSizeBinary(_)) {
+        // pylance 14 keeps no statistics for fixed-size binary columns.
+        mins.iter_mut().chain(maxs.iter_mut()).for_each(|m| *m = None);
     }
     let take = |ix: Vec<Option<u32>>| arrow_select::take::take(values.as_ref(), &UInt32Array::from(ix), None).map_err(Error::internal_arrow);
     let metadata: HashMap<String, String> =
@@ -208,6 +221,11 @@ impl ZoneMapIndex {
         &self.zones
     }
 
+    /// Nulls per zone.
+    pub fn null_counts(&self) -> &[u32] {
+        &self.null_count
+    }
+
     /// Its zone size.
     pub fn rows_per_zone(&self) -> u64 {
         self.rows_per_zone
@@ -237,8 +255,9 @@ impl ZoneMapIndex {
             return Ok(true);
         }
         if self.min.is_null(z) || self.max.is_null(z) {
-            // Only nulls (or no statistics at all: may).
-            return Ok(self.null_count[z] == 0);
+            // Only nulls, or no statistics (pylance keeps none for
+            // fixed-size binary): may.
+            return Ok(true);
         }
         let float = is_float(&self.value_type);
         if let Some(e) = lower {
