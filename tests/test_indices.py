@@ -283,7 +283,7 @@ def test_bad_input_commits_nothing(tmp_path):
     v = ds.version
     for args, exc in [(("nope", "BTREE"), InvalidInputError), (("tags", "BTREE"), InvalidInputError),
                       (("tags", "BITMAP"), InvalidInputError), (("id", "LABEL_LIST"), InvalidInputError),
-                      (("id", "HNSW"), InvalidInputError), (("id", "ZONEMAP"), UnsupportedError),
+                      (("id", "HNSW"), InvalidInputError), (("tags", "BLOOMFILTER"), InvalidInputError),
                       (("id", "INVERTED"), UnsupportedError)]:
         with pytest.raises(exc):
             ds.create_scalar_index(*args)

@@ -574,7 +574,7 @@ class Dataset:
         return self
 
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
-        """Statistics of a vector index, as pylance's ``stats.index_stats``."""
+        """Statistics of an index, as pylance's ``index_statistics`` / ``stats.index_stats``."""
         from lancelet.indices import index_statistics
         return index_statistics(self, index_name)
 
@@ -591,6 +591,7 @@ class Dataset:
     def describe_indices(self) -> List[Any]:
         from lancelet.indices import describe_indices
         return describe_indices(self)
+
 
     def drop_index(self, name: str) -> None:
         """Remove the index ``name``; this object moves to the new version."""

@@ -1,7 +1,10 @@
-"""Scalar indices (BTREE, BITMAP, LABEL_LIST) in pylance 14's format.
+"""Scalar indices (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER) in
+pylance 14's format.
 
 >>> ds.create_scalar_index("id", "BTREE")              # name "id_idx"
 >>> ds.create_scalar_index("tags", "LABEL_LIST")
+>>> ds.create_scalar_index("x", IndexConfig("zonemap", {"rows_per_zone": 1024}))
+>>> ds.create_scalar_index("s", "BLOOMFILTER", number_of_items=4096, probability=0.001)
 >>> ds.list_indices()
 >>> ds.scanner(filter="id = 5").explain_plan()          # ... ScalarIndexQuery: query=[id = 5]@id_idx(BTree)
 >>> ds.optimize.optimize_indices()                      # cover fragments appended since
@@ -13,6 +16,13 @@ Filters use an index for the fragments it covers (``=``, ``IN``, ``<``,
 ``AND``/``OR``/``NOT`` of those); other fragments are scanned, and the rest
 of the filter is applied on top, so results always equal an unindexed scan
 (``use_scalar_index=False``).
+
+ZONEMAP (``=``, ``IN``, ranges, ``IS NULL``, ``IS NOT NULL``) and
+BLOOMFILTER (``=``, ``IN``, ``IS NULL``) skip the zones of rows that cannot
+match; the filter is applied to the rows of the others. Their parameters
+come as pylance's ``IndexConfig(type, {params})`` or as keyword arguments
+(pylance 14 silently ignores ``rows_per_zone=`` given as a keyword; lancelet
+uses it).
 """
 
 from __future__ import annotations
@@ -28,10 +38,52 @@ from lancelet.exceptions import InvalidInputError
 if TYPE_CHECKING:
     from lancelet.dataset import Dataset
 
-__all__ = ["IndexDescription", "IndexSegmentDescription", "create_scalar_index", "list_indices", "describe_indices",
-           "drop_index", "optimize_indices", "create_index"]
+__all__ = ["IndexConfig", "IndexDescription", "IndexSegmentDescription", "create_scalar_index", "list_indices",
+           "describe_indices", "drop_index", "optimize_indices", "create_index", "index_statistics"]
 
-INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST")
+INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER")
+
+#: Parameters each index type takes (pylance's names).
+INDEX_PARAMS = {"ZONEMAP": ("rows_per_zone",), "BLOOMFILTER": ("number_of_items", "probability")}
+
+
+@dataclasses.dataclass
+class IndexConfig:
+    """pylance's ``lance.indices.IndexConfig``: an index type with its
+    parameters, e.g. ``IndexConfig("zonemap", {"rows_per_zone": 1024})``."""
+    index_type: str
+    parameters: dict
+
+
+def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> str:
+    """The native ``index_type`` argument: ``TYPE`` or ``TYPE:{json}``."""
+    import json
+    params: Dict[str, Any] = {}
+    if not isinstance(index_type, str) and hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
+        params = dict(index_type.parameters or {})
+        index_type = index_type.index_type
+    if not isinstance(index_type, str):
+        raise InvalidInputError(f"index_type must be a string like 'BTREE' or an IndexConfig, not {type(index_type).__name__}")
+    if ":" in index_type:
+        raise InvalidInputError(f"unknown index type {index_type!r}")
+    allowed = INDEX_PARAMS.get(index_type.upper(), ())
+    for k, v in kwargs.items():
+        if v is None:
+            continue
+        if k not in allowed:
+            raise InvalidInputError(f"create_scalar_index does not take {k!r} for {index_type} indices")
+        params[k] = v
+    for k in allowed:
+        v = params.get(k)
+        if v is None:
+            continue
+        if k == "probability":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InvalidInputError(f"probability must be a number, not {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InvalidInputError(f"{k} must be a non-negative integer, not {v!r}")
+    known = {k: params[k] for k in allowed if params.get(k) is not None}
+    return f"{index_type}:{json.dumps(known)}" if known else index_type
 
 
 class FragmentIds(set):
@@ -79,8 +131,10 @@ class IndexDescription:
 def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optional[str] = None, *,
                         replace: bool = True, progress: Any = None, **kwargs: Any) -> None:
     """Build a scalar index on ``column`` and commit it (``ds`` moves to the
-    new version). ``index_type``: ``"BTREE"``, ``"BITMAP"`` or
-    ``"LABEL_LIST"``; ``name`` defaults to ``f"{column}_idx"``; an existing
+    new version). ``index_type``: ``"BTREE"``, ``"BITMAP"``,
+    ``"LABEL_LIST"``, ``"ZONEMAP"`` or ``"BLOOMFILTER"`` (or an
+    :class:`IndexConfig` carrying ``rows_per_zone`` / ``number_of_items``,
+    ``probability``, which may also come as keywords); ``name`` defaults to ``f"{column}_idx"``; an existing
     index of that name is replaced unless ``replace=False``
     (:class:`~lancelet.exceptions.AlreadyExistsError`). ``progress``: True
     or a callable getting ``{"stage", "done", "total"}`` (stages
@@ -91,14 +145,10 @@ def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optio
             column = column[0]
         else:
             raise InvalidInputError(f"create_scalar_index takes one column name, not {column!r}")
-    if not isinstance(index_type, str):
-        raise InvalidInputError(f"index_type must be a string like 'BTREE', not {type(index_type).__name__}")
+    spec = _index_spec(index_type, kwargs)
     if name is not None and not isinstance(name, str):
         raise InvalidInputError(f"name must be a string, not {type(name).__name__}")
-    for k, v in kwargs.items():
-        if v is not None:
-            raise InvalidInputError(f"create_scalar_index does not take {k!r} for {index_type} indices")
-    native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace),
+    native = _native.dataset_create_scalar_index(ds._native, column, spec, name, bool(replace),
                                                   _inputs.commit_args(progress=progress_callback(progress)))
     ds._become(native)
 
@@ -171,6 +221,53 @@ def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analy
     return _native.scan_plan(ds._native, kw.get("columns"), kw.get("filter"), kw.get("limit"), kw.get("offset") or 0,
                              kw.get("with_row_id", False), kw.get("with_row_address", False), kw.get("fragments"),
                              kw.get("use_scalar_index", True), verbose, analyze)
+
+
+def _segment_details(ds: "Dataset", type_name: str, uuid: str) -> Dict[str, Any]:
+    """pylance's per-segment statistics of ZONEMAP and BLOOMFILTER indices
+    (read off their files); other kinds give ``{}``."""
+    from lancelet.file import LanceFileReader
+    base = f"{ds.uri.rstrip('/')}/_indices/{uuid}"
+    if type_name == "ZoneMap":
+        r = LanceFileReader(f"{base}/zonemap.lance")
+        md = r.schema.metadata or {}
+        return {"num_zones": r.num_rows, "rows_per_zone": int(md.get(b"rows_per_zone", b"8192"))}
+    if type_name == "BloomFilter":
+        r = LanceFileReader(f"{base}/bloomfilter.lance")
+        md = r.schema.metadata or {}
+        return {"type": "BloomFilter", "num_blocks": r.num_rows,
+                "number_of_items": int(md.get(b"bloomfilter_item", b"8192")),
+                "probability": float(md.get(b"bloomfilter_probability", b"0.00057"))}
+    return {}
+
+
+def _scalar_index_statistics(ds: "Dataset", name: str) -> Dict[str, Any]:
+    """pylance's ``index_statistics(name)``: type, segments (with the
+    per-segment details pylance shows for ZONEMAP and BLOOMFILTER), indexed
+    and unindexed fragments and rows."""
+    rows = [r for r in _rows(ds) if r[0] == name]
+    type_name = rows[0][1]
+    present = {f.fragment_id for f in ds.get_fragments()}
+    covered = set()
+    per_delta = []
+    created = []
+    segments = []
+    for (_n, _t, uuid, _f, _ids, _v, frags, _b, _url, _iv, created_at, _files, nrows) in rows:
+        covered |= set(frags) & present
+        per_delta.append(nrows)
+        if created_at is not None:
+            created.append(created_at)
+        segments.append(_segment_details(ds, type_name, uuid))
+    indexed_rows = sum(per_delta)
+    total_rows = ds.count_rows()
+    return {
+        "index_type": type_name, "name": name, "num_indices": len(rows), "num_segments": len(rows),
+        "indices": segments, "segments": [dict(s) for s in segments],
+        "num_indexed_fragments": len(covered), "num_indexed_rows": indexed_rows,
+        "num_unindexed_fragments": len(present - covered), "num_unindexed_rows": total_rows - indexed_rows,
+        "num_indexed_rows_per_delta": per_delta,
+        "updated_at_timestamp_ms": max(created) if created else None,
+    }
 
 
 # -- vector indices (IVF_FLAT, IVF_PQ, IVF_SQ) --------------------------------
@@ -317,12 +414,14 @@ def index_statistics(ds: "Dataset", name: str) -> Dict[str, Any]:
     import json
     import os
 
+    if not isinstance(name, str):
+        raise InvalidInputError(f"index name must be a string, not {type(name).__name__}")
     segs = _native.dataset_vector_index_stats(ds._native, name)
     rows = [r for r in _rows(ds) if r[0] == name]
     if not rows:
         raise KeyError(f'Index "{name}" not found')
     if not segs:
-        raise InvalidInputError(f"index {name!r} is not a vector index (lancelet reports statistics of vector indices)")
+        return _scalar_index_statistics(ds, name)
     indices = []
     for uuid, index_type, metric, centroids, lengths, loss, storage, _created in segs:
         sm = json.loads(storage) if storage else {}

@@ -628,6 +628,8 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("tiledb_array", tiledb_array),
         ("fsst_decode", fsst_decode),
         ("vector_index", crate::index::vector::testing::vector_index),
+        ("zonemap_index", zonemap_index),
+        ("bloomfilter_index", bloomfilter_index),
     ]
 }
 
@@ -704,6 +706,7 @@ pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
         }
         "tiledb_array" => tiledb_target::seeds(),
         "fsst_decode" => fsst_target::seeds(),
+        "zonemap_index" | "bloomfilter_index" => skip_target::seeds(target),
         _ => Vec::new(),
     }
 }
@@ -758,6 +761,10 @@ pub use tiledb_target::tiledb_array;
 #[path = "fuzzing_fsst.rs"]
 mod fsst_target;
 pub use fsst_target::fsst_decode;
+
+#[path = "fuzzing_skip.rs"]
+mod skip_target;
+pub use skip_target::{bloomfilter_index, zonemap_index};
 
 #[cfg(test)]
 #[path = "fuzzing_tests.rs"]

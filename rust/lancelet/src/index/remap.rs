@@ -81,6 +81,9 @@ pub fn remap(kind: IndexKind, src: &Storage, dst: &Storage, version: FileVersion
             };
             bitmap::write_pairs(dst, version, &mapped(pairs, f)?, &[(label_list::NULLS_KEY, "1")], Some(Bytes::from(nulls.to_bytes())))
         }
+        // Zones of row addresses cannot follow moved rows (pylance: "does
+        // not support remap"); compaction leaves these indices as they are.
+        IndexKind::ZoneMap | IndexKind::BloomFilter => Err(Error::unsupported(format!("{} does not support remap", kind.display_name()))),
     }
 }
 

@@ -17,6 +17,11 @@
 //! rows minus where `x` is true minus where `x` is null (the column's nulls
 //! from the same index).
 //!
+//! ZONEMAP and BLOOMFILTER leaves are inexact (but for `IS NULL`): the rows
+//! they give may match and are read and filtered, none is proved; `NOT`
+//! is only taken over leaves pylance negates
+//! ([`crate::index::IndexKind::negatable`]).
+//!
 //! The plan line follows pylance's: `[id = 5]@id_idx(BTree)`,
 //! `AND(..,..)`, `OR(..,..)`, `NOT(..)`.
 
@@ -287,21 +292,28 @@ impl Builder<'_> {
                 }
                 acc
             }
-            Kind::Not(a) => Some(Node::Not(Box::new(self.node(a, false)?))),
+            Kind::Not(a) => {
+                let n = self.node(a, false)?;
+                self.not(n)
+            }
             Kind::IsNull(x) => match &x.kind {
                 Kind::Column { name, path } if path.is_empty() && array_elem(&x.data_type).is_none() => self.leaf(name.clone(), IndexQuery::IsNull),
                 _ => None,
             },
             Kind::IsNotNull(x) => {
                 let inner = Expr { kind: Kind::IsNull(x.clone()), data_type: e.data_type.clone() };
-                Some(Node::Not(Box::new(self.node(&inner, false)?)))
+                let n = self.node(&inner, false)?;
+                self.not(n)
             }
             Kind::Cmp(op, a, b) => {
                 let (col, op, v) = column_cmp(*op, a, b)?;
                 let end = |inclusive| Some(RangeEnd { value: v.clone(), inclusive });
                 let q = match op {
                     CmpOp::Eq => IndexQuery::Equals(v.clone()),
-                    CmpOp::NotEq => return Some(Node::Not(Box::new(self.leaf(col, IndexQuery::Equals(v.clone()))?))),
+                    CmpOp::NotEq => {
+                        let n = self.leaf(col, IndexQuery::Equals(v.clone()))?;
+                        return self.not(n);
+                    }
                     CmpOp::Lt => IndexQuery::Range { lower: None, upper: end(false) },
                     CmpOp::LtEq => IndexQuery::Range { lower: None, upper: end(true) },
                     CmpOp::Gt => IndexQuery::Range { lower: end(false), upper: None },
@@ -327,6 +339,22 @@ impl Builder<'_> {
             }
             _ => None,
         }
+    }
+
+    /// `NOT n`, when every index under it answers negations (pylance
+    /// negates no zone map or bloom filter answer but a zone map's
+    /// `IS NULL`). A refused node's leaves stay collected, unused.
+    fn not(&mut self, n: Node) -> Option<Node> {
+        fn ok(n: &Node, leaves: &[Leaf]) -> bool {
+            match n {
+                // The index shown decides (as pylance uses one); evaluation
+                // treats a negated inexact answer as unknown anyway.
+                Node::Leaf(i) => leaves[*i].segments[0].kind.negatable(&leaves[*i].query),
+                Node::And(a, b) | Node::Or(a, b) => ok(a, leaves) && ok(b, leaves),
+                Node::Not(a) => ok(a, leaves),
+            }
+        }
+        ok(&n, &self.leaves).then(|| Node::Not(Box::new(n)))
     }
 
     /// `col > a AND col < b` on the same index is one range query.
@@ -437,6 +465,10 @@ impl IndexedFilter {
                     return Ok(Sel::unknown());
                 }
                 let t = seg.offsets(ds, i, found.as_ref())?;
+                if !seg.kind.exact_for(&leaf.query) {
+                    // Zones that may match: read them, prove nothing.
+                    return Ok(if negated { Sel::unknown() } else { Sel { sure: RoaringBitmap::new(), maybe: Some(t) } });
+                }
                 match nulls {
                     None => Sel::exact(t),
                     Some(n) => Sel::exact(Self::all(rows) - t - seg.offsets(ds, i, n.as_ref())?),

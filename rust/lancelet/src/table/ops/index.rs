@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::file::FileVersion;
 use crate::ids::new_uuid;
 use crate::index::meta::{new_metadata, IndexInfo, INDICES_DIR};
-use crate::index::{IndexKind, TrainingData};
+use crate::index::{IndexKind, IndexParams, TrainingData};
 use crate::proto::table as pb;
 use crate::table::commit::commit;
 use crate::table::dataset::{Dataset, VersionRef};
@@ -91,6 +91,7 @@ fn build_segment(
     ds: &Arc<Dataset>,
     column: &str,
     kind: IndexKind,
+    params: &IndexParams,
     name: &str,
     dataset_version: u64,
     progress: &Option<Progress>,
@@ -103,11 +104,15 @@ fn build_segment(
     let result = (|| {
         let data = training_data(ds, column, kind, progress)?;
         report(progress, "build", 0, 1)?;
-        let files = crate::index::build(kind, &dir, index_file_version(ds)?, &data)?;
+        let files = crate::index::build_with(kind, &dir, index_file_version(ds)?, &data, params)?;
         report(progress, "build", 1, 1)?;
         let frags = ds.fragments().iter().map(|f| u32::try_from(f.id).map_err(|_| Error::corrupt(format!("fragment id {} exceeds 32 bits", f.id))));
         let frags = frags.collect::<Result<Vec<u32>>>()?;
-        new_metadata(&uuid, name, field_id, kind, dataset_version, frags, ds.has_stable_row_ids(), &files)
+        let mut meta = new_metadata(&uuid, name, field_id, kind, dataset_version, frags, ds.has_stable_row_ids(), &files)?;
+        if let Some(d) = meta.index_details.as_mut() {
+            d.value = params.details(kind, f.arrow.data_type());
+        }
+        Ok(meta)
     })();
     if result.is_err() {
         remove_dir(&dir);
@@ -154,7 +159,8 @@ pub fn default_name(column: &str) -> String {
     format!("{column}_idx")
 }
 
-/// `Dataset.create_scalar_index(column, index_type, name, replace)`; the
+/// `Dataset.create_scalar_index(column, index_type, name, replace)`
+/// (`index_type` may carry parameters, see [`IndexParams::parse_spec`]); the
 /// progress callback hears `("load_data", rows, total)` and
 /// `("build", 0|1, 1)`, all before the commit (an error it returns aborts
 /// the build).
@@ -166,7 +172,7 @@ pub fn create_scalar_index(
     replace: bool,
     props: &CommitProperties,
 ) -> Result<Committed<()>> {
-    let kind = IndexKind::parse(index_type)?;
+    let (kind, params) = IndexParams::parse_spec(index_type)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
     let name = name.map(str::to_string).unwrap_or_else(|| default_name(column));
@@ -183,7 +189,7 @@ pub fn create_scalar_index(
             ds.uri()
         )));
     }
-    let meta = build_segment(ds, column, kind, &name, ds.version(), &props.progress)?;
+    let meta = build_segment(ds, column, kind, &params, &name, ds.version(), &props.progress)?;
     let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
     Ok(Committed::new(dataset, ()))
 }
@@ -231,7 +237,13 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props
         let Some(f) = ds.lance_schema().fields.iter().find(|f| f.id == field_id) else { continue };
         let dataset_version = segments.iter().map(|s| s.pb.dataset_version).min().unwrap_or(ds.version());
         let column = f.arrow.name().clone();
-        match build_segment(ds, &column, kind, info.name(), dataset_version, &props.progress) {
+        // ZONEMAP and BLOOMFILTER keep their zone sizes (read from the newest
+        // segment's files).
+        let params = match segments.last() {
+            Some(s) if !kind.remappable() => IndexParams::of_index(kind, &ds.root().child(&format!("{INDICES_DIR}/{}", s.uuid))?)?,
+            _ => IndexParams::default(),
+        };
+        match build_segment(ds, &column, kind, &params, info.name(), dataset_version, &props.progress) {
             Ok(m) => new.push(m),
             Err(e) => {
                 for m in &new {

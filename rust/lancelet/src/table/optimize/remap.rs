@@ -156,7 +156,7 @@ pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) 
     let Some(kind) = index.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url)) else {
         return Ok(None);
     };
-    if kind.keyed_by_row_id(ds.has_stable_row_ids()) {
+    if kind.keyed_by_row_id(ds.has_stable_row_ids()) || !kind.remappable() {
         return Ok(None);
     }
     let old = index.uuid.as_ref().ok_or_else(|| Error::corrupt(format!("index {:?} has no uuid", index.name)))?;
