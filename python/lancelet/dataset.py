@@ -592,7 +592,6 @@ class Dataset:
         from lancelet.indices import describe_indices
         return describe_indices(self)
 
-
     def drop_index(self, name: str) -> None:
         """Remove the index ``name``; this object moves to the new version."""
         from lancelet.indices import drop_index
@@ -640,15 +639,12 @@ class Dataset:
     def __repr__(self) -> str:
         return f"Dataset({self._uri!r}, version={self.version})"
 
-
 LanceDataset = Dataset
-
 
 # Arrow bytes of a resident input's chunks the writer encodes in one pass
 # (benches/RESULTS.md, session 12: a wide table's 64k-row chunks one by one
 # left a core idle between them).
 _RESIDENT_GROUP_BYTES = 48 << 20
-
 
 def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa.Schema] = None, mode: str = "create",
                   max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None,
@@ -710,13 +706,11 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
                                       group_bytes=group, commit=commit)
     return Dataset(uri, _native_ds=native_ds)
 
-
 def _namespace_args(uri: Any, namespace_client: Any, table_id: Any) -> None:
     if uri is not None:
         raise InvalidInputError("pass either uri or namespace_client and table_id, not both")
     if namespace_client is None or table_id is None:
         raise InvalidInputError("namespace_client and table_id must be given together")
-
 
 def dataset(uri: Optional[PathLike] = None, version: Union[int, str, None] = None,
             storage_options: Optional[Dict[str, str]] = None, *, namespace_client: Any = None,
