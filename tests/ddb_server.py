@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from s3_server import _free_ports, stop_process
 
 REGION = "us-east-1"
 KEY = "lanceletkey"
@@ -38,14 +39,6 @@ def available() -> str | None:
     if moto_server_binary() is None:
         return "moto_server is not on PATH; install moto[server] (scripts/setup.sh does)"
     return None
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @dataclasses.dataclass
@@ -92,20 +85,14 @@ class DdbServer:
         return got["Items"]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=20)
+        stop_process(self.proc)
 
 
 def start(log_dir: Path, timeout: float = 60.0) -> DdbServer:
     binary = moto_server_binary()
     if binary is None:
         raise RuntimeError(available())
-    port = _free_port()
+    (port,) = _free_ports(1)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "moto.log"
     with open(log, "wb") as out:

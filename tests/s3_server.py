@@ -40,6 +40,17 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate a test server (kill it if it does not exit in 20 s)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
 @dataclasses.dataclass
 class S3Server:
     proc: subprocess.Popen
@@ -58,13 +69,7 @@ class S3Server:
         }
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=20)
+        stop_process(self.proc)
 
 
 def start(data_dir: Path, timeout: float = 120.0) -> S3Server:
