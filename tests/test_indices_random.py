@@ -51,14 +51,15 @@ def leaf(rng: random.Random, hi: int) -> str:
     return rng.choice(choices)()
 
 
-def random_filter(rng: random.Random, hi: int, depth: int = 3) -> str:
+def random_filter(rng: random.Random, hi: int, depth: int = 3, leaf=leaf) -> str:
+    """A random AND/OR/NOT tree of ``leaf(rng, hi)`` predicates."""
     if depth == 0 or rng.random() < 0.35:
         return leaf(rng, hi)
     r = rng.random()
     if r < 0.15:
-        return f"NOT ({random_filter(rng, hi, depth - 1)})"
+        return f"NOT ({random_filter(rng, hi, depth - 1, leaf)})"
     op = "AND" if r < 0.6 else "OR"
-    return f"({random_filter(rng, hi, depth - 1)}) {op} ({random_filter(rng, hi, depth - 1)})"
+    return f"({random_filter(rng, hi, depth - 1, leaf)}) {op} ({random_filter(rng, hi, depth - 1, leaf)})"
 
 
 def check(path: str, rng: random.Random, step: str, n: int = 25, hi: int = 6000):

@@ -25,6 +25,7 @@ import shutil
 import pyarrow as pa
 import pytest
 from test_indices import _entry_fields, _manifest_sections, assert_index_files_equal, index_files
+from test_indices_random import random_filter as random_tree
 
 import lancelet
 from lancelet.exceptions import InvalidInputError
@@ -278,14 +279,8 @@ def leaf(rng: random.Random, hi: int) -> str:
     return rng.choice(choices)()
 
 
-def random_filter(rng: random.Random, hi: int, depth: int = 3) -> str:
-    if depth == 0 or rng.random() < 0.35:
-        return leaf(rng, hi)
-    r = rng.random()
-    if r < 0.15:
-        return f"NOT ({random_filter(rng, hi, depth - 1)})"
-    op = "AND" if r < 0.6 else "OR"
-    return f"({random_filter(rng, hi, depth - 1)}) {op} ({random_filter(rng, hi, depth - 1)})"
+def random_filter(rng: random.Random, hi: int) -> str:
+    return random_tree(rng, hi, leaf=leaf)
 
 
 def check(path: str, rng: random.Random, step: str, n: int = 30, hi: int = 5000):
