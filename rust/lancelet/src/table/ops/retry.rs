@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::proto::table as pb;
-use crate::table::commit::{commit_or_rerun, CommitOptions, Outcome};
+use crate::table::commit::{commit_or_rerun, remove_files, CommitOptions, Outcome};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::properties::{CommitProperties, Committed};
@@ -61,12 +61,12 @@ pub fn run_with_retries<T>(
             Err(e) => {
                 // A refused commit wrote no manifest: its files are garbage.
                 if matches!(e, Error::Conflict { .. }) {
-                    remove_files(&current, &p.written);
+                    remove_files(current.root(), &p.written);
                 }
                 return Err(e);
             }
         };
-        remove_files(&current, &p.written);
+        remove_files(current.root(), &p.written);
         if reruns >= policy.conflict_retries {
             return Err(Error::Conflict {
                 what: format!("{why} (gave up after {} run(s): conflict_retries = {})", reruns + 1, policy.conflict_retries),
@@ -89,12 +89,4 @@ fn backoff(rerun: u32, start: Instant, timeout: Duration) {
     let ms = base * 5 + crate::ids::random_u64() % (base * 5 + 1);
     let left = timeout.saturating_sub(start.elapsed());
     std::thread::sleep(Duration::from_millis(ms).min(left));
-}
-
-fn remove_files(ds: &Dataset, files: &[String]) {
-    for f in files {
-        if let Ok(s) = ds.root().child(f) {
-            let _ = s.delete();
-        }
-    }
 }
