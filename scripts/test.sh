@@ -13,6 +13,6 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 python3 -m ruff check --quiet .
 cargo test -p lancelet --quiet
-cargo test -p lancelet-python --quiet  # the extension's allocator (bigalloc)
+cargo test -p lancelet-python --quiet  # the bindings (allocator choice, argument conversion)
 # Run pytest from outside the source tree so it imports the installed package.
 cd tests && python3 -m pytest -q -p no:cacheprovider --rootdir=.. -c ../pyproject.toml . "$@"
