@@ -29,6 +29,7 @@ from lancelet.exceptions import (
     LanceletError,
     LanceletIOError,
     NotFoundError,
+    ReferenceExistsError,
     UnsupportedError,
 )
 
@@ -229,7 +230,7 @@ CASES = {
     "missing-data-file": (_missing_data, NotFoundError, [".lance"]),
     # things that exist already
     "create-existing": (lambda e: lancelet.write_dataset(table(), e.uri), AlreadyExistsError, ["ds", "overwrite"]),
-    "tag-exists": (lambda e: e.ds.tags.create("t1", 2), AlreadyExistsError, ["t1"]),
+    "tag-exists": (lambda e: e.ds.tags.create("t1", 2), ReferenceExistsError, ["t1"]),
     # damaged files
     "corrupt-manifest": (_corrupt_manifest, CorruptFileError, ["_versions/"]),
     "corrupt-data-file": (_corrupt_data, CorruptFileError, ["data/"]),

@@ -225,6 +225,13 @@ def test_create_replace_drop_commit_like_pylance(tmp_path):
     with pytest.raises(AlreadyExistsError):
         ds.create_scalar_index("id", "BTREE", replace=False)
     assert lancelet.dataset(path).version == v0 + 1
+    # pylance raises a RuntimeError for a name in use; ours is one too
+    with pytest.raises(RuntimeError) as ours:
+        ds.create_scalar_index("id", "BTREE", replace=False)
+    with pytest.raises(RuntimeError) as theirs:
+        lance.dataset(path).create_scalar_index("id", "BTREE", replace=False)
+    assert type(ours.value).__name__ == "IndexExistsError" and "id_idx" in str(ours.value)
+    assert "already exists" in str(theirs.value)
     ds.create_scalar_index("id", "BTREE")  # replace: new uuid
     second = ds.list_indices()[0]
     assert second["uuid"] != first["uuid"] and second["version"] == v0 + 1

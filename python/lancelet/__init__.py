@@ -12,6 +12,8 @@ from lancelet._native import __version__
 from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet.exceptions import (
     AlreadyExistsError,
+    IndexExistsError,
+    ReferenceExistsError,
     CommitConflictError,
     CorruptFileError,
     InvalidInputError,
@@ -34,6 +36,8 @@ __all__ = [
     "UnsupportedError",
     "NotFoundError",
     "AlreadyExistsError",
+    "IndexExistsError",
+    "ReferenceExistsError",
     "InvalidInputError",
     "CommitConflictError",
     "LanceletIOError",

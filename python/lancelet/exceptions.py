@@ -14,6 +14,8 @@ __all__ = [
     "UnsupportedError",
     "NotFoundError",
     "AlreadyExistsError",
+    "IndexExistsError",
+    "ReferenceExistsError",
     "InvalidInputError",
     "CommitConflictError",
     "LanceletIOError",
@@ -41,6 +43,16 @@ class NotFoundError(LanceletError, FileNotFoundError):
 
 class AlreadyExistsError(LanceletError, FileExistsError):
     """Something that must not exist yet already does."""
+
+
+class IndexExistsError(AlreadyExistsError, RuntimeError):
+    """An index name is already in use (``replace=False``). Also a
+    ``RuntimeError``, the class pylance raises for it."""
+
+
+class ReferenceExistsError(AlreadyExistsError, ValueError):
+    """A tag (or branch) name is already taken. Also a ``ValueError``, the
+    class pylance raises for it."""
 
 
 class InvalidInputError(LanceletError, ValueError):

@@ -3,6 +3,7 @@
 //! `NotFoundError` is also a `FileNotFoundError`).
 
 use arrow_schema::ArrowError;
+use lancelet::error::Existing;
 use lancelet::Error;
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
@@ -10,6 +11,8 @@ use pyo3::prelude::*;
 fn class_name(e: &Error) -> &'static str {
     match e {
         Error::NotFound { .. } => "NotFoundError",
+        Error::AlreadyExists { existing: Existing::Index, .. } => "IndexExistsError",
+        Error::AlreadyExists { existing: Existing::Reference, .. } => "ReferenceExistsError",
         Error::AlreadyExists { .. } => "AlreadyExistsError",
         Error::Corrupt { .. } => "CorruptFileError",
         Error::Unsupported { .. } => "UnsupportedError",

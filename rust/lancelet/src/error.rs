@@ -28,6 +28,21 @@ pub type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Every failure lancelet reports; the Python layer maps each variant to one
 /// exception class (and the source chain to the exception's `__cause__`).
+/// What an [`Error::AlreadyExists`] is about. pylance raises a different
+/// built-in class for each (an `OSError` for a dataset or file, a
+/// `RuntimeError` for an index name in use, a `ValueError` for a tag), so
+/// the bindings pick a Python class that derives from the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Existing {
+    /// A dataset, file or other stored object.
+    #[default]
+    Object,
+    /// An index name.
+    Index,
+    /// A tag or branch name.
+    Reference,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file, dataset, version or tag does not exist.
@@ -41,6 +56,8 @@ pub enum Error {
     #[error("already exists: {what}")]
     AlreadyExists {
         what: String,
+        /// What kind of thing exists (it picks the Python class).
+        existing: Existing,
         #[source]
         source: Option<Source>,
     },
@@ -112,7 +129,19 @@ impl Error {
     }
     /// Something that must not exist yet already does.
     pub fn already_exists(what: impl Into<String>) -> Self {
-        Error::AlreadyExists { what: what.into(), source: None }
+        Error::AlreadyExists { what: what.into(), existing: Existing::Object, source: None }
+    }
+    /// An index name already in use (`replace=False`).
+    pub fn index_exists(what: impl Into<String>) -> Self {
+        Error::AlreadyExists { what: what.into(), existing: Existing::Index, source: None }
+    }
+    /// The same `AlreadyExists` error (message and source) about a tag or
+    /// branch; any other error unchanged.
+    pub fn as_reference_exists(self) -> Self {
+        match self {
+            Error::AlreadyExists { what, source, .. } => Error::AlreadyExists { what, existing: Existing::Reference, source },
+            e => e,
+        }
     }
     /// Corrupt data, location to be attached by the caller.
     pub fn corrupt(what: impl Into<String>) -> Self {

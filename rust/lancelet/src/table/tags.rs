@@ -104,7 +104,7 @@ pub fn create_tag(root: &Storage, name: &str, version: u64) -> Result<()> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let s = root.child(&format!("{TAGS_DIR}/{name}.json"))?;
     s.write_new(Bytes::from(tag_json(version, size, now))).map_err(|e| match e {
-        e @ Error::AlreadyExists { .. } => e.reworded(format!("tag {name:?} of dataset {}", root.display())),
+        e @ Error::AlreadyExists { .. } => e.reworded(format!("tag {name:?} of dataset {}", root.display())).as_reference_exists(),
         e => e,
     })
 }

@@ -249,7 +249,7 @@ pub fn create_vector_index(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &Co
     }
     let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
     if !existing.is_empty() && !o.replace {
-        return Err(Error::already_exists(format!("Index name '{name}' already exists, please specify a different name or use replace=True")));
+        return Err(Error::index_exists(format!("Index name '{name}' already exists, please specify a different name or use replace=True")));
     }
     let live = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()? as usize;
     let num_partitions = match (&o.ivf_centroids, o.num_partitions) {
