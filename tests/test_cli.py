@@ -362,3 +362,41 @@ def test_python_m_lancelet(fixtures_dir, tmp_path):
     r = subprocess.run([sys.executable, "-m", "lancelet", "inspect", str(tmp_path / "missing")],
                        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
     assert r.returncode == 1 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_inspect_vector_indices(capsys, tmp_path, lance_mod):
+    """Vector indices (pylance's and lancelet's) list their metric, partitions
+    and quantizer, as pylance's own statistics give them."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(4, 16))
+    vecs = (centers[rng.integers(0, 4, 800)] + 0.1 * rng.normal(size=(800, 16))).astype("float32")
+    t = pa.table({"id": pa.array(range(800)),
+                  "v": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), 16)})
+    path = tmp_path / "vec"
+    lance_mod.write_dataset(t, str(path))
+    pds = lance_mod.dataset(str(path))
+    pds.create_index("v", "IVF_PQ", name="pq", num_partitions=3, num_sub_vectors=4, metric="cosine")
+    pds.create_index("v", "IVF_HNSW_SQ", name="hsq", num_partitions=2)
+    lancelet.dataset(str(path)).create_index("v", "IVF_FLAT", name="flat", num_partitions=2, metric="dot")
+    lancelet.dataset(str(path)).create_scalar_index("id", "BTREE")
+    info = inspect_json(capsys, path)
+    by_name = {i["name"]: i for i in info["indices"]}
+    assert "vector" not in by_name["id_idx"]
+    theirs = lance_mod.dataset(str(path))
+    for name in ("pq", "hsq", "flat"):
+        want = theirs.stats.index_stats(name)["indices"][0]
+        got = by_name[name]["vector"]
+        assert got["metric"] == want["metric_type"]
+        assert got["num_partitions"] == want["num_partitions"]
+        assert got["partition_sizes"] == [p["size"] for p in want["partitions"]]
+        assert sum(got["partition_sizes"]) == 800
+    assert (by_name["pq"]["vector"]["metric"], by_name["flat"]["vector"]["metric"]) == ("cosine", "dot")
+    assert by_name["pq"]["vector"]["quantizer"] == {"type": "PQ", "num_sub_vectors": 4, "num_bits": 8}
+    assert by_name["hsq"]["vector"]["quantizer"] == {"type": "SQ", "num_bits": 8}
+    code, out, err = run(capsys, "inspect", path)
+    assert code == 0, err
+    assert "cosine, 3 partitions, PQ 4x8 bits" in out
+    assert "l2, 2 partitions, SQ 8 bits" in out
+    assert "dot, 2 partitions" in out

@@ -12,14 +12,14 @@ from lancelet._native import __version__
 from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet.exceptions import (
     AlreadyExistsError,
-    IndexExistsError,
-    ReferenceExistsError,
     CommitConflictError,
     CorruptFileError,
+    IndexExistsError,
     InvalidInputError,
     LanceletError,
     LanceletIOError,
     NotFoundError,
+    ReferenceExistsError,
     UnsupportedError,
 )
 

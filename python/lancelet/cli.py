@@ -6,7 +6,8 @@
     lancelet ns COMMAND ROOT [ID] ...   (directory namespaces, see cli_ns.py)
 
 ``inspect`` shows a dataset's versions, schema, fragments (data files,
-deletion files), scalar indices (type, column, fragments covered), totals and
+deletion files), indices (type, column, fragments covered; for vector indices
+the metric, partitions and quantizer), totals and
 features; ``cat`` streams rows batch by batch
 (nothing is materialized, so it works on datasets of any size).
 
@@ -208,6 +209,9 @@ def _collect(ds: Any) -> Dict[str, Any]:
 
     indices = [{"name": i["name"], "type": i["type"], "columns": i["fields"], "uuid": i["uuid"],
                 "fragments": sorted(i["fragment_ids"]), "dataset_version": i["version"]} for i in ds.list_indices()]
+    for i in indices:
+        if i["type"].startswith("IVF_"):
+            i["vector"] = _vector_details(ds, i["name"])
 
     schema = ds.schema
     return {
@@ -224,6 +228,30 @@ def _collect(ds: Any) -> Dict[str, Any]:
         "indices": indices,
         "totals": tot,
     }
+
+
+def _vector_details(ds: Any, name: str) -> Dict[str, Any]:
+    """Metric, partitions and quantizer of a vector index (its first delta:
+    later deltas share the centroids), from ``index_statistics``."""
+    first = ds.index_statistics(name)["indices"][0]
+    sub = first.get("sub_index") or {}
+    quantizer: Dict[str, Any] = {"type": sub.get("index_type")}
+    if sub.get("index_type") == "PQ":
+        quantizer.update(num_sub_vectors=sub.get("num_sub_vectors"), num_bits=sub.get("nbits"))
+    elif sub.get("index_type") == "SQ":
+        quantizer["num_bits"] = sub.get("num_bits")
+    return {"metric": first.get("metric_type"), "num_partitions": first.get("num_partitions"),
+            "partition_sizes": [p["size"] for p in first.get("partitions", [])], "quantizer": quantizer}
+
+
+def _vector_cell(v: Dict[str, Any]) -> str:
+    q = v["quantizer"]
+    text = f"{v['metric']}, {v['num_partitions']} partitions"
+    if q.get("type") == "PQ":
+        text += f", PQ {q['num_sub_vectors']}x{q['num_bits']} bits"
+    elif q.get("type") == "SQ":
+        text += f", SQ {q['num_bits']} bits"
+    return text
 
 
 def _render(info: Dict[str, Any]) -> str:
@@ -283,9 +311,11 @@ def _render(info: Dict[str, Any]) -> str:
             cov = _ranges(covered) or "-"
             if missing and i["type"] != "FragmentReuse":
                 cov += f"  (not: {_ranges(missing)})"
-            rows.append([i["name"], i["type"], ",".join(i["columns"]) or "-", cov, str(i["dataset_version"]), i["uuid"]])
-        out += _table(["name", "type", "column", "fragments covered", "built at", "uuid"], rows,
-                      [False, False, False, False, True, False])
+            details = _vector_cell(i["vector"]) if "vector" in i else "-"
+            rows.append([i["name"], i["type"], ",".join(i["columns"]) or "-", details, cov, str(i["dataset_version"]),
+                         i["uuid"]])
+        out += _table(["name", "type", "column", "details", "fragments covered", "built at", "uuid"], rows,
+                      [False, False, False, False, False, True, False])
 
     t = info["totals"]
     out.append("")
