@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod file;
+pub mod float_order;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 #[doc(hidden)]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// Rooms from the bottom up; rooms in one entry are peers (neither may use
 /// the other). Leaves (rank 0) import nothing above the leaves.
 const ROOMS: &[&[&str]] = &[
-    &["error", "proto", "process", "ids", "hashing", "system_columns"],
+    &["error", "proto", "process", "ids", "hashing", "system_columns", "float_order"],
     &["io"],
     &["encoding"],
     &["file"],

@@ -34,6 +34,15 @@ impl Val {
         }
     }
 
+    /// The same value with negative float zeros made positive
+    /// ([`crate::float_order`]), for comparisons.
+    fn positive_zeros(self) -> Val {
+        match self {
+            Val::Array(a) => Val::Array(crate::float_order::positive_zeros(&a)),
+            Val::Scalar(a) => Val::Scalar(crate::float_order::positive_zeros(&a)),
+        }
+    }
+
     fn array(&self) -> &ArrayRef {
         match self {
             Val::Array(a) | Val::Scalar(a) => a,
@@ -271,6 +280,8 @@ fn apply(e: &Expr, a: Option<Val>, b: Option<Val>, batch: &RecordBatch) -> Resul
         }
         Kind::Cmp(op, _, _) => {
             let (l, r) = (one(a)?, one(b)?);
+            // -0.0 = 0.0 as in pylance (Arrow's kernels order -0.0 first)
+            let (l, r) = (l.positive_zeros(), r.positive_zeros());
             let out = cmp_fn(*op)(&*l.datum(), &*r.datum()).map_err(Error::invalid_arrow)?;
             Val::like(Arc::new(out), l.is_scalar() && r.is_scalar())
         }

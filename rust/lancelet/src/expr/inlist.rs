@@ -8,7 +8,8 @@
 //! tested with the comparison kernels, a larger one by hashing each row's
 //! value bytes, so a 100,000-value list costs one hash lookup per row.
 //! Equality is the comparison kernels' own: bytes of the value (floats by
-//! their bits, as Arrow's total order: `NaN = NaN`, `-0.0 <> 0.0`).
+//! their bits, as Arrow's total order: `NaN = NaN`), except that `-0.0`
+//! and `0.0` are one value, as in pylance (`crate::float_order`).
 //!
 //! SQL semantics: a row whose `x` is null gives null; a row whose value is
 //! not in the list gives null when the list holds a null, else false.
@@ -28,6 +29,7 @@ use super::eval;
 use super::parse::Node;
 use super::plan::{CmpOp, Expr, Kind, Planner};
 use crate::error::{Error, Result};
+use crate::float_order::positive_zeros;
 
 /// Sets up to this size are tested value by value with the `=` kernel.
 const SMALL: usize = 8;
@@ -125,9 +127,10 @@ impl InSet {
         let has_null = list.null_count() > 0;
         let non_null = arrow_select::filter::filter(list, &arrow_arith::boolean::is_not_null(list).map_err(Error::invalid_arrow)?)
             .map_err(Error::invalid_arrow)?;
-        let (values, sorted) = match arrow_ord::sort::sort(&non_null, None).and_then(|s| dedup_sorted(&s)) {
+        // -0.0 and 0.0 are one value (crate::float_order)
+        let (values, sorted) = match arrow_ord::sort::sort(&positive_zeros(&non_null), None).and_then(|s| dedup_sorted(&s)) {
             Ok(v) => (v, true),
-            Err(_) => (non_null.clone(), false),
+            Err(_) => (positive_zeros(&non_null), false),
         };
         let lookup = match bytes_kind(values.data_type()) {
             Some(kind) if values.len() > SMALL => {
@@ -159,6 +162,7 @@ impl InSet {
 
     /// `x IN set` per row (SQL three-valued: see the module docs).
     pub fn contains(&self, x: &ArrayRef) -> Result<BooleanArray> {
+        let x = &positive_zeros(x);
         let n = x.len();
         let found: BooleanBuffer = match &self.lookup {
             Lookup::Scan => {

@@ -25,6 +25,7 @@ use arrow_ord::ord::make_comparator;
 
 use super::plan::{CmpOp, Expr, Kind};
 use crate::file::stats::{intersect, union, GroupStats, Pruned};
+use crate::float_order::positive_zeros;
 
 /// What statistics prove about `e` over rows `0..rows`.
 pub fn prune(e: &Expr, stats: &dyn Fn(&str) -> Option<GroupStats>, rows: u64) -> Pruned {
@@ -86,8 +87,10 @@ fn in_set(st: &GroupStats, values: &ArrayRef) -> Option<Pruned> {
         return None;
     }
     let opts = arrow_schema::SortOptions::default();
-    let vs_min = make_comparator(values.as_ref(), st.min.as_ref(), opts).ok()?;
-    let vs_max = make_comparator(values.as_ref(), st.max.as_ref(), opts).ok()?;
+    // the set's values have positive zeros already (InSet)
+    let (min, max) = (positive_zeros(&st.min), positive_zeros(&st.max));
+    let vs_min = make_comparator(values.as_ref(), min.as_ref(), opts).ok()?;
+    let vs_max = make_comparator(values.as_ref(), max.as_ref(), opts).ok()?;
     let count = values.len();
     Some(by_group(st, |g, rows| {
         let (all_null, no_null) = (st.null_count[g] >= rows, st.null_count[g] == 0);
@@ -163,8 +166,10 @@ fn compare(st: &GroupStats, value: &ArrayRef, op: CmpOp) -> Option<Pruned> {
     if st.min.len() != n || st.max.len() != n || st.null_count.len() != n {
         return None;
     }
-    let v = Scalar::new(value.clone());
-    let (min, max) = (&st.min, &st.max);
+    // -0.0 = 0.0 (crate::float_order): a group whose min or max is -0.0
+    // may hold a value equal to 0.0
+    let v = Scalar::new(positive_zeros(value));
+    let (min, max) = (&positive_zeros(&st.min), &positive_zeros(&st.max));
     let and = |a: BooleanArray, b: BooleanArray| arrow_arith::boolean::and(&a, &b).ok();
     let or = |a: BooleanArray, b: BooleanArray| arrow_arith::boolean::or(&a, &b).ok();
     // (may some value satisfy it, do all values satisfy it)

@@ -253,6 +253,40 @@ pub enum IndexQuery {
 }
 
 impl IndexQuery {
+    /// The same question with float zeros equal, as filters compare them
+    /// (`crate::float_order`; indices order keys totally, `-0.0` before
+    /// `0.0`): `= 0.0` asks for both zeros, a range bound at zero is moved
+    /// to the zero that keeps both in or both out. Anything else unchanged.
+    pub fn with_equal_zeros(&self) -> IndexQuery {
+        use crate::float_order::{negative_zero_like, positive_zeros};
+        let both = |zero: &ArrayRef, rest: &ArrayRef| -> Option<ArrayRef> {
+            let nz = negative_zero_like(zero)?;
+            arrow_select::concat::concat(&[&positive_zeros(rest), &nz]).ok()
+        };
+        // (inclusive, lower end) -> which zero the bound becomes
+        let bound = |e: &Option<RangeEnd>, lower: bool| -> Option<RangeEnd> {
+            let e = e.as_ref()?;
+            Some(match negative_zero_like(&e.value) {
+                // x >= 0 and x < 0 start/stop at -0.0; x > 0 and x <= 0 at +0.0
+                Some(nz) if e.inclusive == lower => RangeEnd { value: nz, inclusive: e.inclusive },
+                Some(_) => RangeEnd { value: positive_zeros(&e.value), inclusive: e.inclusive },
+                None => e.clone(),
+            })
+        };
+        match self {
+            IndexQuery::Equals(v) => both(v, v).map_or_else(|| self.clone(), IndexQuery::In),
+            IndexQuery::In(vs) => {
+                let zero = (0..vs.len()).find_map(|i| negative_zero_like(&vs.slice(i, 1)));
+                match zero {
+                    Some(z) => both(&positive_zeros(&z), vs).map_or_else(|| self.clone(), IndexQuery::In),
+                    None => self.clone(),
+                }
+            }
+            IndexQuery::Range { lower, upper } => IndexQuery::Range { lower: bound(lower, true), upper: bound(upper, false) },
+            _ => self.clone(),
+        }
+    }
+
     /// The kinds of index that answer it.
     pub fn answered_by(&self, kind: IndexKind) -> bool {
         match self {

@@ -83,7 +83,7 @@ impl Leaf {
                 _ => seg.search(&IndexQuery::IsNull)?,
             }
         } else {
-            seg.search(&self.query)?
+            seg.search(&self.query.with_equal_zeros())?
         };
         let set = Arc::new(set);
         *cell = Some(set.clone());
