@@ -13,6 +13,7 @@ mod file;
 mod index;
 mod namespace;
 mod nearest;
+mod merge;
 mod ops;
 mod optimize;
 mod tiledb;
@@ -156,6 +157,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
     ops::register(m)?;
+    merge::register(m)?;
     evolve::register(m)?;
     optimize::register(m)?;
     index::register(m)?;
