@@ -221,4 +221,8 @@ class LanceletStreamWriter(DataSourceStreamArrowWriter):
             raise RuntimeError(f"{_FAIL_AFTER_COMMIT}: failing after committing batch {batchId}")
 
     def abort(self, messages, batchId: int) -> None:
+        # Spark aborts a batch whose commit raised; if the table commit had
+        # happened (a failure after it), its files are the table's now.
+        if committed_batch(self.opts.uri, query_id(self.checkpoint), batchId, self.opts.storage_options) is not None:
+            return
         self._close(self._messages(messages), [])
