@@ -114,3 +114,44 @@ def test_bad_input_and_failed_jobs_commit_nothing(spark, tmp_path):
         ls.merge_insert(dup.limit(1), path, "id", when_matched="fail")
     assert lance.dataset(path).version == before
     assert _files(path) == files
+
+
+def test_upsert_while_pylance_appends(spark, tmp_path):
+    """pylance appends while the Spark job runs: the merge is rebased over
+    them (or re-run), nothing appended is lost, every source row is in."""
+    import threading
+
+    path = str(tmp_path / "conc")
+    _make(path, "2.2", True, 5, n=1500)
+    rng = random.Random(6)
+    source = _table(rng, rng.sample(range(1500), 300) + list(range(7000, 7100)), "s")
+    df = spark.createDataFrame(source.to_pandas(), "id long, name string, score double, grp int")
+    stop = threading.Event()
+    appended = []
+
+    def append():
+        k = 0
+        while not stop.is_set() and k < 20:
+            ids = list(range(20000 + 10 * k, 20000 + 10 * k + 10))
+            lance.write_dataset(_table(random.Random(k), ids, "c"), path, mode="append")
+            appended.extend(ids)
+            k += 1
+            stop.wait(0.3)
+
+    t = threading.Thread(target=append)
+    t.start()
+    try:
+        stats = ls.merge_insert(df, path, "id")
+    finally:
+        stop.set()
+        t.join()
+    live = set(range(1500)) - {i for i in range(1500) if i % 13 == 5}
+    want_ins = sum(1 for i in source.column("id").to_pylist() if i not in live)
+    assert stats == {"num_inserted_rows": want_ins, "num_updated_rows": 400 - want_ins, "num_deleted_rows": 0}
+    got = lance.dataset(path).to_table()
+    ids = got.column("id").to_pylist()
+    assert len(ids) == len(set(ids))
+    assert set(appended) <= set(ids)
+    by_id = {r["id"]: r for r in got.to_pylist()}
+    assert all(by_id[r["id"]] == r for r in source.to_pylist())
+    assert lancelet.dataset(path).count_rows() == len(ids)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -106,7 +106,7 @@ def _source_schema(st: StructType, target: pa.Schema) -> pa.Schema:
             if not _same_spark_type(t, f.dataType):
                 try:
                     want = spark_type(t).simpleString()
-                except Exception:  # noqa: BLE001 - a type Spark cannot hold at all
+                except Exception:
                     want = "none"
                 raise InvalidInputError(
                     f"merge_insert: source column {f.name!r} has Spark type {f.dataType.simpleString()} but the dataset's "

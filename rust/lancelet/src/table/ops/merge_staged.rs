@@ -114,7 +114,11 @@ fn split(ds: &Dataset, joined: &RecordBatch, scan_columns: &[String]) -> Result<
         let f = ds.schema().field_with_name(name).map_err(|e| Error::Internal { what: e.to_string() })?;
         let c = col(&format!("{TARGET_PREFIX}{name}"))?;
         if !c.data_type().equals_datatype(f.data_type()) {
-            return Err(Error::invalid_input(format!("merge task: dataset column {name:?} arrived as {} instead of {}", c.data_type(), f.data_type())));
+            return Err(Error::invalid_input(format!(
+                "merge task: dataset column {name:?} arrived as {} instead of {}",
+                c.data_type(),
+                f.data_type()
+            )));
         }
         tf.push(f.clone().with_nullable(true));
         tc.push(c.clone());
@@ -160,7 +164,8 @@ fn ambiguous_error(keys: &str) -> Error {
 /// version the join read) and write the new rows as staged data files
 /// named `{name_prefix}...`. A failed task leaves none of its files.
 pub fn merge_task(ds: &Arc<Dataset>, job: &MergeJob, schema: SchemaRef, joined: &[RecordBatch], name_prefix: &str) -> Result<MergeTaskOutput> {
-    let joined = &arrow_select::concat::concat_batches(&schema, joined).map_err(|e| Error::invalid_input(format!("merge task: {e}")).with_source(e))?;
+    let joined =
+        &arrow_select::concat::concat_batches(&schema, joined).map_err(|e| Error::invalid_input(format!("merge task: {e}")).with_source(e))?;
     let mut out = MergeTaskOutput::default();
     if joined.num_rows() == 0 {
         return Ok(out);
@@ -176,7 +181,11 @@ pub fn merge_task(ds: &Arc<Dataset>, job: &MergeJob, schema: SchemaRef, joined: 
         plan(ds, &probe, &p)?
     };
     let (source, target, present) = split(ds, joined, &pl.scan_columns)?;
-    let addrs: UInt64Array = target.column_by_name(ROW_ADDR).ok_or_else(|| Error::invalid_input("merge task: no __t__rowaddr column"))?.as_primitive::<UInt64Type>().clone();
+    let addrs: UInt64Array = target
+        .column_by_name(ROW_ADDR)
+        .ok_or_else(|| Error::invalid_input("merge task: no __t__rowaddr column"))?
+        .as_primitive::<UInt64Type>()
+        .clone();
     let ids: Option<UInt64Array> = target.column_by_name(ROW_ID).map(|c| c.as_primitive::<UInt64Type>().clone());
     let stable = ds.has_stable_row_ids();
     if stable && ids.is_none() {
@@ -242,7 +251,8 @@ pub fn merge_task(ds: &Arc<Dataset>, job: &MergeJob, schema: SchemaRef, joined: 
     let inserts: Vec<u32> = if params.insert_not_matched { src_only } else { Vec::new() };
 
     let version = dataset_file_version(ds.manifest())?;
-    let stage = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix, group_bytes: 0 };
+    let stage =
+        StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix, group_bytes: 0 };
     let out_schema: SchemaRef = ds.schema().clone();
     let update_batches = updates.chunks(OUT_BATCH).map(|chunk| updated_rows(ds, &source, &out_schema, chunk));
     let mut updated = stage_fragments(&stage, update_batches)?;
@@ -274,7 +284,7 @@ pub fn merge_task(ds: &Arc<Dataset>, job: &MergeJob, schema: SchemaRef, joined: 
 /// How [`commit_merge`] ended.
 pub enum MergeCommit {
     /// Committed: the new version and the stats.
-    Committed(Committed<MergeStats>),
+    Committed(Box<Committed<MergeStats>>),
     /// A concurrent commit changed rows the job read: run the job again on
     /// the latest version (the message says why). Nothing was committed
     /// and the deletion files written for this attempt were removed.
@@ -314,14 +324,19 @@ pub fn commit_merge(
     new_fragments.extend(decode(inserted_fragments)?);
     if ds.has_stable_row_ids() {
         if let Some(i) = new_fragments.iter().take(updated_fragments.len()).position(|f| f.row_id_sequence.is_none()) {
-            return Err(Error::invalid_input(format!("staged merge fragment #{i} of updated rows carries no row ids (the dataset has stable row ids)")));
+            return Err(Error::invalid_input(format!(
+                "staged merge fragment #{i} of updated rows carries no row ids (the dataset has stable row ids)"
+            )));
         }
     }
     let mut rows: AffectedRows = AffectedRows::new();
     for &a in affected {
         let frag = a >> 32;
         if ds.fragment_index(frag).is_none() {
-            return Err(Error::invalid_input(format!("merge commit: row address {a} names fragment {frag}, which version {} does not have", ds.version())));
+            return Err(Error::invalid_input(format!(
+                "merge commit: row address {a} names fragment {frag}, which version {} does not have",
+                ds.version()
+            )));
         }
         if !rows.entry(frag).or_default().insert(a as u32) {
             return Err(ambiguous_error(&format!("_rowaddr = {a} (fragment {frag}, row {})", a as u32)));
@@ -330,9 +345,10 @@ pub fn commit_merge(
     let moved = MovedRows { new_fragments, moved_ids: Vec::new(), affected: rows, preserved_fields: all_field_ids(ds) };
     let p = prepare_update(ds, moved, || Ok(()), stats)?;
     let txn = p.txn.ok_or_else(|| Error::Internal { what: "an update prepared no transaction".into() })?;
-    let opts = crate::table::commit::CommitOptions { affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..props.commit_options() };
+    let opts =
+        crate::table::commit::CommitOptions { affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..props.commit_options() };
     match commit_or_rerun(ds.root(), &txn, &opts)? {
-        Outcome::Committed(v) => Ok(MergeCommit::Committed(Committed::new(ds.checkout(VersionRef::Number(v))?, p.result))),
+        Outcome::Committed(v) => Ok(MergeCommit::Committed(Box::new(Committed::new(ds.checkout(VersionRef::Number(v))?, p.result)))),
         Outcome::Rerun(why) => {
             crate::table::commit::remove_files(ds.root(), &p.written);
             Ok(MergeCommit::Rerun(why))
