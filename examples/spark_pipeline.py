@@ -10,8 +10,14 @@ On embedded defaults (local Spark, a directory under ./demo-output) it
 5. reads it back with a filter through Spark (pushed down into lancelet's
    scan) and through lancelet directly (the counts must agree), and
    through mapInArrow,
-6. time-travels to version 1 (Spark and lancelet),
-7. prints a summary with timings.
+6. upserts an hour of changed and new events from a DataFrame
+   (``lancelet.spark.merge_insert``: a Spark join, one commit)          → v4,
+7. deletes events by key from a DataFrame (``lancelet.spark.delete``)   → v5,
+8. ingests a short stream (``writeStream.format("lancelet")``: one
+   commit per micro-batch, exactly once)                                → v6...,
+   each checked against lancelet reading the dataset directly,
+9. time-travels to version 1 (Spark and lancelet),
+10. prints a summary with timings.
 
 Usage: python examples/spark_pipeline.py [--rows N] [--out DIR] [--master URL]
 """
@@ -50,9 +56,14 @@ class Steps:
 
 def events(spark, start, n, seed):
     """n deterministic events with ids from start (generated inside Spark)."""
+    return event_columns(spark.range(start, start + n, numPartitions=max(2, n // 500_000)), seed)
+
+
+def event_columns(ids, seed):
+    """The event columns computed from a DataFrame of ``id``s."""
     cats = ", ".join(f"'{c}'" for c in CATEGORIES)
     vec = ", ".join(f"cast(rand({seed * 100 + i}) as float)" for i in range(DIM))
-    return spark.range(start, start + n, numPartitions=max(2, n // 500_000)).selectExpr(
+    return ids.selectExpr(
         "id as event_id",
         f"cast(abs(hash(id, {seed})) % 100000 as long) as user_id",
         f"timestamp_seconds(1767225600 + {seed} * 86400 + id % 86400) as ts",
@@ -140,6 +151,70 @@ def main(argv=None):
         return f"{df.count():,} rows with price > 150 over {len(lancelet.dataset(uri).get_fragments())} fragment tasks"
 
     steps.run("mapInArrow read of two columns", map_in_arrow)
+
+    def upsert():
+        # an hour of changes: every 100th event of day one with new values,
+        # and new events after the last id
+        changed = events(spark, 0, first, seed=3).where("event_id % 100 = 0")
+        new_start = first + second
+        fresh = events(spark, new_start, max(first // 100, 1), seed=4)
+        before = lancelet.dataset(uri)
+        live = before.to_table(columns=["event_id"], filter=f"event_id % 100 = 0 AND event_id < {first}").num_rows
+        n_changed = (first + 99) // 100
+        stats = lancelet.spark.merge_insert(changed.unionByName(fresh), uri, "event_id", spark=spark)
+        want = {"num_inserted_rows": n_changed - live + max(first // 100, 1), "num_updated_rows": live,
+                "num_deleted_rows": 0}
+        if stats != want:
+            raise SystemExit(f"merge_insert stats {stats}, expected {want}")
+        after = lancelet.dataset(uri)
+        if after.count_rows() != before.count_rows() + want["num_inserted_rows"]:
+            raise SystemExit(f"after the upsert lancelet counts {after.count_rows()} rows")
+        got = after.to_table(columns=["event_id", "price", "quantity"], filter=f"event_id % 100 = 0 AND (event_id < {first} OR event_id >= {new_start})").sort_by("event_id")
+        src = changed.unionByName(fresh).where("event_id % 100 = 0").select("event_id", "price", "quantity")
+        src = src.toArrow().sort_by("event_id")
+        if got.to_pylist() != src.to_pylist():
+            raise SystemExit("after the upsert lancelet's rows differ from the DataFrame's")
+        return f"{stats}, version {after.version}"
+
+    steps.run("upsert changed events (merge_insert from a DataFrame)", upsert)
+
+    def delete_keys():
+        keys = spark.range(0, first, 1000).selectExpr("id as event_id")
+        ds = lancelet.dataset(uri)
+        live = ds.to_table(columns=["event_id"], filter=f"event_id % 1000 = 0 AND event_id < {first}").num_rows
+        stats = lancelet.spark.delete(uri, keys, "event_id", spark=spark)
+        after = lancelet.dataset(uri)
+        left = after.to_table(columns=["event_id"], filter=f"event_id % 1000 = 0 AND event_id < {first}").num_rows
+        if stats["num_deleted_rows"] != live or left or after.count_rows() != ds.count_rows() - live:
+            raise SystemExit(f"delete by keys: {stats}, {live} live keys before, {left} after")
+        return f"{live:,} rows deleted, version {after.version}"
+
+    steps.run("delete events by key (lancelet.spark.delete)", delete_keys)
+
+    stream_start, per_batch, batches = 10 * (first + second) + 1_000_000, max(first // 150, 100), 4
+
+    def stream():
+        ckpt = os.path.join(os.path.abspath(args.out), "stream-checkpoint")
+        shutil.rmtree(ckpt, ignore_errors=True)
+        before = lancelet.dataset(uri).count_rows()
+        src = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", per_batch).load()
+        q = (event_columns(src.selectExpr(f"value + {stream_start} as id"), seed=5)
+             .writeStream.format("lancelet").option("checkpointLocation", ckpt)
+             .trigger(processingTime="500 milliseconds").start(uri))
+        try:
+            while lancelet.dataset(uri).count_rows() < before + batches * per_batch:
+                if not q.isActive:
+                    raise SystemExit(f"the stream stopped: {q.exception()}")
+                time.sleep(0.2)
+        finally:
+            q.stop()
+        t = lancelet.dataset(uri).to_table(columns=["event_id"], filter=f"event_id >= {stream_start}")
+        ids = sorted(t.column("event_id").to_pylist())
+        if ids != list(range(stream_start, stream_start + len(ids))) or len(ids) % per_batch:
+            raise SystemExit(f"the stream's rows are not whole batches of consecutive ids ({len(ids)} rows)")
+        return f"{len(ids):,} rows in {len(ids) // per_batch} micro-batch commits, version {lancelet.dataset(uri).version}"
+
+    steps.run(f"stream {per_batch:,}-row micro-batches into the table", stream)
 
     def time_travel():
         old = spark.read.format("lancelet").option("version", 1).load(uri).count()

@@ -17,6 +17,10 @@
 
 * ``add_columns(uri, func, schema)``: new columns computed by a task per
   fragment, one ``Merge`` commit (:mod:`lancelet.spark.evolve`).
+* ``merge_insert(df, uri, on, ...)`` / ``delete(uri, keys_df, on)``:
+  upserts and deletes from a DataFrame, one commit
+  (:mod:`lancelet.spark.merge`); ``df.writeStream.format("lancelet")``:
+  one commit per micro-batch, exactly once (:mod:`lancelet.spark.stream`).
 * ``compact_files(uri, **options)``: compaction with one Spark task per
   compaction task and one commit (:mod:`lancelet.spark.compact`).
 """
@@ -39,6 +43,7 @@ from lancelet.distributed import WritePlan, plan_write
 from lancelet.exceptions import InvalidInputError, NotFoundError
 from lancelet.spark.compact import compact_files
 from lancelet.spark.evolve import add_columns
+from lancelet.spark.merge import delete, merge_insert
 from lancelet.spark.source import (
     DEFAULT_ROWS_PER_PARTITION,
     FragmentSlice,
@@ -65,6 +70,8 @@ __all__ = [
     "FragmentWriter",
     "FRAGMENT_TASK_SCHEMA",
     "add_columns",
+    "merge_insert",
+    "delete",
 ]
 
 #: Columns of the DataFrame :func:`fragments` returns.

@@ -325,3 +325,12 @@ class LanceletDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> LanceletWriter:
         return LanceletWriter(self.opts, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        """``df.writeStream.format("lancelet")``: see :mod:`lancelet.spark.stream`."""
+        from lancelet.spark.stream import LanceletStreamWriter
+
+        if overwrite:
+            raise InvalidInputError("the lancelet streaming sink only appends (outputMode 'append')")
+        opts = {str(k).lower(): v for k, v in dict(self.options).items()}
+        return LanceletStreamWriter(self.opts, schema, opts.get("checkpointlocation"))

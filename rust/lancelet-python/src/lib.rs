@@ -11,6 +11,7 @@ mod errors;
 mod evolve;
 mod file;
 mod index;
+mod merge;
 mod namespace;
 mod nearest;
 mod ops;
@@ -156,6 +157,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
     ops::register(m)?;
+    merge::register(m)?;
     evolve::register(m)?;
     optimize::register(m)?;
     index::register(m)?;

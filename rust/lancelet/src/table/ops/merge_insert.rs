@@ -109,23 +109,23 @@ pub struct MergeStats {
 }
 
 /// Rows per batch of the new rows written.
-const OUT_BATCH: usize = 16 * 1024;
+pub(super) const OUT_BATCH: usize = 16 * 1024;
 
 /// The checked job against one version.
-struct Plan {
+pub(super) struct Plan {
     /// Positions of the key columns in the dataset schema and the source.
-    keys: Vec<(usize, usize)>,
+    pub(super) keys: Vec<(usize, usize)>,
     /// Update condition planned over `target`/`source` structs.
-    condition: Option<Condition>,
+    pub(super) condition: Option<Condition>,
     /// Not-matched-by-source delete filter over dataset columns.
-    by_source: Option<SqlFilter>,
+    pub(super) by_source: Option<SqlFilter>,
     /// Dataset columns the scan reads (keys first).
-    scan_columns: Vec<String>,
+    pub(super) scan_columns: Vec<String>,
 }
 
 /// A `when_matched_update_all` condition.
-struct Condition {
-    filter: SqlFilter,
+pub(super) struct Condition {
+    pub(super) filter: SqlFilter,
     /// Dataset / source columns it reads.
     target_cols: Vec<String>,
     source_cols: Vec<String>,
@@ -135,7 +135,7 @@ fn names(s: &Schema) -> String {
     s.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
 }
 
-fn plan(ds: &Dataset, source: &Schema, p: &MergeInsertParams) -> Result<Plan> {
+pub(super) fn plan(ds: &Dataset, source: &Schema, p: &MergeInsertParams) -> Result<Plan> {
     let target = ds.schema();
     if p.when_matched == WhenMatched::DoNothing && !p.insert_not_matched && p.when_not_matched_by_source == WhenNotMatchedBySource::Keep {
         return Err(Error::invalid_input(
@@ -268,7 +268,7 @@ fn mentions(sql: &str, name: &str) -> bool {
 
 /// The evaluation batch of a condition for pairs (dataset row of `scan`,
 /// source row).
-fn condition_batch(
+pub(super) fn condition_batch(
     c: &Condition,
     scan: &RecordBatch,
     t_idx: &UInt32Array,
@@ -583,7 +583,7 @@ fn source_rows(source: &RecordBatch, out: &SchemaRef) -> Result<RecordBatch> {
 }
 
 /// Every field id of the schema, in order (top-level fields and children).
-fn all_field_ids(ds: &Dataset) -> Vec<u32> {
+pub(super) fn all_field_ids(ds: &Dataset) -> Vec<u32> {
     fn walk(f: &crate::file::schema::LanceField, out: &mut Vec<u32>) {
         out.push(f.id as u32);
         f.children.iter().for_each(|c| walk(c, out));
@@ -690,7 +690,7 @@ fn scan_and_match(
     Ok(found)
 }
 
-fn filter_u32(a: &UInt32Array, keep: &BooleanArray) -> Result<UInt32Array> {
+pub(super) fn filter_u32(a: &UInt32Array, keep: &BooleanArray) -> Result<UInt32Array> {
     Ok(arrow_select::filter::filter(a, keep).map_err(Error::internal_arrow)?.as_primitive().clone())
 }
 
@@ -713,7 +713,7 @@ fn ambiguous(b: &RecordBatch, row: usize, n_keys: usize, s1: u32, s2: u32, on: &
 
 /// New rows replacing dataset rows: the source's values, the dataset's
 /// for columns the source lacks.
-fn updated_rows(ds: &Arc<Dataset>, source: &RecordBatch, out: &SchemaRef, chunk: &[(u64, u64, u32)]) -> Result<RecordBatch> {
+pub(super) fn updated_rows(ds: &Arc<Dataset>, source: &RecordBatch, out: &SchemaRef, chunk: &[(u64, u64, u32)]) -> Result<RecordBatch> {
     let s_idx = UInt32Array::from(chunk.iter().map(|u| u.2).collect::<Vec<_>>());
     let missing: Vec<String> = out.fields().iter().filter(|f| source.schema().field_with_name(f.name()).is_err()).map(|f| f.name().clone()).collect();
     let kept = if missing.is_empty() {
@@ -737,7 +737,7 @@ fn updated_rows(ds: &Arc<Dataset>, source: &RecordBatch, out: &SchemaRef, chunk:
 }
 
 /// Inserted source rows (nulls for columns the source lacks).
-fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result<RecordBatch> {
+pub(super) fn inserted_rows(source: &RecordBatch, out: &SchemaRef, chunk: &[u32]) -> Result<RecordBatch> {
     let idx = UInt32Array::from(chunk.to_vec());
     let cols = out
         .fields()

@@ -9,6 +9,8 @@
 //! * [`update`]: set columns to SQL values where a predicate holds
 //!   (`Update`, rows rewritten);
 //! * [`merge_insert`]: upsert / delete by key columns (`Update`);
+//! * [`merge_staged`]: a distributed merge_insert: tasks decide and write
+//!   the rows of a join, the driver commits one `Update`;
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
 //! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`);
 //! * [`vector_index`]: build IVF_FLAT / IVF_PQ / IVF_SQ vector indices (`CreateIndex`).
@@ -19,6 +21,7 @@ pub mod delete;
 pub mod index;
 pub(crate) mod keys;
 pub mod merge_insert;
+pub mod merge_staged;
 pub mod retry;
 mod rewrite;
 pub mod update;
