@@ -1,0 +1,79 @@
+package io.lancelet.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * A columnar batch scan of one pinned version: one partition per fragment,
+ * or per slice of {@code rows_per_partition} physical rows of a larger one.
+ */
+final class LanceletScan implements Scan, Batch {
+  private final ScanSpec spec;
+  private final StructType schema;
+  private final List<Predicate> pushed;
+
+  LanceletScan(ScanSpec spec, StructType schema, List<Predicate> pushed) {
+    this.spec = spec;
+    this.schema = schema;
+    this.pushed = pushed;
+  }
+
+  @Override
+  public StructType readSchema() {
+    return schema;
+  }
+
+  @Override
+  public String description() {
+    return "LanceletScan " + spec.uri + " version=" + spec.version + " columns=" + String.join(",", spec.columns)
+        + (spec.filter == null ? "" : " filter=" + spec.filter) + (spec.limit < 0 ? "" : " limit=" + spec.limit)
+        + " pushed=" + pushed;
+  }
+
+  @Override
+  public ColumnarSupportMode columnarSupportMode() {
+    return ColumnarSupportMode.SUPPORTED;
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions() {
+    // With a limit and no filter, live row counts say how many slices hold
+    // enough rows; the rest are never read.
+    boolean byLimit = spec.limit >= 0 && spec.filter == null;
+    long[] q;
+    try (NativeDataset ds = spec.open()) {
+      q = ds.plan(spec.rowsPerPartition, byLimit);
+    }
+    List<InputPartition> out = new ArrayList<>();
+    long rows = 0;
+    for (int i = 0; i + 3 < q.length; i += 4) {
+      if (byLimit) {
+        if (rows >= spec.limit) {
+          break;
+        }
+        if (q[i + 3] == 0) {
+          continue;
+        }
+        rows += q[i + 3];
+      }
+      out.add(new LanceletPartition(spec, q[i], q[i + 1], q[i + 2]));
+    }
+    return out.toArray(new InputPartition[0]);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new LanceletReaderFactory();
+  }
+}
