@@ -102,7 +102,8 @@ def _job(root: Path) -> None:
     rows("main_columns_opt", lambda: read(m, columns="id,s", filter="id < 50"))
     rows("main_v1", lambda: read(m, version="1"))
     rows("main_tag", lambda: read(m, version="first"))
-    rows("main_sql", lambda: spark.sql(f"SELECT s, count(*) AS n FROM lancelet.`{m}` WHERE i32 < 3 GROUP BY s"))
+    read(m).createOrReplaceTempView("events")
+    rows("main_sql", lambda: spark.sql("SELECT s, count(*) AS n FROM events WHERE i32 < 3 GROUP BY s"))
     rows("main_class_name", lambda: spark.read.format("io.lancelet.spark.LanceletDataSource").load(m).select("id"))
     s3 = {f"storage_options.{k}": v for k, v in spec["s3_options"].items()}
     rows("s3", lambda: read(spec["s3"], **s3).where("i32 < 4"))
@@ -178,7 +179,8 @@ def job(tmp_path_factory, lance_mod, s3_server):
                                        "decimal256")}
     lance_mod.write_dataset(matrix, spec["matrix_pylance"], max_rows_per_file=120)
     lancelet.write_dataset(matrix, spec["matrix_lancelet"], max_rows_per_file=120)
-    narrow = matrix.select([c for c in matrix.column_names if not c.startswith(("fsl_nested", "fsl_struct", "list_fsl"))])
+    narrow = matrix.select([c for c in matrix.column_names
+                            if not c.startswith(("fsl_nested", "fsl_struct", "list_fsl", "map_", "list_map"))])
     lancelet.write_dataset(narrow, spec["matrix_lancelet_21"], max_rows_per_file=100, data_storage_version="2.1")
     main = _main_table()
     lance_mod.write_dataset(main.slice(0, 2000), spec["main"], max_rows_per_file=800)   # version 1, pylance
@@ -270,7 +272,7 @@ def test_filters_equal_direct_filtered_reads(job, name, sql, pushed):
     assert ("filter=" in plan) == pushed or name == "main_filter_float", plan
     if name == "main_filter_float":
         # the integer comparison is pushed, the float one stays in Spark
-        assert "filter=(`i32` > 3)" in plan and "Filter" in plan, plan
+        assert "(`i32` > 3)" in plan and "Filter (f#" in plan and "`f` >" not in plan, plan
     elif pushed:
         assert "Filter " not in plan.split("BatchScan")[0].split("ColumnarToRow")[-1], plan
 
@@ -291,10 +293,11 @@ def test_count_star(job):
     _, spec, results = job
     ds = lancelet.dataset(spec["main"])
     assert results["count"]["value"] == ds.count_rows() == 2699
-    assert "LanceletCount" in results["count_plan"]["value"]
+    # answered on the driver: a local scan of one row, no BatchScan
+    assert "LocalTableScan [count(*)" in results["count_plan"]["value"]
+    assert "BatchScan" not in results["count_plan"]["value"]
     assert results["count_filter"]["value"] == ds.count_rows(filter="i32 < 5 AND s LIKE 'b%'")
-    assert "LanceletCount" in results["count_filter_plan"]["value"]
-    assert "filter=((`i32` < 5))" in results["count_filter_plan"]["value"].replace("filter=(`i32` < 5)", "filter=((`i32` < 5))")
+    assert "LocalTableScan [count(*)" in results["count_filter_plan"]["value"]
     assert results["count_unpushed"]["value"] == ds.count_rows(filter="f > 0.25")
     assert results["count_v1"]["value"] == 2000
     assert results["empty_partitions"]["value"] == 0
@@ -338,8 +341,10 @@ def test_sql_over_the_connector(job):
     _, spec, _ = job
     got = _rows(job, "main_sql")
     t = _direct(spec["main"], columns=["s"], filter="i32 < 3")
-    want = t.group_by("s").aggregate([("s", "count_all")]).rename_columns(["s", "n"])
-    assert sorted(zip(*got.to_pydict().values()), key=str) == sorted(zip(*want.to_pydict().values()), key=str)
+    from collections import Counter
+
+    want = Counter(t.column("s").to_pylist())
+    assert dict(zip(got.column("s").to_pylist(), got.column("n").to_pylist())) == want
 
 
 def test_storage_options_reach_the_core(job):

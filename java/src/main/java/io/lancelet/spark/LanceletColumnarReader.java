@@ -42,23 +42,21 @@ final class LanceletColumnarReader implements PartitionReader<ColumnarBatch> {
   }
 
   private final BufferAllocator allocator;
-  private final VectorSchemaRoot root;
-  private final VectorLoader loader;
+  private final Schema schema;
+  /** The vectors of the current batch (fresh per batch: Spark may close a batch's vectors). */
+  private VectorSchemaRoot root;
   private NativeDataset ds;
   private long scan;
   private ColumnarBatch batch;
 
   LanceletColumnarReader(LanceletPartition p) {
     ScanSpec s = p.spec;
-    Schema schema;
     try {
       schema = Schema.fromJSON(s.arrowSchemaJson);
     } catch (IOException e) {
       throw new LanceletException("internal error: unreadable scan schema: " + e);
     }
     allocator = ROOT.newChildAllocator("lancelet-" + p.fragment + "-" + p.start, 0, Long.MAX_VALUE);
-    root = VectorSchemaRoot.create(schema, allocator);
-    loader = new VectorLoader(root);
     try {
       ds = s.open();
       scan = NativeLib.openScan(ds.handle(), s.columns, s.filter, p.fragment, p.start, p.end, s.batchSize, s.limit,
@@ -71,10 +69,15 @@ final class LanceletColumnarReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public boolean next() {
+    if (root != null) {
+      root.close(); // before the native scan frees the buffers it points at
+      root = null;
+    }
     long[] d = NativeLib.nextBatch(scan);
     if (d == null) {
       return false;
     }
+    root = VectorSchemaRoot.create(schema, allocator);
     int rows = (int) d[0];
     int nodes = (int) d[1];
     int bufs = (int) d[2];
@@ -92,7 +95,7 @@ final class LanceletColumnarReader implements PartitionReader<ColumnarBatch> {
       }
       if (!root.getFieldVectors().isEmpty()) {
         try (ArrowRecordBatch rb = new ArrowRecordBatch(rows, fieldNodes, buffers)) {
-          loader.load(rb);
+          new VectorLoader(root).load(rb);
         }
       }
     } finally {
@@ -116,7 +119,10 @@ final class LanceletColumnarReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public void close() {
-    root.close();
+    if (root != null) {
+      root.close();
+      root = null;
+    }
     if (scan != 0) {
       NativeLib.closeScan(scan);
       scan = 0;
