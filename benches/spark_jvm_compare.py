@@ -39,7 +39,7 @@ import lancelet.spark
 from lancelet.spark.source import LanceletDataSource
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from spark_pipeline import DIM, events  # noqa: E402
+from spark_pipeline import DIM, events
 
 FULL = ["sum(event_id)", "sum(user_id)", "max(ts)", "count(distinct category)", "sum(length(url))",
         "sum(price)", "sum(quantity)", "sum(embedding[0])"]

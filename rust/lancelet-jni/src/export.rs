@@ -95,7 +95,11 @@ impl Exported {
         let bytes = buf.as_slice();
         let (s, e) = (offset * width, (offset + len) * width);
         if e > bytes.len() {
-            return Err(Error::internal(format!("a buffer of {} bytes is too short for rows {offset}..{} of width {width}", bytes.len(), offset + len)));
+            return Err(Error::internal(format!(
+                "a buffer of {} bytes is too short for rows {offset}..{} of width {width}",
+                bytes.len(),
+                offset + len
+            )));
         }
         self.push(&bytes[s..e]);
         Ok(())

@@ -186,7 +186,12 @@ pub extern "system" fn Java_io_lancelet_spark_NativeLib_plan<'l>(
 
 /// Rows matching a filter (null: all rows, from metadata).
 #[no_mangle]
-pub extern "system" fn Java_io_lancelet_spark_NativeLib_countRows<'l>(mut env: EnvUnowned<'l>, _c: JClass<'l>, h: jlong, filter: JString<'l>) -> jlong {
+pub extern "system" fn Java_io_lancelet_spark_NativeLib_countRows<'l>(
+    mut env: EnvUnowned<'l>,
+    _c: JClass<'l>,
+    h: jlong,
+    filter: JString<'l>,
+) -> jlong {
     env.with_env(|env| -> Res<jlong> {
         let filter = string(env, &filter)?;
         Ok(scan::count_rows(dataset(h)?, filter.as_deref())? as jlong)

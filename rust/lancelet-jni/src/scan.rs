@@ -146,7 +146,8 @@ impl PartitionScan {
             // _rowid / _rowaddr are u64 with a long's layout: Spark longs.
             targets.push(if i >= req.columns.len() { DataType::UInt64 } else { spark_type(f.data_type(), f.name())? });
         }
-        let fragment = i32::try_from(req.fragment).map_err(|_| Error::unsupported(format!("fragment id {} does not fit _fragid (int)", req.fragment)))?;
+        let fragment =
+            i32::try_from(req.fragment).map_err(|_| Error::unsupported(format!("fragment id {} does not fit _fragid (int)", req.fragment)))?;
         Ok(PartitionScan { stream: scanner.stream()?, targets, fragment, frag_id: req.frag_id, current: None })
     }
 

@@ -117,7 +117,8 @@ pub fn to_spark(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
             let children = s.columns().iter().zip(dst.iter()).map(|(c, f)| to_spark(c, f.data_type())).collect::<Result<Vec<_>>>()?;
             // Field types follow the children as converted (only their
             // layout matters to the JVM, which takes types from the schema).
-            let fields: Fields = src.iter().zip(&children).map(|(f, c)| Arc::new(Field::new(f.name(), c.data_type().clone(), f.is_nullable()))).collect();
+            let fields: Fields =
+                src.iter().zip(&children).map(|(f, c)| Arc::new(Field::new(f.name(), c.data_type().clone(), f.is_nullable()))).collect();
             Ok(Arc::new(StructArray::try_new(fields, children, s.nulls().cloned()).map_err(Error::internal_arrow)?))
         }
         (DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..), DataType::List(dst)) => {
@@ -172,13 +173,18 @@ mod tests {
     fn types_widen_like_the_python_source() {
         assert_eq!(spark_type(&DataType::UInt8, "a").unwrap(), DataType::Int16);
         assert_eq!(spark_type(&DataType::UInt64, "a").unwrap(), DataType::Decimal128(20, 0));
-        assert_eq!(spark_type(&DataType::Timestamp(TimeUnit::Nanosecond, Some("Europe/Paris".into())), "t").unwrap(), DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())));
+        assert_eq!(
+            spark_type(&DataType::Timestamp(TimeUnit::Nanosecond, Some("Europe/Paris".into())), "t").unwrap(),
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+        );
         assert_eq!(spark_type(&DataType::Timestamp(TimeUnit::Millisecond, None), "t").unwrap(), DataType::Timestamp(TimeUnit::Microsecond, None));
         let fsl = DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4);
         assert!(matches!(spark_type(&fsl, "v").unwrap(), DataType::List(f) if f.data_type() == &DataType::Float32));
         let err = spark_type(&DataType::Decimal256(60, 2), "big").unwrap_err().to_string();
         assert!(err.contains("\"big\"") && err.contains("38 digits"), "{err}");
-        let err = spark_type(&DataType::Struct(vec![Field::new("u", DataType::Interval(arrow_schema::IntervalUnit::DayTime), true)].into()), "s").unwrap_err().to_string();
+        let err = spark_type(&DataType::Struct(vec![Field::new("u", DataType::Interval(arrow_schema::IntervalUnit::DayTime), true)].into()), "s")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("s.u"), "{err}");
     }
 
