@@ -109,6 +109,10 @@ def _job(root: Path) -> None:
     rows("s3", lambda: read(spec["s3"], **s3).where("i32 < 4"))
     value("err_s3_key", lambda: read(spec["s3"], **dict(s3, **{"storage_options.aws_secret_access_key": "wrong",
                                                               "storage_options.client_max_retries": "0"})).collect())
+    value("stats", lambda: [str(read(m)._jdf.queryExecution().optimizedPlan()
+                                    .stats().rowCount().get()),
+                            str(read(m)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()),
+                            str(read(m).select("id")._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())])
     value("count", lambda: read(m).count())
     value("count_plan", lambda: plan(read(m).groupBy().count()))
     value("count_filter", lambda: read(m).where("i32 < 5 and s like 'b%'").count())
@@ -302,6 +306,15 @@ def test_count_star(job):
     assert results["count_v1"]["value"] == 2000
     assert results["empty_partitions"]["value"] == 0
     assert results["empty_count"]["value"] == 0
+
+
+def test_statistics_for_the_planner(job):
+    _, spec, results = job
+    rows, size, size_id = (int(x) for x in results["stats"]["value"])
+    frags = lancelet.dataset(spec["main"]).get_fragments()
+    assert rows == sum(f.physical_rows for f in frags)  # before deletions and filters
+    on_disk = sum(os.path.getsize(os.path.join(spec["main"], "data", d.path)) for f in frags for d in f.data_files())
+    assert size == on_disk and 0 < size_id < size
 
 
 def test_metadata_columns(job):

@@ -166,7 +166,7 @@ pub extern "system" fn Java_io_lancelet_spark_NativeLib_columnKinds<'l>(mut env:
     env.with_env(|env| -> Res<JString<'l>> { Ok(env.new_string(scan::column_kinds(dataset(h)?.schema()))?) }).resolve::<Throw>()
 }
 
-/// Read partitions: fragment, start, end, rows for each (see `scan::plan`).
+/// Read partitions: fragment, start, end, rows, bytes for each (see `scan::plan`).
 #[no_mangle]
 pub extern "system" fn Java_io_lancelet_spark_NativeLib_plan<'l>(
     mut env: EnvUnowned<'l>,
@@ -178,7 +178,7 @@ pub extern "system" fn Java_io_lancelet_spark_NativeLib_plan<'l>(
     env.with_env(|env| -> Res<JLongArray<'l>> {
         let rpp = u64::try_from(rows_per_partition).map_err(|_| lancelet::Error::invalid_input("rows_per_partition must be positive"))?;
         let slices = scan::plan(dataset(h)?, rpp, exact)?;
-        let flat: Vec<i64> = slices.iter().flat_map(|s| [s.fragment as i64, s.start as i64, s.end as i64, s.rows as i64]).collect();
+        let flat: Vec<i64> = slices.iter().flat_map(|s| [s.fragment as i64, s.start as i64, s.end as i64, s.rows as i64, s.bytes as i64]).collect();
         longs(env, &flat)
     })
     .resolve::<Throw>()

@@ -43,14 +43,16 @@ pub fn open(uri: &str, version: Option<VersionRef>, options: &StorageOptions) ->
     Ok(ds)
 }
 
-/// One read task: physical rows `start..end` of fragment `fragment`, and the
-/// rows of it that survive deletions (exact when `exact`, else `end - start`).
+/// One read task: physical rows `start..end` of fragment `fragment`, the
+/// rows of it that survive deletions (exact when `exact`, else `end - start`)
+/// and its share of the fragment's data file bytes (for Spark's statistics).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slice {
     pub fragment: u64,
     pub start: u64,
     pub end: u64,
     pub rows: u64,
+    pub bytes: u64,
 }
 
 /// Fragments cut into slices of at most `rows_per_partition` physical rows,
@@ -64,6 +66,7 @@ pub fn plan(ds: &Dataset, rows_per_partition: u64, exact: bool) -> Result<Vec<Sl
     for (i, f) in ds.fragments().iter().enumerate() {
         let n = ds.physical_rows(i)?;
         let live = if exact && f.deletion_file.is_some() { Some(ds.live_ranges(i)?) } else { None };
+        let file_bytes: u64 = f.files.iter().map(|d| d.file_size_bytes).sum();
         let mut start = 0;
         loop {
             let end = (start + rows_per_partition).min(n);
@@ -71,7 +74,8 @@ pub fn plan(ds: &Dataset, rows_per_partition: u64, exact: bool) -> Result<Vec<Sl
                 Some(ranges) => ranges.iter().map(|r| r.end.min(end).saturating_sub(r.start.max(start))).sum(),
                 None => end - start,
             };
-            out.push(Slice { fragment: f.id, start, end, rows });
+            let bytes = if n == 0 { 0 } else { (file_bytes as u128 * (end - start) as u128 / n as u128) as u64 };
+            out.push(Slice { fragment: f.id, start, end, rows, bytes });
             start = end;
             if start >= n {
                 break;

@@ -159,7 +159,7 @@ final class LanceletScanBuilder implements ScanBuilder, SupportsPushDownRequired
       }
     }
     ScanSpec spec = new ScanSpec(opts, pinned, data.toArray(new String[0]), filter, limit, meta[0], meta[1],
-        meta[2], new Schema(arrowFields).toJson());
+        meta[2], new Schema(arrowFields).toJson(), tableSchema.fields().length);
     return new LanceletScan(spec, new StructType(sparkFields.toArray(new StructField[0])), pushed);
   }
 }

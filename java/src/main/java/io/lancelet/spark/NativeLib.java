@@ -70,7 +70,7 @@ final class NativeLib {
   /** Lines of kind \u0001 name \u0001 name ... for every column path. */
   static native String columnKinds(long dataset);
 
-  /** Quads: fragment id, first row, end row, rows (exact live rows when {@code exact}). */
+  /** Per slice: fragment id, first row, end row, rows (exact live rows when {@code exact}), file bytes. */
   static native long[] plan(long dataset, long rowsPerPartition, boolean exact);
 
   /** Rows matching a lancelet SQL filter (null: all, from metadata). */

@@ -20,11 +20,13 @@ final class ScanSpec implements Serializable {
   final boolean rowId;
   final boolean rowAddr;
   final boolean fragId;
+  /** Data columns of the table (for statistics). */
+  final int totalColumns;
   /** The Arrow schema of the batches (data columns in Spark's layouts, then metadata columns). */
   final String arrowSchemaJson;
 
   ScanSpec(LanceletOptions opts, long version, String[] columns, String filter, long limit, boolean rowId,
-      boolean rowAddr, boolean fragId, String arrowSchemaJson) {
+      boolean rowAddr, boolean fragId, String arrowSchemaJson, int totalColumns) {
     this.uri = opts.uri;
     this.version = version;
     this.storage = new TreeMap<>(opts.storage);
@@ -37,6 +39,7 @@ final class ScanSpec implements Serializable {
     this.rowAddr = rowAddr;
     this.fragId = fragId;
     this.arrowSchemaJson = arrowSchemaJson;
+    this.totalColumns = totalColumns;
   }
 
   NativeDataset open() {
