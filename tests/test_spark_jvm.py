@@ -46,6 +46,7 @@ def _job(root: Path) -> None:
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.cbo.planStats.enabled", "true")  # row counts reach the plan's statistics
                .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={root}")
                .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", "")))
     spark = ls.configure(builder).getOrCreate()
