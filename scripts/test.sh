@@ -14,5 +14,6 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 python3 -m ruff check --quiet .
 cargo test -p lancelet --quiet
 cargo test -p lancelet-python --quiet  # the bindings (allocator choice, argument conversion)
+cargo test -p lancelet-jni --quiet     # the JVM connector's type mapping and batch export
 # Run pytest from outside the source tree so it imports the installed package.
 cd tests && python3 -m pytest -q -p no:cacheprovider --rootdir=.. -c ../pyproject.toml . "$@"

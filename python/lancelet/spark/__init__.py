@@ -43,6 +43,7 @@ from lancelet.distributed import WritePlan, plan_write
 from lancelet.exceptions import InvalidInputError, NotFoundError
 from lancelet.spark.compact import compact_files
 from lancelet.spark.evolve import add_columns
+from lancelet.spark.jvm import configure as configure  # the JVM connector (lancelet.spark.jvm)
 from lancelet.spark.merge import delete, merge_insert
 from lancelet.spark.source import (
     DEFAULT_ROWS_PER_PARTITION,
