@@ -124,7 +124,8 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         let file = match target {
             "ngram_index" => {
                 let words = ["hello world", "Hello", "wor1d hello", "café", "", "ab", "xyz-123 HELLO!"];
-                let text: ArrayRef = Arc::new(StringArray::from((0..n as usize).map(|i| (i % 6 != 2).then_some(words[i % words.len()])).collect::<Vec<_>>()));
+                let text: ArrayRef =
+                    Arc::new(StringArray::from((0..n as usize).map(|i| (i % 6 != 2).then_some(words[i % words.len()])).collect::<Vec<_>>()));
                 ngram::write(&dir, FileVersion::V2_1, &TrainingData { values: text, ids: ids.clone() }).expect("write");
                 ngram::FILE
             }

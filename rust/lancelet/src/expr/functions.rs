@@ -606,7 +606,8 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
             // Arrow's kernel (what DataFusion's contains runs): both sides
             // of one string type; a null on either side gives null.
             let t = args[0].data_type();
-            let needle = if args[1].data_type() == t { args[1].clone() } else { cast_with_options(&args[1], t, &STRICT).map_err(Error::invalid_arrow)? };
+            let needle =
+                if args[1].data_type() == t { args[1].clone() } else { cast_with_options(&args[1], t, &STRICT).map_err(Error::invalid_arrow)? };
             Arc::new(arrow_string::like::contains(&args[0], &needle).map_err(Error::invalid_arrow)?)
         }
         B::StartsWith | B::EndsWith => {

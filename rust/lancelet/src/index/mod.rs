@@ -126,9 +126,9 @@ impl IndexKind {
             "INVERTED" | "FTS" | "JSON" => Err(Error::unsupported(format!(
                 "{name} indices are not implemented in lancelet (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM are)"
             ))),
-            _ => Err(Error::invalid_input(format!(
-                "unknown index type {name:?} (expected BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER or NGRAM)"
-            ))),
+            _ => {
+                Err(Error::invalid_input(format!("unknown index type {name:?} (expected BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER or NGRAM)")))
+            }
         }
     }
 

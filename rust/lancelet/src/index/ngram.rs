@@ -233,10 +233,7 @@ fn group_rows(rows: &[u64]) -> BTreeMap<u32, RoaringBitmap> {
 
 fn schema() -> Arc<Schema> {
     let meta: HashMap<String, String> = [("lance-encoding:compression".to_string(), "none".to_string())].into();
-    Arc::new(Schema::new(vec![
-        Field::new("tokens", DataType::UInt32, true),
-        Field::new("posting_list", DataType::Binary, false).with_metadata(meta),
-    ]))
+    Arc::new(Schema::new(vec![Field::new("tokens", DataType::UInt32, true), Field::new("posting_list", DataType::Binary, false).with_metadata(meta)]))
 }
 
 /// Write the postings file.
@@ -255,11 +252,8 @@ fn write_postings(dir: &Storage, version: FileVersion, postings: &BTreeMap<u32, 
             last += 1;
         }
         let tokens = UInt32Array::from(entries[first..last].iter().map(|(t, _)| **t).collect::<Vec<_>>());
-        let lists = BinaryArray::new(
-            arrow_buffer::OffsetBuffer::new(arrow_buffer::ScalarBuffer::from(offsets)),
-            arrow_buffer::Buffer::from_vec(bytes),
-            None,
-        );
+        let lists =
+            BinaryArray::new(arrow_buffer::OffsetBuffer::new(arrow_buffer::ScalarBuffer::from(offsets)), arrow_buffer::Buffer::from_vec(bytes), None);
         w.write(&RecordBatch::try_new(schema.clone(), vec![Arc::new(tokens), Arc::new(lists)]).map_err(Error::internal_arrow)?)?;
         first = last;
     }
