@@ -196,6 +196,7 @@ FIXED_FILTERS = [
     "s LIKE '%ell%' AND id > 0 AND contains(s,'llo')", "contains(s, 'zzzzzz')", "contains(s, 'Caf')",
     "contains(s, 'é a')", "s IS NULL", "s = 'abc' OR contains(s,'ell')", "contains(s, 'ell') IS NULL",
     "contains(s, 'hello world')", "s LIKE '%ab\\_c%'", "s LIKE '%o_b%'", "contains(s, 'o_b')",
+    "contains(s, 'ell') = true", "(contains(s, 'ell') OR contains(s, 'wor')) = true", "contains(s, 'a''b')",
 ]
 
 

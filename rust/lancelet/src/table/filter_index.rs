@@ -218,6 +218,14 @@ fn eq_chain(e: &Expr, out: &mut Vec<ArrayRef>) -> Option<String> {
     }
 }
 
+/// A boolean `true` literal.
+fn is_true(e: &Expr) -> bool {
+    match &e.kind {
+        Kind::Literal(v) => v.len() == 1 && v.is_valid(0) && v.as_any().downcast_ref::<arrow_array::BooleanArray>().is_some_and(|b| b.value(0)),
+        _ => false,
+    }
+}
+
 /// `col` and the string of a `'literal'` (a top-level column, a non-null
 /// string of any width).
 fn column_and_string(col: &Expr, lit: &Expr) -> Option<(String, String)> {
@@ -365,6 +373,9 @@ impl Builder<'_> {
                 let n = self.node(&inner, false)?;
                 self.not(n)
             }
+            // `pred = true` is `pred` (DataFusion simplifies it so).
+            Kind::Cmp(CmpOp::Eq, a, b) if is_true(b) && !matches!(a.kind, Kind::Column { .. }) => self.node(a, partial),
+            Kind::Cmp(CmpOp::Eq, a, b) if is_true(a) && !matches!(b.kind, Kind::Column { .. }) => self.node(b, partial),
             Kind::Cmp(op, a, b) => {
                 let (col, op, v) = column_cmp(*op, a, b)?;
                 let end = |inclusive| Some(RangeEnd { value: v.clone(), inclusive });
