@@ -459,6 +459,29 @@ def test_parameters_and_errors(tmp_path):
     assert lancelet.dataset(path).to_table(filter="b = true")["i"].to_pylist() == [1]
 
 
+def test_parameters_cross_the_binding_as_their_own_argument(tmp_path):
+    """Parameters go to the native call as a JSON object beside the type
+    (no ``TYPE:{json}`` strings); the type argument is only a type."""
+    from lancelet import _native
+    path = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"i": pa.array(range(20), pa.int32())}), path)
+    ds = lancelet.dataset(path)
+    v = ds.version
+    with pytest.raises(InvalidInputError, match="unknown index type"):
+        ds.create_scalar_index("i", 'ZONEMAP:{"rows_per_zone": 4}')
+    with pytest.raises(InvalidInputError, match="rows_per_zone must be a non-negative integer"):
+        _native.dataset_create_scalar_index(ds._native, "i", "ZONEMAP", None, True, None, params='{"rows_per_zone": -4}')
+    with pytest.raises(InvalidInputError, match="index parameters must be an object"):
+        _native.dataset_create_scalar_index(ds._native, "i", "ZONEMAP", None, True, None, params="[4]")
+    assert lancelet.dataset(path).version == v
+    native = _native.dataset_create_scalar_index(ds._native, "i", "ZONEMAP", "zm", True, None, params='{"rows_per_zone": 4}')
+    ds._become(native)
+    assert lance.dataset(path).index_statistics("zm")["indices"] == [{"num_zones": 5, "rows_per_zone": 4}]
+    ds.create_scalar_index("i", "BLOOMFILTER", name="bf", number_of_items=7, probability=0.01)
+    st = lance.dataset(path).index_statistics("bf")["indices"][0]
+    assert (st["number_of_items"], st["probability"]) == (7, 0.01)
+
+
 def test_corrupt_index_files(tmp_path):
     """A damaged index file raises a typed error, never a panic."""
     from lancelet.exceptions import LanceletError

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["IndexConfig", "IndexDescription", "IndexSegmentDescription", "create_scalar_index", "list_indices",
            "describe_indices", "drop_index", "optimize_indices", "create_index", "index_statistics"]
 
-INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER")
+INDEX_TYPES = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM")
 
 #: Parameters each index type takes (pylance's names).
 INDEX_PARAMS = {"ZONEMAP": ("rows_per_zone",), "BLOOMFILTER": ("number_of_items", "probability")}
@@ -55,8 +55,10 @@ class IndexConfig:
     parameters: dict
 
 
-def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> str:
-    """The native ``index_type`` argument: ``TYPE`` or ``TYPE:{json}``."""
+def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> "tuple[str, Optional[str]]":
+    """The native ``index_type`` and ``params`` arguments: the type name and
+    its parameters under pylance's names as a JSON object (``None`` when
+    there are none), checked here so a bad one names itself."""
     import json
     params: Dict[str, Any] = {}
     if not isinstance(index_type, str) and hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
@@ -64,8 +66,6 @@ def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> str:
         index_type = index_type.index_type
     if not isinstance(index_type, str):
         raise InvalidInputError(f"index_type must be a string like 'BTREE' or an IndexConfig, not {type(index_type).__name__}")
-    if ":" in index_type:
-        raise InvalidInputError(f"unknown index type {index_type!r}")
     allowed = INDEX_PARAMS.get(index_type.upper(), ())
     for k, v in kwargs.items():
         if v is None:
@@ -82,8 +82,9 @@ def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> str:
                 raise InvalidInputError(f"probability must be a number, not {v!r}")
         elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise InvalidInputError(f"{k} must be a non-negative integer, not {v!r}")
+    # Other names in an IndexConfig are ignored, as pylance ignores them.
     known = {k: params[k] for k in allowed if params.get(k) is not None}
-    return f"{index_type}:{json.dumps(known)}" if known else index_type
+    return index_type, (json.dumps(known) if known else None)
 
 
 class FragmentIds(set):
@@ -145,11 +146,11 @@ def create_scalar_index(ds: "Dataset", column: str, index_type: str, name: Optio
             column = column[0]
         else:
             raise InvalidInputError(f"create_scalar_index takes one column name, not {column!r}")
-    spec = _index_spec(index_type, kwargs)
+    index_type, params = _index_spec(index_type, kwargs)
     if name is not None and not isinstance(name, str):
         raise InvalidInputError(f"name must be a string, not {type(name).__name__}")
-    native = _native.dataset_create_scalar_index(ds._native, column, spec, name, bool(replace),
-                                                  _inputs.commit_args(progress=progress_callback(progress)))
+    native = _native.dataset_create_scalar_index(ds._native, column, index_type, name, bool(replace),
+                                                  _inputs.commit_args(progress=progress_callback(progress)), params=params)
     ds._become(native)
 
 
@@ -224,8 +225,8 @@ def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analy
 
 
 def _segment_details(ds: "Dataset", type_name: str, uuid: str) -> Dict[str, Any]:
-    """pylance's per-segment statistics of ZONEMAP and BLOOMFILTER indices
-    (read off their files); other kinds give ``{}``."""
+    """pylance's per-segment statistics of ZONEMAP, BLOOMFILTER and NGRAM
+    indices (read off their files); other kinds give ``{}``."""
     from lancelet.file import LanceFileReader
     base = f"{ds.uri.rstrip('/')}/_indices/{uuid}"
     if type_name == "ZoneMap":
@@ -238,6 +239,8 @@ def _segment_details(ds: "Dataset", type_name: str, uuid: str) -> Dict[str, Any]
         return {"type": "BloomFilter", "num_blocks": r.num_rows,
                 "number_of_items": int(md.get(b"bloomfilter_item", b"8192")),
                 "probability": float(md.get(b"bloomfilter_probability", b"0.00057"))}
+    if type_name == "NGram":
+        return {"num_ngrams": LanceFileReader(f"{base}/ngram_postings.lance").num_rows}
     return {}
 
 

@@ -17,8 +17,12 @@ use crate::errors::{guard, IntoPy};
 type IndexRow = ((String, String, String, Vec<String>, Vec<i32>, u64), (Vec<u32>, Option<u32>, String, i32, Option<u64>, Vec<(String, u64)>, u64));
 
 /// Build (or with `replace`, rebuild) a scalar index.
+/// `params`: the type's parameters as a JSON object under pylance's names
+/// (ZONEMAP `rows_per_zone`, BLOOMFILTER `number_of_items`/`probability`),
+/// or None for the defaults.
 #[pyfunction]
-#[pyo3(signature = (ds, column, index_type, name=None, replace=true, commit=None))]
+#[pyo3(signature = (ds, column, index_type, name=None, replace=true, commit=None, params=None))]
+#[allow(clippy::too_many_arguments)]
 fn dataset_create_scalar_index(
     py: Python<'_>,
     ds: &NativeDataset,
@@ -27,9 +31,11 @@ fn dataset_create_scalar_index(
     name: Option<String>,
     replace: bool,
     commit: Option<CommitArgs>,
+    params: Option<String>,
 ) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    run_op(py, commit, |props, _| ops::create_scalar_index(&inner, &column, &index_type, name.as_deref(), replace, props)).map(|r| r.0)
+    run_op(py, commit, |props, _| ops::create_scalar_index_with(&inner, &column, &index_type, params.as_deref(), name.as_deref(), replace, props))
+        .map(|r| r.0)
 }
 
 /// Drop every segment of the named index.

@@ -630,6 +630,7 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("vector_index", crate::index::vector::testing::vector_index),
         ("zonemap_index", zonemap_index),
         ("bloomfilter_index", bloomfilter_index),
+        ("ngram_index", ngram_index),
     ]
 }
 
@@ -706,7 +707,7 @@ pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
         }
         "tiledb_array" => tiledb_target::seeds(),
         "fsst_decode" => fsst_target::seeds(),
-        "zonemap_index" | "bloomfilter_index" => skip_target::seeds(target),
+        "zonemap_index" | "bloomfilter_index" | "ngram_index" => skip_target::seeds(target),
         _ => Vec::new(),
     }
 }
@@ -764,7 +765,7 @@ pub use fsst_target::fsst_decode;
 
 #[path = "fuzzing_skip.rs"]
 mod skip_target;
-pub use skip_target::{bloomfilter_index, zonemap_index};
+pub use skip_target::{bloomfilter_index, ngram_index, zonemap_index};
 
 #[cfg(test)]
 #[path = "fuzzing_tests.rs"]

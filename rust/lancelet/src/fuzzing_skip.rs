@@ -1,10 +1,14 @@
-//! The `zonemap_index` and `bloomfilter_index` fuzz targets: the input is
+//! The `zonemap_index`, `bloomfilter_index` and `ngram_index` fuzz
+//! targets: the input is
 //! the bytes of an index's one Lance file (`zonemap.lance`,
-//! `bloomfilter.lance`), opened as an index (`index::zonemap`,
-//! `index::bloomfilter`: columns, zones, counts, null bitmap in global
-//! buffer 1, filter sizes) and asked every query it answers. Besides never
-//! panicking, an answer must lie inside the zones the file lists (or be
-//! the null bitmap, for `IS NULL`).
+//! `bloomfilter.lance`, `ngram_postings.lance`), opened as an index
+//! (`index::zonemap`, `index::bloomfilter`: columns, zones, counts, null
+//! bitmap in global buffer 1, filter sizes; `index::ngram`: tokens and
+//! posting lists) and asked every query it answers. Besides never
+//! panicking, a zone index's answer must lie inside the zones the file
+//! lists (or be the null bitmap, for `IS NULL`); an NGRAM answer for
+//! several needles must lie inside the answer for one of them. The raw
+//! posting-list parser is also fed the input itself.
 
 use std::sync::Arc;
 
@@ -14,6 +18,7 @@ use bytes::Bytes;
 use super::{memory_only, ok, store_lock};
 use crate::file::FileVersion;
 use crate::index::bloomfilter::{self, BloomFilterIndex};
+use crate::index::ngram::{self, NGramIndex};
 use crate::index::zonemap::{self, ZoneMapIndex};
 use crate::index::{IndexQuery, RangeEnd, ScalarIndex, TrainingData};
 use crate::io::Storage;
@@ -66,6 +71,28 @@ pub fn bloomfilter_index(data: &[u8]) {
     let _ = ok(idx.search(&IndexQuery::IsNull));
 }
 
+/// The `ngram_index` target.
+pub fn ngram_index(data: &[u8]) {
+    memory_only();
+    let _g = store_lock();
+    let _ = ok(ngram::parse_treemap(data));
+    let dir = put("ngram", ngram::FILE, data);
+    let Some(idx) = ok(NGramIndex::open(&dir)) else { return };
+    let q = |parts: &[&str]| IndexQuery::Substrings { parts: parts.iter().map(|p| p.to_string()).collect(), shown: String::new() };
+    let one = ok(idx.search(&q(&["hello"])));
+    let both = ok(idx.search(&q(&["hello", "wor1d"])));
+    if let (Some(one), Some(both)) = (one, both) {
+        // Run containers can hold billions of rows in a few bytes.
+        if one.len().is_none_or(|n| n > 1 << 20) || both.len().is_none_or(|n| n > 1 << 20) {
+            return;
+        }
+        let (Some(a), Some(b)) = (ok(one.values()), ok(both.values())) else { return };
+        assert!(b.iter().all(|v| a.binary_search(v).is_ok()), "an AND of needles found rows outside one needle's rows");
+    }
+    let _ = ok(idx.search(&IndexQuery::IsNull));
+    let _ = idx.num_ngrams();
+}
+
 fn put(tag: &str, file: &str, data: &[u8]) -> Storage {
     let dir = Storage::open(&format!("memory://lancelet-fuzz-{tag}/idx")).expect("memory store");
     dir.child(file).expect("child").write_all(Bytes::copy_from_slice(data)).expect("memory write");
@@ -95,6 +122,13 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         let dir = Storage::open(&format!("memory://lancelet-fuzz-seeds/skip{k}")).expect("memory store");
         let data = TrainingData { values: values.clone(), ids: ids.clone() };
         let file = match target {
+            "ngram_index" => {
+                let words = ["hello world", "Hello", "wor1d hello", "café", "", "ab", "xyz-123 HELLO!"];
+                let text: ArrayRef =
+                    Arc::new(StringArray::from((0..n as usize).map(|i| (i % 6 != 2).then_some(words[i % words.len()])).collect::<Vec<_>>()));
+                ngram::write(&dir, FileVersion::V2_1, &TrainingData { values: text, ids: ids.clone() }).expect("write");
+                ngram::FILE
+            }
             "zonemap_index" => {
                 zonemap::write(&dir, FileVersion::V2_1, &data, 8).expect("write");
                 zonemap::FILE

@@ -13,7 +13,7 @@
 //! | `replace(s, from, to)`, `reverse(s)`, `repeat(s, n)`, `initcap(s)` | |
 //! | `left(s, n)`, `right(s, n)` | first/last `n` characters (negative: all but) |
 //! | `lpad`/`rpad(s, n[, fill])` | padded or cut to `n` characters |
-//! | `starts_with(s, p)`, `ends_with(s, p)` | boolean |
+//! | `starts_with(s, p)`, `ends_with(s, p)`, `contains(s, sub)` | boolean (case-sensitive) |
 //! | `strpos(s, sub)`, `POSITION(sub IN s)` | 1-based index, 0 if absent (int32) |
 //! | `split_part(s, delim, n)` | `n`-th piece (negative: from the end) |
 //! | `coalesce(a, …)`, `nullif(a, b)`, `CASE … END` | |
@@ -54,6 +54,7 @@ pub enum Builtin {
     Rpad,
     StartsWith,
     EndsWith,
+    Contains,
     Strpos,
     SplitPart,
     Repeat,
@@ -107,6 +108,7 @@ pub fn lookup(name: &str) -> Option<Builtin> {
         "rpad" => B::Rpad,
         "starts_with" => B::StartsWith,
         "ends_with" => B::EndsWith,
+        "contains" => B::Contains,
         "strpos" | "instr" => B::Strpos,
         "split_part" => B::SplitPart,
         "repeat" => B::Repeat,
@@ -292,7 +294,7 @@ pub fn plan(func: Builtin, name: &str, args: Vec<Expr>) -> Result<Expr> {
             }
             (out, t)
         }
-        B::StartsWith | B::EndsWith | B::Strpos => {
+        B::StartsWith | B::EndsWith | B::Strpos | B::Contains => {
             arity(name, &args, 2, 2)?;
             let args = args.into_iter().map(|a| string_arg(a, name)).collect::<Result<Vec<_>>>()?;
             (args, if func == B::Strpos { DataType::Int32 } else { DataType::Boolean })
@@ -599,6 +601,14 @@ pub fn eval(call: &Call, t: &DataType, args: &[ArrayRef], n: usize) -> Result<Ar
                 })
                 .collect::<Result<Vec<_>>>()?;
             string_array(vals, t)
+        }
+        B::Contains => {
+            // Arrow's kernel (what DataFusion's contains runs): both sides
+            // of one string type; a null on either side gives null.
+            let t = args[0].data_type();
+            let needle =
+                if args[1].data_type() == t { args[1].clone() } else { cast_with_options(&args[1], t, &STRICT).map_err(Error::invalid_arrow)? };
+            Arc::new(arrow_string::like::contains(&args[0], &needle).map_err(Error::invalid_arrow)?)
         }
         B::StartsWith | B::EndsWith => {
             let (s, p) = (strs(&args[0])?, strs(&args[1])?);

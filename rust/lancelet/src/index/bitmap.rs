@@ -328,6 +328,7 @@ impl ScalarIndex for BitmapIndex {
             }),
             IndexQuery::HasAny(vs) => self.combine(vs, false),
             IndexQuery::HasAll(vs) => self.combine(vs, true),
+            IndexQuery::Substrings { .. } => Err(Error::Internal { what: "a substring query asked of a BITMAP index".into() }),
         }
     }
 }

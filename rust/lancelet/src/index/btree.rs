@@ -348,7 +348,9 @@ impl ScalarIndex for BTreeIndex {
                     ids.extend_from_slice(&pg.ids.values()[..pg.nulls]);
                 }
             }
-            IndexQuery::HasAny(_) | IndexQuery::HasAll(_) => return Err(Error::Internal { what: "a list query asked of a BTREE index".into() }),
+            IndexQuery::HasAny(_) | IndexQuery::HasAll(_) | IndexQuery::Substrings { .. } => {
+                return Err(Error::Internal { what: "a list or substring query asked of a BTREE index".into() })
+            }
         }
         Ok(RowSet::from_ids(ids))
     }

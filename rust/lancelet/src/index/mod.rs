@@ -1,5 +1,5 @@
 //! Scalar indices in Lance's (pylance 14's) format: BTREE, BITMAP,
-//! LABEL_LIST, ZONEMAP and BLOOMFILTER.
+//! LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM.
 //!
 //! An index lives in `_indices/{uuid}/` of the dataset as Lance files of the
 //! dataset's data storage version (read and written through [`crate::file`])
@@ -17,11 +17,12 @@
 //! | LABEL_LIST ([`label_list`]) | `bitmap_page_lookup.lance` over list elements, null lists in global buffer 1 | one per distinct element |
 //! | ZONEMAP ([`zonemap`]) | `zonemap.lance` (`min`, `max`, `null_count`, `nan_count`, `fragment_id`, `zone_start`, `zone_length`), null rows in global buffer 1 | one per zone of `rows_per_zone` live rows |
 //! | BLOOMFILTER ([`bloomfilter`]) | `bloomfilter.lance` (`fragment_id`, `zone_start`, `zone_length`, `has_null`, `bloom_filter_data`), null rows in global buffer 1 | one per zone of `number_of_items` live rows |
+//! | NGRAM ([`ngram`]) | `ngram_postings.lance` (`tokens`, `posting_list`) | one per distinct trigram token, ascending; token 0 = null rows |
 //!
 //! `ids` / bitmaps hold row addresses (`fragment << 32 | offset`), except
 //! BITMAP and LABEL_LIST indices on datasets with stable row ids, which hold
-//! stable row ids ([`IndexKind::keyed_by_row_id`]). ZONEMAP and BLOOMFILTER
-//! answers are inexact ([`IndexKind::exact_for`]): the rows of the zones
+//! stable row ids ([`IndexKind::keyed_by_row_id`]; NGRAM postings too).
+//! ZONEMAP, BLOOMFILTER and NGRAM answers are inexact ([`IndexKind::exact_for`]): the rows of the zones
 //! that may hold a match, on which the filter is applied again.
 
 pub mod bitmap;
@@ -31,6 +32,8 @@ pub mod frag_reuse;
 pub(crate) mod group;
 pub mod label_list;
 pub mod meta;
+pub mod ngram;
+mod ngram_fold;
 pub mod remap;
 pub mod rowset;
 pub mod vector;
@@ -59,11 +62,14 @@ pub enum IndexKind {
     ZoneMap,
     /// A split block bloom filter per zone of rows.
     BloomFilter,
+    /// The rows holding each trigram of a string column.
+    NGram,
 }
 
 impl IndexKind {
     /// Every kind.
-    pub const ALL: [IndexKind; 5] = [IndexKind::BTree, IndexKind::Bitmap, IndexKind::LabelList, IndexKind::ZoneMap, IndexKind::BloomFilter];
+    pub const ALL: [IndexKind; 6] =
+        [IndexKind::BTree, IndexKind::Bitmap, IndexKind::LabelList, IndexKind::ZoneMap, IndexKind::BloomFilter, IndexKind::NGram];
 
     /// The `index_type` argument naming it (`"BTREE"`, ...).
     pub fn param_name(self) -> &'static str {
@@ -73,6 +79,7 @@ impl IndexKind {
             IndexKind::LabelList => "LABEL_LIST",
             IndexKind::ZoneMap => "ZONEMAP",
             IndexKind::BloomFilter => "BLOOMFILTER",
+            IndexKind::NGram => "NGRAM",
         }
     }
 
@@ -84,6 +91,7 @@ impl IndexKind {
             IndexKind::LabelList => "LabelList",
             IndexKind::ZoneMap => "ZoneMap",
             IndexKind::BloomFilter => "BloomFilter",
+            IndexKind::NGram => "NGram",
         }
     }
 
@@ -96,6 +104,7 @@ impl IndexKind {
             IndexKind::LabelList => "/lance.table.LabelListIndexDetails",
             IndexKind::ZoneMap => "/lance.table.ZoneMapIndexDetails",
             IndexKind::BloomFilter => "/lance.index.pb.BloomFilterIndexDetails",
+            IndexKind::NGram => "/lance.table.NGramIndexDetails",
         }
     }
 
@@ -113,10 +122,13 @@ impl IndexKind {
             "LABEL_LIST" | "LABELLIST" => Ok(IndexKind::LabelList),
             "ZONEMAP" => Ok(IndexKind::ZoneMap),
             "BLOOMFILTER" => Ok(IndexKind::BloomFilter),
-            "NGRAM" | "INVERTED" | "FTS" | "JSON" => Err(Error::unsupported(format!(
-                "{name} indices are not implemented in lancelet (BTREE, BITMAP, LABEL_LIST, ZONEMAP and BLOOMFILTER are)"
+            "NGRAM" => Ok(IndexKind::NGram),
+            "INVERTED" | "FTS" | "JSON" => Err(Error::unsupported(format!(
+                "{name} indices are not implemented in lancelet (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM are)"
             ))),
-            _ => Err(Error::invalid_input(format!("unknown index type {name:?} (expected BTREE, BITMAP, LABEL_LIST, ZONEMAP or BLOOMFILTER)"))),
+            _ => {
+                Err(Error::invalid_input(format!("unknown index type {name:?} (expected BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER or NGRAM)")))
+            }
         }
     }
 
@@ -124,7 +136,7 @@ impl IndexKind {
     /// dataset with (`stable`) or without stable row ids. BTREE always
     /// holds addresses; ZONEMAP and BLOOMFILTER hold zones of addresses.
     pub fn keyed_by_row_id(self, stable: bool) -> bool {
-        stable && matches!(self, IndexKind::Bitmap | IndexKind::LabelList)
+        stable && matches!(self, IndexKind::Bitmap | IndexKind::LabelList | IndexKind::NGram)
     }
 
     /// Whether its answer to `query` is exactly the matching rows (else a
@@ -132,6 +144,7 @@ impl IndexKind {
     pub fn exact_for(self, query: &IndexQuery) -> bool {
         match self {
             IndexKind::ZoneMap | IndexKind::BloomFilter => matches!(query, IndexQuery::IsNull),
+            IndexKind::NGram => false,
             _ => true,
         }
     }
@@ -141,7 +154,7 @@ impl IndexKind {
     pub fn negatable(self, query: &IndexQuery) -> bool {
         match self {
             IndexKind::ZoneMap => matches!(query, IndexQuery::IsNull),
-            IndexKind::BloomFilter => false,
+            IndexKind::BloomFilter | IndexKind::NGram => false,
             _ => true,
         }
     }
@@ -159,7 +172,7 @@ impl IndexKind {
             IndexKind::BTree => i32::from(stable),
             IndexKind::Bitmap => 0,
             IndexKind::LabelList => 1,
-            IndexKind::ZoneMap | IndexKind::BloomFilter => 0,
+            IndexKind::ZoneMap | IndexKind::BloomFilter | IndexKind::NGram => 0,
         }
     }
 
@@ -168,6 +181,14 @@ impl IndexKind {
         let ok = match self {
             IndexKind::BloomFilter if bloomfilter::supports(dt) => true,
             IndexKind::BloomFilter => return Err(bloomfilter::type_error(dt)),
+            IndexKind::NGram => {
+                return match ngram::supports(dt) {
+                    true => Ok(()),
+                    false => Err(Error::invalid_input(format!(
+                        "cannot build an NGRAM index on column {column:?} of type {dt}: NGRAM index column {column} must be a string"
+                    ))),
+                }
+            }
             IndexKind::BTree | IndexKind::Bitmap | IndexKind::ZoneMap => is_scalar_key(dt),
             IndexKind::LabelList => match dt {
                 DataType::List(f) | DataType::LargeList(f) => is_scalar_key(f.data_type()),
@@ -250,6 +271,11 @@ pub enum IndexQuery {
     HasAny(ArrayRef),
     /// `array_has_all(col, values)`: lists holding every value (non-empty).
     HasAll(ArrayRef),
+    /// Rows whose string holds each of `parts` (`contains(col, 'sub')`, a
+    /// LIKE pattern's literal runs); NGRAM answers with a superset. `shown`
+    /// is pylance's plan text (`contains(s, Utf8("sub"))`,
+    /// `regexp_like(s, Utf8(".*sub.*"))`).
+    Substrings { parts: Vec<String>, shown: String },
 }
 
 impl IndexQuery {
@@ -291,8 +317,9 @@ impl IndexQuery {
     pub fn answered_by(&self, kind: IndexKind) -> bool {
         match self {
             IndexQuery::HasAny(_) | IndexQuery::HasAll(_) => kind == IndexKind::LabelList,
-            IndexQuery::Range { .. } => !matches!(kind, IndexKind::LabelList | IndexKind::BloomFilter),
-            _ => kind != IndexKind::LabelList,
+            IndexQuery::Substrings { .. } => kind == IndexKind::NGram,
+            IndexQuery::Range { .. } => !matches!(kind, IndexKind::LabelList | IndexKind::BloomFilter | IndexKind::NGram),
+            _ => !matches!(kind, IndexKind::LabelList | IndexKind::NGram),
         }
     }
 
@@ -300,6 +327,7 @@ impl IndexQuery {
     /// `id >= 10 && id <= 20`, `id IS NULL`, `array_has_any(tags, List([a, b]))`.
     pub fn display(&self, column: &str) -> String {
         match self {
+            IndexQuery::Substrings { shown, .. } => shown.clone(),
             IndexQuery::Equals(v) => format!("{column} = {}", show_value(v, 0)),
             IndexQuery::In(v) => format!("{column} IN [{}]", (0..v.len()).map(|i| show_value(v, i)).collect::<Vec<_>>().join(",")),
             IndexQuery::IsNull => format!("{column} IS NULL"),
@@ -393,6 +421,7 @@ pub fn open(kind: IndexKind, dir: &crate::io::Storage) -> Result<Arc<dyn ScalarI
         IndexKind::LabelList => label_list::LabelListIndex::open(dir).map(|i| Arc::new(i) as _),
         IndexKind::ZoneMap => zonemap::ZoneMapIndex::open(dir).map(|i| Arc::new(i) as _),
         IndexKind::BloomFilter => bloomfilter::BloomFilterIndex::open(dir).map(|i| Arc::new(i) as _),
+        IndexKind::NGram => ngram::NGramIndex::open(dir).map(|i| Arc::new(i) as _),
     };
     r.map_err(|e| e.context(format!("{} index in {path}", kind.param_name())))
 }
@@ -430,6 +459,7 @@ pub fn build_with(
         IndexKind::LabelList => label_list::write(dir, version, data),
         IndexKind::ZoneMap => zonemap::write(dir, version, data, params.rows_per_zone()),
         IndexKind::BloomFilter => bloomfilter::write(dir, version, data, params.number_of_items(), params.probability()),
+        IndexKind::NGram => ngram::write(dir, version, data),
     }
 }
 
@@ -462,16 +492,12 @@ impl IndexParams {
         self.probability.unwrap_or(bloomfilter::DEFAULT_PROBABILITY)
     }
 
-    /// Parse an `index_type` argument with optional parameters as a JSON
-    /// object after a colon: `"ZONEMAP"`, `"zonemap:{\"rows_per_zone\": 5}"`.
-    pub fn parse_spec(spec: &str) -> Result<(IndexKind, IndexParams)> {
-        let (name, json) = match spec.split_once(':') {
-            Some((n, j)) => (n.trim(), Some(j)),
-            None => (spec.trim(), None),
-        };
-        let kind = IndexKind::parse(name)?;
+    /// The parameters of an index of `kind` given as a JSON object under
+    /// pylance's names (`{"rows_per_zone": 5}`; `None`: the defaults).
+    /// Names other kinds take are ignored, as pylance ignores them.
+    pub fn parse(kind: IndexKind, json: Option<&str>) -> Result<IndexParams> {
         let mut p = IndexParams::default();
-        let Some(json) = json else { return Ok((kind, p)) };
+        let Some(json) = json else { return Ok(p) };
         let v: serde_json::Value = serde_json::from_str(json).map_err(|e| Error::invalid_input(format!("index parameters {json:?}: {e}")))?;
         let obj = v.as_object().ok_or_else(|| Error::invalid_input(format!("index parameters must be an object, not {v}")))?;
         let uint = |k: &str| -> Result<Option<u64>> {
@@ -492,7 +518,7 @@ impl IndexParams {
             _ => {}
         }
         p.validate(kind)?;
-        Ok((kind, p))
+        Ok(p)
     }
 
     /// pylance's checks (before any data is read).

@@ -83,6 +83,7 @@ pub fn remap(kind: IndexKind, src: &Storage, dst: &Storage, version: FileVersion
         }
         // Zones of row addresses cannot follow moved rows (pylance: "does
         // not support remap"); compaction leaves these indices as they are.
+        IndexKind::NGram => super::ngram::remap(src, dst, version, f),
         IndexKind::ZoneMap | IndexKind::BloomFilter => Err(Error::unsupported(format!("{} does not support remap", kind.display_name()))),
     }
 }

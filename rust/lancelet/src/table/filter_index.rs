@@ -22,6 +22,15 @@
 //! is only taken over leaves pylance negates
 //! ([`crate::index::IndexKind::negatable`]).
 //!
+//! NGRAM leaves (inexact, never negated, as pylance uses them):
+//! `contains(col, 'sub')` with a needle of at least 3 characters anywhere
+//! an index leaf may stand, and — only as a top-level `AND` term, where
+//! pylance rewrites them into `regexp_like` — `col LIKE 'pattern'` with a
+//! wildcard and a literal run that has a trigram, and `starts_with(col,
+//! 'prefix')`; a LIKE leaf leaves the whole filter to apply on top (as
+//! pylance keeps it in `refine_filter`). A needle without ASCII trigrams
+//! narrows nothing: its fragments are read whole.
+//!
 //! The plan line follows pylance's: `[id = 5]@id_idx(BTree)`,
 //! `AND(..,..)`, `OR(..,..)`, `NOT(..)`.
 
@@ -32,11 +41,12 @@ use roaring::RoaringBitmap;
 
 use crate::error::Result;
 use crate::expr::array::ArrayFunc;
+use crate::expr::functions::Builtin;
 use crate::expr::inlist::InSet;
 use crate::expr::{CmpOp, Expr, Kind, RowFilter};
 use crate::file::stats::Pruned;
 use crate::index::rowset::RowSet;
-use crate::index::{IndexQuery, RangeEnd};
+use crate::index::{ngram, IndexQuery, RangeEnd};
 use crate::table::dataset::Dataset;
 use crate::table::indexed::{DatasetIndices, IndexSelection, UsableIndex};
 
@@ -208,6 +218,64 @@ fn eq_chain(e: &Expr, out: &mut Vec<ArrayRef>) -> Option<String> {
     }
 }
 
+/// A boolean `true` literal.
+fn is_true(e: &Expr) -> bool {
+    match &e.kind {
+        Kind::Literal(v) => v.len() == 1 && v.is_valid(0) && v.as_any().downcast_ref::<arrow_array::BooleanArray>().is_some_and(|b| b.value(0)),
+        _ => false,
+    }
+}
+
+/// `col` and the string of a `'literal'` (a top-level column, a non-null
+/// string of any width).
+fn column_and_string(col: &Expr, lit: &Expr) -> Option<(String, String)> {
+    let (Kind::Column { name, path }, Kind::Literal(v)) = (&col.kind, &lit.kind) else { return None };
+    if !path.is_empty() || v.len() != 1 || v.is_null(0) || !ngram::supports(&col.data_type) {
+        return None;
+    }
+    let v = arrow_cast::cast(v, &arrow_schema::DataType::Utf8).ok()?;
+    Some((name.clone(), arrow_array::cast::AsArray::as_string::<i32>(&v).value(0).to_string()))
+}
+
+/// Characters the `regex` crate escapes (as pylance's LIKE rewrite shows
+/// them).
+fn regex_escaped(c: char) -> bool {
+    matches!(c, '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' | '#' | '&' | '-' | '~')
+}
+
+/// A LIKE pattern as an NGRAM query: the literal runs a match must hold
+/// (`\` escapes the next character) and pylance's `regexp_like` text; `None`
+/// when pylance does not use the index for it (no wildcard, or no literal
+/// run — cut at `%`/`_` as pylance cuts them — with a trigram).
+fn like_query(column: &str, pattern: &str) -> Option<IndexQuery> {
+    if !pattern.contains(['%', '_']) || !pattern.split(['%', '_']).any(ngram::has_tokens) {
+        return None;
+    }
+    let mut regex = String::new();
+    for c in pattern.chars() {
+        match c {
+            '%' => regex.push_str(".*"),
+            '_' => regex.push('.'),
+            c if regex_escaped(c) => {
+                regex.push('\\');
+                regex.push(c);
+            }
+            c => regex.push(c),
+        }
+    }
+    let (mut parts, mut run, mut chars) = (Vec::new(), String::new(), pattern.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => run.extend(chars.next()),
+            '%' | '_' => parts.push(std::mem::take(&mut run)),
+            c => run.push(c),
+        }
+    }
+    parts.push(run);
+    parts.retain(|p| !p.is_empty());
+    Some(IndexQuery::Substrings { parts, shown: format!("regexp_like({column}, Utf8(\"{regex}\"))") })
+}
+
 /// `col IN (values)` without a null among the values (a null makes
 /// non-matches null, which no index answers): the column and values.
 fn in_list<'s>(expr: &Expr, set: &'s InSet) -> Option<(String, &'s ArrayRef)> {
@@ -305,6 +373,9 @@ impl Builder<'_> {
                 let n = self.node(&inner, false)?;
                 self.not(n)
             }
+            // `pred = true` is `pred` (DataFusion simplifies it so).
+            Kind::Cmp(CmpOp::Eq, a, b) if is_true(b) && !matches!(a.kind, Kind::Column { .. }) => self.node(a, partial),
+            Kind::Cmp(CmpOp::Eq, a, b) if is_true(a) && !matches!(b.kind, Kind::Column { .. }) => self.node(b, partial),
             Kind::Cmp(op, a, b) => {
                 let (col, op, v) = column_cmp(*op, a, b)?;
                 let end = |inclusive| Some(RangeEnd { value: v.clone(), inclusive });
@@ -321,6 +392,34 @@ impl Builder<'_> {
                     CmpOp::Distinct | CmpOp::NotDistinct => return None,
                 };
                 self.leaf(col, q)
+            }
+            Kind::Call(call) if call.func == Builtin::Contains => {
+                let (col, needle) = column_and_string(&call.args[0], &call.args[1])?;
+                if !ngram::usable_needle(&needle) {
+                    return None;
+                }
+                let shown = format!("contains({col}, Utf8(\"{needle}\"))");
+                self.leaf(col, IndexQuery::Substrings { parts: vec![needle], shown })
+            }
+            // pylance turns these into regexp_like only as top-level AND
+            // terms, and keeps them to apply on top.
+            Kind::Like { expr, pattern, negated: false, case_insensitive: false } if partial => {
+                let (col, pattern) = column_and_string(expr, pattern)?;
+                let q = like_query(&col, &pattern)?;
+                let n = self.leaf(col, q)?;
+                self.dropped = true;
+                Some(n)
+            }
+            Kind::Call(call) if partial && call.func == Builtin::StartsWith => {
+                let (col, prefix) = column_and_string(&call.args[0], &call.args[1])?;
+                if !ngram::has_tokens(&prefix) {
+                    return None;
+                }
+                let regex: String = prefix.chars().flat_map(|c| regex_escaped(c).then_some('\\').into_iter().chain([c])).collect();
+                let q = IndexQuery::Substrings { parts: vec![prefix], shown: format!("regexp_like({col}, Utf8(\"{regex}.*\"))") };
+                let n = self.leaf(col, q)?;
+                self.dropped = true;
+                Some(n)
             }
             Kind::ArrayHas { func, list, values } => {
                 let Kind::Column { name, path } = &list.kind else { return None };
@@ -458,6 +557,12 @@ impl IndexedFilter {
             Node::Leaf(l) => {
                 let leaf = &self.leaves[*l];
                 let Some(k) = leaf.segment(frag) else { return Ok(Sel::unknown()) };
+                if let IndexQuery::Substrings { parts, .. } = &leaf.query {
+                    if parts.iter().all(|p| ngram::query_tokens(p).is_empty()) {
+                        // No trigram to look up: every row may match.
+                        return Ok(Sel::unknown());
+                    }
+                }
                 let seg = &leaf.segments[k];
                 let found = leaf.rows(k, false)?;
                 let nulls = if negated { Some(leaf.rows(k, true)?) } else { None };

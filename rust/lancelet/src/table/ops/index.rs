@@ -159,11 +159,8 @@ pub fn default_name(column: &str) -> String {
     format!("{column}_idx")
 }
 
-/// `Dataset.create_scalar_index(column, index_type, name, replace)`
-/// (`index_type` may carry parameters, see [`IndexParams::parse_spec`]); the
-/// progress callback hears `("load_data", rows, total)` and
-/// `("build", 0|1, 1)`, all before the commit (an error it returns aborts
-/// the build).
+/// `Dataset.create_scalar_index(column, index_type, name, replace)` with
+/// pylance's default parameters (see [`create_scalar_index_with`]).
 pub fn create_scalar_index(
     ds: &Arc<Dataset>,
     column: &str,
@@ -172,7 +169,25 @@ pub fn create_scalar_index(
     replace: bool,
     props: &CommitProperties,
 ) -> Result<Committed<()>> {
-    let (kind, params) = IndexParams::parse_spec(index_type)?;
+    create_scalar_index_with(ds, column, index_type, None, name, replace, props)
+}
+
+/// `Dataset.create_scalar_index(column, index_type, name, replace)` with
+/// the type's parameters as a JSON object under pylance's names
+/// (`{"rows_per_zone": 1024}`, see [`IndexParams::parse`]); the progress
+/// callback hears `("load_data", rows, total)` and `("build", 0|1, 1)`,
+/// all before the commit (an error it returns aborts the build).
+pub fn create_scalar_index_with(
+    ds: &Arc<Dataset>,
+    column: &str,
+    index_type: &str,
+    params: Option<&str>,
+    name: Option<&str>,
+    replace: bool,
+    props: &CommitProperties,
+) -> Result<Committed<()>> {
+    let kind = IndexKind::parse(index_type)?;
+    let params = IndexParams::parse(kind, params)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
     let name = name.map(str::to_string).unwrap_or_else(|| default_name(column));
