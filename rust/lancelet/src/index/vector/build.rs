@@ -64,6 +64,9 @@ pub struct BuildParams {
     pub max_iters: usize,
     /// RNG seed.
     pub seed: u64,
+    /// SQ bounds to use instead of training them (an index's deltas keep
+    /// its bounds).
+    pub sq_bounds: Option<(f64, f64)>,
 }
 
 /// The tensor type of a vector element type.
@@ -96,6 +99,12 @@ fn rounded(kind: TensorDataType, shape: &[usize], values: Vec<f32>) -> Result<(T
 /// Write the index of `v` into `dir`; returns the files and their sizes
 /// (sorted by name).
 pub fn build(dir: &Storage, version: FileVersion, v: &Vectors<'_>, p: &BuildParams) -> Result<Vec<(String, u64)>> {
+    write::write(dir, version, &build_files(v, p)?)
+}
+
+/// What [`build`] writes: the trained (or given) model, the rows by
+/// partition and their vectors or codes.
+pub fn build_files(v: &Vectors<'_>, p: &BuildParams) -> Result<IndexFiles> {
     let dim = v.dim;
     let n = v.row_ids.len();
     if dim == 0 || v.values.len() != n * dim {
@@ -212,16 +221,24 @@ pub fn build(dir: &Storage, version: FileVersion, v: &Vectors<'_>, p: &BuildPara
             if !(1..=8).contains(&p.num_bits) {
                 return Err(Error::invalid_input(format!("num_bits must be between 1 and 8 for SQ, got {}", p.num_bits)));
             }
-            let sample = rng.sample(n, p.sample_rate.max(1).saturating_mul(1 << p.num_bits));
-            let bounds = if sample.len() == n { sq_train::bounds(&data) } else { sq_train::bounds(&gather(&data, dim, &sample)) };
-            let bounds = if elem == DataType::Float64 { bounds } else { (bounds.0 as f32 as f64, bounds.1 as f32 as f64) };
+            let bounds = match p.sq_bounds {
+                Some(b) => b,
+                None => {
+                    let sample = rng.sample(n, p.sample_rate.max(1).saturating_mul(1 << p.num_bits));
+                    let b = if sample.len() == n { sq_train::bounds(&data) } else { sq_train::bounds(&gather(&data, dim, &sample)) };
+                    if elem == DataType::Float64 {
+                        b
+                    } else {
+                        (b.0 as f32 as f64, b.1 as f32 as f64)
+                    }
+                }
+            };
             let rows = gather(&data, dim, &order.iter().map(|&i| i as usize).collect::<Vec<_>>());
             Stored::Sq { codes: sq_train::encode(&rows, bounds, p.num_bits), bounds, num_bits: p.num_bits, dim }
         }
         other => return Err(Error::unsupported(format!("building {other} indices is not supported yet"))),
     };
-    let files = IndexFiles { index_type: p.index_type, metric: p.metric, centroids: centroid_tensor, loss, lengths, row_ids, storage };
-    write::write(dir, version, &files)
+    Ok(IndexFiles { index_type: p.index_type, metric: p.metric, centroids: centroid_tensor, loss, lengths, row_ids, storage })
 }
 
 /// Rows `idx` of `data` (rows of `dim`), in that order.
