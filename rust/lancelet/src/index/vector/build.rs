@@ -67,6 +67,10 @@ pub struct BuildParams {
     /// SQ bounds to use instead of training them (an index's deltas keep
     /// its bounds).
     pub sq_bounds: Option<(f64, f64)>,
+    /// A delta of a dot-product PQ index: pylance 14 encodes each raw
+    /// sub-vector as the codeword of largest inner product (a build picks
+    /// the nearest by L2).
+    pub pq_delta_dot: bool,
 }
 
 /// The tensor type of a vector element type.
@@ -207,7 +211,7 @@ pub fn build_files(v: &Vectors<'_>, p: &BuildParams) -> Result<IndexFiles> {
                 }
             };
             let cb = pq_train::Codebook { num_sub_vectors: m, num_bits: p.num_bits, dim, values: codebook };
-            let codes = cb.encode(&rows);
+            let codes = if p.pq_delta_dot && p.metric == DistanceType::Dot { encode_max_dot(&cb, &rows) } else { cb.encode(&rows) };
             let mut out = Vec::with_capacity(codes.len());
             let mut at = 0;
             for &l in &lengths {
@@ -239,6 +243,30 @@ pub fn build_files(v: &Vectors<'_>, p: &BuildParams) -> Result<IndexFiles> {
         other => return Err(Error::unsupported(format!("building {other} indices is not supported yet"))),
     };
     Ok(IndexFiles { index_type: p.index_type, metric: p.metric, centroids: centroid_tensor, loss, lengths, row_ids, storage })
+}
+
+/// PQ codes (one byte per sub-vector) choosing, per sub-vector, the
+/// codeword of largest inner product (the first on ties).
+fn encode_max_dot(cb: &pq_train::Codebook, rows: &[f32]) -> Vec<u8> {
+    let (m, dim) = (cb.num_sub_vectors, cb.dim);
+    let (k, sd) = (1usize << cb.num_bits, dim / m.max(1));
+    let n = rows.len().checked_div(dim).unwrap_or(0);
+    let mut out = vec![0u8; n * m];
+    for i in 0..n {
+        for j in 0..m {
+            let x = &rows[i * dim + j * sd..i * dim + (j + 1) * sd];
+            let mut best = (f32::NEG_INFINITY, 0usize);
+            for c in 0..k {
+                let w = &cb.values[(j * k + c) * sd..(j * k + c + 1) * sd];
+                let d: f32 = x.iter().zip(w).map(|(a, b)| a * b).sum();
+                if d > best.0 {
+                    best = (d, c);
+                }
+            }
+            out[i * m + j] = best.1 as u8;
+        }
+    }
+    out
 }
 
 /// Rows `idx` of `data` (rows of `dim`), in that order.

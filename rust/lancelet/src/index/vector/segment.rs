@@ -362,6 +362,7 @@ mod tests {
             max_iters: 10,
             seed: 3,
             sq_bounds: None,
+            pq_delta_dot: false,
         };
         build::build(dir, FileVersion::V2_1, &v, &p).unwrap();
         (ids, read(dir).unwrap())

@@ -334,10 +334,15 @@ pub struct IndexListing {
 pub fn list_indices(ds: &Dataset) -> Result<Vec<IndexListing>> {
     let infos = ds.manifest_file().indices()?;
     let usable = crate::table::indexed::DatasetIndices::load(ds)?;
+    let reuse = crate::index::frag_reuse::find(&infos.iter().map(|i| i.pb.clone()).collect::<Vec<_>>(), ds.root())?;
     let mut out = Vec::new();
     for info in infos {
-        let coverage =
-            usable.indices.iter().find(|u| u.info.uuid == info.uuid).map(|u| u.coverage.clone()).unwrap_or_else(|| info.fragment_bitmap.clone());
+        let coverage = match (usable.indices.iter().find(|u| u.info.uuid == info.uuid), &reuse) {
+            (Some(u), _) => u.coverage.clone(),
+            // Vector indices: their fragments after deferred remaps.
+            (None, Some(r)) if vector_optimize::is_vector(&info) => r.remap_coverage(&info.fragment_bitmap, !ds.has_stable_row_ids()),
+            _ => info.fragment_bitmap.clone(),
+        };
         let fields = info
             .pb
             .fields

@@ -303,6 +303,7 @@ fn build_checked(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &CommitProper
             max_iters: o.max_iters,
             seed: o.seed.unwrap_or(0x5eed_1a4c_e1e7),
             sq_bounds: None,
+            pq_delta_dot: false,
         };
         let v = Vectors { dim: data.dim, values: &data.values, original: data.original.clone(), row_ids: &data.ids };
         let files = build::build(&dir, index_file_version(ds)?, &v, &params)?;

@@ -160,6 +160,7 @@ pub fn optimize_vector_index(
                     max_iters: 50,
                     seed: 0,
                     sq_bounds,
+                    pq_delta_dot: true,
                 };
                 let v = Vectors { dim, values: &data.values, original: data.original.clone(), row_ids: &data.ids };
                 let files = build::build_files(&v, &p)?;
