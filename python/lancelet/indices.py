@@ -205,16 +205,24 @@ def drop_index(ds: "Dataset", name: str) -> None:
     ds._become(_native.dataset_drop_index(ds._native, name, _inputs.commit_args()))
 
 
-def optimize_indices(ds: "Dataset", index_names: Optional[Sequence[str]] = None, **kwargs: Any) -> None:
-    """Make each index (or those named) cover every fragment in one new
-    segment, replacing the old; nothing is committed when all do already."""
+def optimize_indices(ds: "Dataset", index_names: Optional[Sequence[str]] = None, num_indices_to_merge: Optional[int] = None,
+                     retrain: bool = False, **kwargs: Any) -> None:
+    """Make each scalar index (or those named) cover every fragment in one
+    new segment, replacing the old; add the rows no segment of a vector
+    index covers as a new delta segment, merged with the
+    ``num_indices_to_merge`` newest segments (``retrain``: build it again
+    with new centroids), as pylance 14 does. Nothing is committed when
+    there is nothing to do."""
     if isinstance(index_names, str):
         index_names = [index_names]
     names = None if index_names is None else [str(n) for n in index_names]
     for k, v in kwargs.items():
-        if v is not None and k not in ("num_indices_to_merge", "retrain"):
+        if v is not None:
             raise InvalidInputError(f"optimize_indices does not take {k!r}")
-    ds._become(_native.dataset_optimize_indices(ds._native, names, _inputs.commit_args()))
+    if num_indices_to_merge is not None and (isinstance(num_indices_to_merge, bool) or not isinstance(num_indices_to_merge, int)
+                                             or num_indices_to_merge < 0):
+        raise InvalidInputError(f"num_indices_to_merge must be a non-negative int or None, got {num_indices_to_merge!r}")
+    ds._become(_native.dataset_optimize_indices(ds._native, names, _inputs.commit_args(), num_indices_to_merge, bool(retrain)))
 
 
 def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analyze: bool = False) -> str:

@@ -266,11 +266,12 @@ class DatasetOptimizer:
         self._dataset._become(native_ds)
         return CompactionMetrics._from_row(metrics)
 
-    def optimize_indices(self, index_names: Optional[Sequence[str]] = None, **kwargs: Any) -> None:
-        """Rebuild indices that do not cover every fragment (see
-        :func:`lancelet.indices.optimize_indices`)."""
+    def optimize_indices(self, index_names: Optional[Sequence[str]] = None, *, num_indices_to_merge: Optional[int] = None,
+                         retrain: bool = False, **kwargs: Any) -> None:
+        """Bring indices up to date with appended rows (see
+        :func:`lancelet.indices.optimize_indices`); pylance's signature."""
         from lancelet.indices import optimize_indices
-        optimize_indices(self._dataset, index_names, **kwargs)
+        optimize_indices(self._dataset, index_names, num_indices_to_merge, retrain, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)

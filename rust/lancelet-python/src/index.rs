@@ -46,17 +46,21 @@ fn dataset_drop_index(py: Python<'_>, ds: &NativeDataset, name: String, commit: 
     run_op(py, commit, |props, _| ops::drop_index(&inner, &name, props)).map(|r| r.0)
 }
 
-/// Rebuild indices that do not cover every fragment in one segment.
+/// Rebuild scalar indices that do not cover every fragment in one
+/// segment; extend, merge or retrain vector indices.
 #[pyfunction]
-#[pyo3(signature = (ds, index_names=None, commit=None))]
+#[pyo3(signature = (ds, index_names=None, commit=None, num_indices_to_merge=None, retrain=false))]
 fn dataset_optimize_indices(
     py: Python<'_>,
     ds: &NativeDataset,
     index_names: Option<Vec<String>>,
     commit: Option<CommitArgs>,
+    num_indices_to_merge: Option<usize>,
+    retrain: bool,
 ) -> PyResult<NativeDataset> {
     let inner = ds.inner.clone();
-    run_op(py, commit, |props, _| ops::optimize_indices(&inner, index_names.as_deref(), props)).map(|r| r.0)
+    let vector = lancelet::table::ops::vector_optimize::VectorOptimizeOptions { num_indices_to_merge, retrain };
+    run_op(py, commit, |props, _| ops::optimize_indices_with(&inner, index_names.as_deref(), &vector, props)).map(|r| r.0)
 }
 
 /// Every index entry (see `IndexRow`).

@@ -64,6 +64,13 @@ pub struct BuildParams {
     pub max_iters: usize,
     /// RNG seed.
     pub seed: u64,
+    /// SQ bounds to use instead of training them (an index's deltas keep
+    /// its bounds).
+    pub sq_bounds: Option<(f64, f64)>,
+    /// A delta of a dot-product PQ index: pylance 14 encodes each raw
+    /// sub-vector as the codeword of largest inner product (a build picks
+    /// the nearest by L2).
+    pub pq_delta_dot: bool,
 }
 
 /// The tensor type of a vector element type.
@@ -96,6 +103,12 @@ fn rounded(kind: TensorDataType, shape: &[usize], values: Vec<f32>) -> Result<(T
 /// Write the index of `v` into `dir`; returns the files and their sizes
 /// (sorted by name).
 pub fn build(dir: &Storage, version: FileVersion, v: &Vectors<'_>, p: &BuildParams) -> Result<Vec<(String, u64)>> {
+    write::write(dir, version, &build_files(v, p)?)
+}
+
+/// What [`build`] writes: the trained (or given) model, the rows by
+/// partition and their vectors or codes.
+pub fn build_files(v: &Vectors<'_>, p: &BuildParams) -> Result<IndexFiles> {
     let dim = v.dim;
     let n = v.row_ids.len();
     if dim == 0 || v.values.len() != n * dim {
@@ -198,7 +211,7 @@ pub fn build(dir: &Storage, version: FileVersion, v: &Vectors<'_>, p: &BuildPara
                 }
             };
             let cb = pq_train::Codebook { num_sub_vectors: m, num_bits: p.num_bits, dim, values: codebook };
-            let codes = cb.encode(&rows);
+            let codes = if p.pq_delta_dot && p.metric == DistanceType::Dot { encode_max_dot(&cb, &rows) } else { cb.encode(&rows) };
             let mut out = Vec::with_capacity(codes.len());
             let mut at = 0;
             for &l in &lengths {
@@ -212,16 +225,48 @@ pub fn build(dir: &Storage, version: FileVersion, v: &Vectors<'_>, p: &BuildPara
             if !(1..=8).contains(&p.num_bits) {
                 return Err(Error::invalid_input(format!("num_bits must be between 1 and 8 for SQ, got {}", p.num_bits)));
             }
-            let sample = rng.sample(n, p.sample_rate.max(1).saturating_mul(1 << p.num_bits));
-            let bounds = if sample.len() == n { sq_train::bounds(&data) } else { sq_train::bounds(&gather(&data, dim, &sample)) };
-            let bounds = if elem == DataType::Float64 { bounds } else { (bounds.0 as f32 as f64, bounds.1 as f32 as f64) };
+            let bounds = match p.sq_bounds {
+                Some(b) => b,
+                None => {
+                    let sample = rng.sample(n, p.sample_rate.max(1).saturating_mul(1 << p.num_bits));
+                    let b = if sample.len() == n { sq_train::bounds(&data) } else { sq_train::bounds(&gather(&data, dim, &sample)) };
+                    if elem == DataType::Float64 {
+                        b
+                    } else {
+                        (b.0 as f32 as f64, b.1 as f32 as f64)
+                    }
+                }
+            };
             let rows = gather(&data, dim, &order.iter().map(|&i| i as usize).collect::<Vec<_>>());
             Stored::Sq { codes: sq_train::encode(&rows, bounds, p.num_bits), bounds, num_bits: p.num_bits, dim }
         }
         other => return Err(Error::unsupported(format!("building {other} indices is not supported yet"))),
     };
-    let files = IndexFiles { index_type: p.index_type, metric: p.metric, centroids: centroid_tensor, loss, lengths, row_ids, storage };
-    write::write(dir, version, &files)
+    Ok(IndexFiles { index_type: p.index_type, metric: p.metric, centroids: centroid_tensor, loss, lengths, row_ids, storage })
+}
+
+/// PQ codes (one byte per sub-vector) choosing, per sub-vector, the
+/// codeword of largest inner product (the first on ties).
+fn encode_max_dot(cb: &pq_train::Codebook, rows: &[f32]) -> Vec<u8> {
+    let (m, dim) = (cb.num_sub_vectors, cb.dim);
+    let (k, sd) = (1usize << cb.num_bits, dim / m.max(1));
+    let n = rows.len().checked_div(dim).unwrap_or(0);
+    let mut out = vec![0u8; n * m];
+    for i in 0..n {
+        for j in 0..m {
+            let x = &rows[i * dim + j * sd..i * dim + (j + 1) * sd];
+            let mut best = (f32::NEG_INFINITY, 0usize);
+            for c in 0..k {
+                let w = &cb.values[(j * k + c) * sd..(j * k + c + 1) * sd];
+                let d: f32 = x.iter().zip(w).map(|(a, b)| a * b).sum();
+                if d > best.0 {
+                    best = (d, c);
+                }
+            }
+            out[i * m + j] = best.1 as u8;
+        }
+    }
+    out
 }
 
 /// Rows `idx` of `data` (rows of `dim`), in that order.

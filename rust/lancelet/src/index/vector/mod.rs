@@ -35,6 +35,7 @@ pub mod pq;
 pub mod pq_train;
 pub mod probes;
 pub mod search;
+pub mod segment;
 pub mod sq;
 pub mod sq_train;
 pub mod storage;

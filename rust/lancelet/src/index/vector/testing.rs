@@ -208,6 +208,13 @@ pub fn vector_index(data: &[u8]) {
     if let Err(Error::Internal { what }) = open_and_search(&dir, &meta) {
         panic!("InternalError (a lancelet bug) on fuzzed input: {what}");
     }
+    // The maintenance reader (compaction remap, optimize merges) on the
+    // same files: every other row dropped, the rest moved.
+    let dst = Storage::open("memory://lancelet-fuzz-vector/remapped").expect("memory store");
+    let moved = |a: u64| (a % 2 == 0).then_some(a + (7 << 32));
+    if let Err(Error::Internal { what }) = super::segment::remap(&dir, &dst, crate::file::FileVersion::V2_1, &moved) {
+        panic!("InternalError (a lancelet bug) remapping a fuzzed index: {what}");
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use crate::index::{IndexKind, IndexParams, TrainingData};
 use crate::proto::table as pb;
 use crate::table::commit::commit;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::ops::vector_optimize::{self, VectorOptimizeOptions};
 use crate::table::ops::{report, Progress};
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
@@ -138,8 +139,13 @@ pub(crate) fn commit_index_change(
     removed: Vec<pb::IndexMetadata>,
     props: &CommitProperties,
 ) -> Result<Dataset> {
-    let dirs: Vec<String> =
-        new.iter().map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default())).collect();
+    // Entries already in the manifest (segments kept as they are) keep their files.
+    let known: Vec<pb::IndexMetadata> = ds.manifest_file().indices().map(|v| v.into_iter().map(|i| i.pb).collect()).unwrap_or_default();
+    let dirs: Vec<String> = new
+        .iter()
+        .filter(|m| !known.iter().any(|k| k.uuid == m.uuid))
+        .map(|m| crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default()))
+        .collect();
     let txn = new_transaction(ds.version(), Operation::CreateIndex(pb::transaction::CreateIndex { new_indices: new, removed_indices: removed }));
     match commit(ds.root(), &txn, &props.commit_options()) {
         Ok(v) => ds.checkout(VersionRef::Number(v)),
@@ -221,6 +227,17 @@ pub fn drop_index(ds: &Dataset, name: &str, props: &CommitProperties) -> Result<
 /// the new version, or `ds` reopened when nothing needed doing, with the
 /// number of indices rebuilt.
 pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props: &CommitProperties) -> Result<Committed<u64>> {
+    optimize_indices_with(ds, index_names, &VectorOptimizeOptions::default(), props)
+}
+
+/// [`optimize_indices`] with the vector options (`num_indices_to_merge`,
+/// `retrain`; see [`crate::table::ops::vector_optimize`]).
+pub fn optimize_indices_with(
+    ds: &Arc<Dataset>,
+    index_names: Option<&[String]>,
+    vector: &VectorOptimizeOptions,
+    props: &CommitProperties,
+) -> Result<Committed<u64>> {
     let infos = ds.manifest_file().indices()?;
     if let Some(names) = index_names {
         for n in names {
@@ -241,6 +258,20 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props
             continue;
         }
         let segments: Vec<&IndexInfo> = infos.iter().filter(|i| i.name() == info.name()).collect();
+        if vector_optimize::is_vector(info) {
+            match vector_optimize::optimize_vector_index(ds, &segments, vector, props) {
+                Ok(Some((n, r))) => {
+                    new.extend(n);
+                    removed.extend(r);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    remove_new_dirs(ds, &new);
+                    return Err(e);
+                }
+            }
+            continue;
+        }
         let Some(kind) = info.kind else { continue };
         if segments.len() == 1 && (&all - &info.fragment_bitmap).is_empty() {
             continue;
@@ -258,12 +289,7 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props
         match build_segment(ds, &column, kind, &params, info.name(), dataset_version, &props.progress) {
             Ok(m) => new.push(m),
             Err(e) => {
-                for m in &new {
-                    let u = crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default());
-                    if let Ok(dir) = ds.root().child(&format!("{INDICES_DIR}/{u}")) {
-                        remove_dir(&dir);
-                    }
-                }
+                remove_new_dirs(ds, &new);
                 return Err(e);
             }
         }
@@ -272,8 +298,20 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props
     if new.is_empty() {
         return Ok(Committed::new(ds.checkout(VersionRef::Number(ds.version()))?, 0));
     }
-    let rebuilt = new.len() as u64;
+    let rebuilt = new.iter().filter(|m| !infos.iter().any(|i| i.pb.uuid == m.uuid)).count() as u64;
     Ok(Committed::new(commit_index_change(ds, new, removed, props)?, rebuilt))
+}
+
+/// Remove the directories of index entries built but not committed
+/// (entries already in the manifest are kept).
+fn remove_new_dirs(ds: &Dataset, new: &[pb::IndexMetadata]) {
+    let Ok(infos) = ds.manifest_file().indices() else { return };
+    for m in new.iter().filter(|m| !infos.iter().any(|i| i.pb.uuid == m.uuid)) {
+        let u = crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default());
+        if let Ok(dir) = ds.root().child(&format!("{INDICES_DIR}/{u}")) {
+            remove_dir(&dir);
+        }
+    }
 }
 
 /// One row of `list_indices()`.
@@ -311,10 +349,15 @@ pub struct IndexListing {
 pub fn list_indices(ds: &Dataset) -> Result<Vec<IndexListing>> {
     let infos = ds.manifest_file().indices()?;
     let usable = crate::table::indexed::DatasetIndices::load(ds)?;
+    let reuse = crate::index::frag_reuse::find(&infos.iter().map(|i| i.pb.clone()).collect::<Vec<_>>(), ds.root())?;
     let mut out = Vec::new();
     for info in infos {
-        let coverage =
-            usable.indices.iter().find(|u| u.info.uuid == info.uuid).map(|u| u.coverage.clone()).unwrap_or_else(|| info.fragment_bitmap.clone());
+        let coverage = match (usable.indices.iter().find(|u| u.info.uuid == info.uuid), &reuse) {
+            (Some(u), _) => u.coverage.clone(),
+            // Vector indices: their fragments after deferred remaps.
+            (None, Some(r)) if vector_optimize::is_vector(&info) => r.remap_coverage(&info.fragment_bitmap, !ds.has_stable_row_ids()),
+            _ => info.fragment_bitmap.clone(),
+        };
         let fields = info
             .pb
             .fields

@@ -14,6 +14,7 @@
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
 //! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`);
 //! * [`vector_index`]: build IVF_FLAT / IVF_PQ / IVF_SQ vector indices (`CreateIndex`).
+//! * [`vector_optimize`]: vector index deltas, merges, retraining and compaction remaps.
 
 use crate::error::Result;
 
@@ -26,6 +27,7 @@ pub mod retry;
 mod rewrite;
 pub mod update;
 pub mod vector_index;
+pub mod vector_optimize;
 
 #[cfg(test)]
 mod tests;

@@ -137,23 +137,28 @@ pub fn details(
 
 /// The column's vectors as f32 rows, their row ids, and the original
 /// element values (flattened), leaving out null and non-finite vectors.
-struct Loaded {
-    dim: usize,
-    values: Vec<f32>,
-    original: ArrayRef,
-    ids: Vec<u64>,
+pub(crate) struct Loaded {
+    pub(crate) dim: usize,
+    pub(crate) values: Vec<f32>,
+    pub(crate) original: ArrayRef,
+    pub(crate) ids: Vec<u64>,
 }
 
-fn load(ds: &Arc<Dataset>, column: &str, elem: &DataType, dim: usize, props: &CommitProperties) -> Result<Loaded> {
+/// The live vectors of `column` (of the fragments `only`, default all).
+pub(crate) fn load(ds: &Arc<Dataset>, column: &str, elem: &DataType, dim: usize, only: Option<&[u64]>, props: &CommitProperties) -> Result<Loaded> {
     let by_id = ds.has_stable_row_ids();
     let opts = ScanOptions {
         columns: Some(vec![column.to_string()]),
         with_row_id: by_id,
         with_row_address: !by_id,
         batch_size: Some(1 << 16),
+        fragments: only.map(<[u64]>::to_vec),
         ..Default::default()
     };
-    let total = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()?;
+    let total = (0..ds.fragments().len())
+        .filter(|&i| only.is_none_or(|o| o.contains(&ds.fragments()[i].id)))
+        .map(|i| ds.live_rows(i))
+        .sum::<Result<u64>>()?;
     report(&props.progress, "load_data", 0, total)?;
     let id_col = if by_id { ROW_ID } else { ROW_ADDR };
     let mut values: Vec<f32> = Vec::new();
@@ -202,6 +207,23 @@ fn load(ds: &Arc<Dataset>, column: &str, elem: &DataType, dim: usize, props: &Co
 
 /// Build a vector index and commit it; `ds` stays as it was on error.
 pub fn create_vector_index(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &CommitProperties) -> Result<Committed<()>> {
+    let (meta, existing) = build_checked(ds, o, props)?;
+    let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
+    Ok(Committed::new(dataset, ()))
+}
+
+/// Build the index `o` describes into a new directory and return its
+/// manifest entry, not committed (the directory is removed on error);
+/// whether an index of that name exists is not checked.
+pub(crate) fn build_entry(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &CommitProperties) -> Result<pb::IndexMetadata> {
+    let mut o = o.clone();
+    o.replace = true;
+    build_checked(ds, &o, props).map(|r| r.0)
+}
+
+/// Check the options, build, and return the entry with the existing
+/// entries of the name.
+fn build_checked(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &CommitProperties) -> Result<(pb::IndexMetadata, Vec<IndexInfo>)> {
     let t = VectorIndexType::parse(&o.index_type)?;
     if !matches!(t, VectorIndexType::IvfFlat | VectorIndexType::IvfPq | VectorIndexType::IvfSq) {
         return Err(Error::unsupported(format!("building {} indices is not supported by lancelet yet (IVF_FLAT, IVF_PQ and IVF_SQ are)", t.name())));
@@ -264,7 +286,7 @@ pub fn create_vector_index(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &Co
     let uuid = new_uuid();
     let dir = ds.root().child(&format!("{INDICES_DIR}/{uuid}"))?;
     let result = (|| {
-        let data = load(ds, &column, &elem, dim, props)?;
+        let data = load(ds, &column, &elem, dim, None, props)?;
         if data.ids.is_empty() {
             return Err(Error::invalid_input(format!("cannot train a vector index on column {column}: it holds no non-null vectors")));
         }
@@ -280,6 +302,8 @@ pub fn create_vector_index(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &Co
             sample_rate: o.sample_rate,
             max_iters: o.max_iters,
             seed: o.seed.unwrap_or(0x5eed_1a4c_e1e7),
+            sq_bounds: None,
+            pq_delta_dot: false,
         };
         let v = Vectors { dim: data.dim, values: &data.values, original: data.original.clone(), row_ids: &data.ids };
         let files = build::build(&dir, index_file_version(ds)?, &v, &params)?;
@@ -301,15 +325,13 @@ pub fn create_vector_index(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &Co
             files: files.iter().map(|(path, size)| pb::IndexFile { path: path.clone(), size_bytes: *size }).collect(),
         })
     })();
-    let meta = match result {
-        Ok(m) => m,
+    match result {
+        Ok(m) => Ok((m, existing)),
         Err(e) => {
             remove_dir(&dir);
-            return Err(e);
+            Err(e)
         }
-    };
-    let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
-    Ok(Committed::new(dataset, ()))
+    }
 }
 
 /// The index type a `VectorIndexDetails` describes (`IVF_PQ`, ...), as

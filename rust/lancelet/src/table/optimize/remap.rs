@@ -151,8 +151,12 @@ pub trait IndexRemapper: Send + Sync + std::fmt::Debug {
 /// deleted, dropped; `Some(Some(a))`: now at `a`), and the entry for
 /// `Rewrite.rewritten_indices` is returned. Indices holding stable row ids,
 /// system indices and kinds lancelet does not know give `None` (their
-/// files stay valid; the commit moves their fragment bitmaps).
+/// files stay valid; the commit moves their fragment bitmaps). Vector
+/// indices go to [`crate::table::ops::vector_optimize::remap_vector_index`].
 pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) -> Option<Option<u64>>) -> Result<Option<RewrittenIndex>> {
+    if index.index_details.as_ref().is_some_and(|d| d.type_url == crate::proto::type_url::VECTOR_INDEX_DETAILS) {
+        return crate::table::ops::vector_optimize::remap_vector_index(ds, index, moved);
+    }
     let Some(kind) = index.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url)) else {
         return Ok(None);
     };
