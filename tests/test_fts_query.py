@@ -329,3 +329,21 @@ def test_errors(q3, tmp_path):
     lance.write_dataset(pa.table({"s": ["a b", "c"]}), str(p))
     with pytest.raises(InvalidInputError, match="unless an INVERTED index has been created"):
         lancelet.dataset(str(p)).to_table(full_text_query="a")
+
+
+@pytest.mark.parametrize("which", ["plain", "changed", "optimized"])
+def test_listing_and_statistics(request, which):
+    pl = request.getfixturevalue(which)
+    ll = lancelet.dataset(pl.uri)
+    assert [(d["name"], d["type"], d["uuid"], d["fields"]) for d in ll.list_indices()] == \
+        [(d["name"], d["type"], d["uuid"], d["fields"]) for d in pl.list_indices()]
+    for a, b in zip(ll.describe_indices(), pl.describe_indices()):
+        assert (a.name, a.type_url, a.num_rows_indexed, a.fields, a.field_names) == \
+            (b.name, b.type_url, b.num_rows_indexed, b.fields, b.field_names)
+    for name in ["text_idx", "title_idx", "body_idx"]:
+        a, b = ll.stats.index_stats(name) if hasattr(ll, "stats") else ll.index_statistics(name), \
+            pl.stats.index_stats(name)
+        a, b = dict(a), dict(b)
+        a.pop("updated_at_timestamp_ms", None)
+        b.pop("updated_at_timestamp_ms", None)
+        assert a == b
