@@ -28,6 +28,7 @@ pub mod bitmap;
 pub mod bloomfilter;
 pub mod btree;
 pub mod frag_reuse;
+pub mod inverted;
 pub(crate) mod group;
 pub mod label_list;
 pub mod meta;
