@@ -25,7 +25,8 @@ pub fn fts_postings(data: &[u8]) {
             let nblocks = (length as usize).div_ceil(BLOCK);
             // Cut the body into nblocks pieces of roughly equal size.
             let step = body.len().checked_div(nblocks.max(1)).unwrap_or(0);
-            let blocks: Vec<&[u8]> = (0..nblocks).map(|i| if i + 1 == nblocks { &body[i * step..] } else { &body[i * step..(i + 1) * step] }).collect();
+            let blocks: Vec<&[u8]> =
+                (0..nblocks).map(|i| if i + 1 == nblocks { &body[i * step..] } else { &body[i * step..(i + 1) * step] }).collect();
             let codec = if mode % 3 == 0 { TailCodec::VarintDelta } else { TailCodec::Fixed32 };
             if let Some(p) = ok(posting::decode(&blocks, length, codec, 5000)) {
                 assert_eq!(p.docs.len(), length as usize);

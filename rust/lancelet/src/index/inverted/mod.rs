@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, UInt32Type, UInt64Type};
+use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use roaring::RoaringBitmap;
@@ -144,7 +144,11 @@ impl Partition {
         let positions = match invert.schema().fields().iter().position(|f| f.name() == "_compressed_position") {
             Some(_) => Some((
                 column(&invert, "_compressed_position", |t| matches!(t, DataType::LargeBinary | DataType::Binary))?,
-                column(&invert, "_position_block_offset", |t| matches!(t, DataType::List(f) | DataType::LargeList(f) if f.data_type() == &DataType::UInt32))?,
+                column(
+                    &invert,
+                    "_position_block_offset",
+                    |t| matches!(t, DataType::List(f) | DataType::LargeList(f) if f.data_type() == &DataType::UInt32),
+                )?,
             )),
             None => None,
         };
@@ -154,7 +158,10 @@ impl Partition {
         }
         let lengths = lb.column(0).as_primitive::<UInt32Type>().values().to_vec();
         if tokens.len() > lengths.len() {
-            return Err(Error::corrupt_in(invert.path().to_string(), format!("{} tokens in the token set, {} posting rows", tokens.len(), lengths.len())));
+            return Err(Error::corrupt_in(
+                invert.path().to_string(),
+                format!("{} tokens in the token set, {} posting rows", tokens.len(), lengths.len()),
+            ));
         }
         Ok(Partition {
             id,
@@ -191,7 +198,10 @@ impl Partition {
         if let Some(p) = self.cache.lock().map_err(|_| Error::internal("FTS posting cache poisoned"))?.get(&key) {
             return Ok(p.clone());
         }
-        let length = *self.lengths.get(t as usize).ok_or_else(|| Error::corrupt_in(self.invert.path().to_string(), format!("token id {t} has no posting row")))?;
+        let length = *self
+            .lengths
+            .get(t as usize)
+            .ok_or_else(|| Error::corrupt_in(self.invert.path().to_string(), format!("token id {t} has no posting row")))?;
         let mut proj = vec![self.cols.posting];
         let pos = if with_positions { self.cols.positions } else { None };
         if let Some((s, o)) = pos {
@@ -330,8 +340,8 @@ impl InvertedIndex {
             None if format_version >= 2 => TailCodec::VarintDelta,
             None => TailCodec::Fixed32,
         };
-        let parts: Vec<u32> =
-            serde_json::from_str(&get("partitions")?).map_err(|e| Error::corrupt_in(path.clone(), format!("partitions is not a JSON list of ids: {e}")))?;
+        let parts: Vec<u32> = serde_json::from_str(&get("partitions")?)
+            .map_err(|e| Error::corrupt_in(path.clone(), format!("partitions is not a JSON list of ids: {e}")))?;
         let params_json = get("params")?;
         let params = TokenizerParams::from_json(&params_json).map_err(|e| e.in_file(&path))?;
         let tokenizer = Tokenizer::new(&params)?;
@@ -340,7 +350,8 @@ impl InvertedIndex {
             if let Ok(c) = column(&m, "deleted_fragments", |t| matches!(t, DataType::Binary | DataType::LargeBinary)) {
                 let b = m.read_range(&[c], 0..1)?;
                 if let Some(bytes) = binary_value(&b, 0, 0) {
-                    deleted_fragments = RoaringBitmap::deserialize_from(bytes).map_err(|e| Error::corrupt_in(path.clone(), format!("deleted_fragments: {e}")))?;
+                    deleted_fragments =
+                        RoaringBitmap::deserialize_from(bytes).map_err(|e| Error::corrupt_in(path.clone(), format!("deleted_fragments: {e}")))?;
                 }
             }
         }
@@ -390,7 +401,7 @@ impl InvertedIndex {
                     found.insert(k.to_vec());
                 }
             } else {
-                let a = lev.clone().intersection(Str::new(prefix).starts_with());
+                let a = (&lev).intersection(Str::new(prefix).starts_with());
                 let mut s = p.tokens.search(a).into_stream();
                 while let Some((k, _)) = s.next() {
                     found.insert(k.to_vec());

@@ -245,7 +245,8 @@ pub fn decode_positions(p: &mut Postings, stream: &[u8], offsets: &[u32]) -> Res
             return Err(Error::corrupt(format!("FTS positions: block {b} spans bytes {start}..{end} of {}", stream.len())));
         }
         let freqs = &p.freqs[b * BLOCK..((b + 1) * BLOCK).min(p.freqs.len())];
-        let count = freqs.iter().try_fold(0usize, |a, &f| a.checked_add(f as usize)).ok_or_else(|| Error::corrupt("FTS positions: count overflows"))?;
+        let count =
+            freqs.iter().try_fold(0usize, |a, &f| a.checked_add(f as usize)).ok_or_else(|| Error::corrupt("FTS positions: count overflows"))?;
         let vals = position_values(&stream[start..end], count)?;
         let mut it = vals.into_iter();
         for &f in freqs {

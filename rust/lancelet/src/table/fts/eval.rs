@@ -20,7 +20,7 @@ use roaring::RoaringBitmap;
 
 use super::{FtsQuery, FtsScan, Hit, Occur, Operator};
 use crate::error::{Error, Result};
-use crate::index::inverted::tokenizer::Token;
+use crate::index::inverted::tokenizer::{Token, Tokenizer, TokenizerParams};
 use crate::index::inverted::{InvertedIndex, Stats, DETAILS_TYPE_URL};
 use crate::index::meta::INDICES_DIR;
 use crate::table::dataset::Dataset;
@@ -134,6 +134,38 @@ pub fn find(ds: &Arc<Dataset>, column: &str) -> Result<Option<ColumnIndex>> {
     }))
 }
 
+/// A text column without an INVERTED index: pylance searches every
+/// fragment flat, tokenizing with its plain analyzer (simple base
+/// tokenizer, no lower-casing, stemming, stop words or folding).
+pub fn flat_only(ds: &Arc<Dataset>, column: &str) -> Result<ColumnIndex> {
+    let params = TokenizerParams {
+        with_position: true,
+        lower_case: false,
+        stem: false,
+        remove_stop_words: false,
+        ascii_folding: false,
+        ..TokenizerParams::default()
+    };
+    let tokenizer = Tokenizer::new(&params)?;
+    let index = InvertedIndex {
+        params_json: params.to_json(),
+        params,
+        tokenizer,
+        format_version: 2,
+        deleted_fragments: RoaringBitmap::new(),
+        partitions: Vec::new(),
+    };
+    Ok(ColumnIndex {
+        column: column.to_string(),
+        name: String::new(),
+        uuids: Vec::new(),
+        index,
+        covered: RoaringBitmap::new(),
+        unindexed: ds.fragments().iter().map(|f| f.id).collect(),
+        flat: std::sync::OnceLock::new(),
+    })
+}
+
 /// Text columns with an INVERTED index, in schema order.
 pub fn indexed_columns(ds: &Arc<Dataset>) -> Result<Vec<String>> {
     let infos = ds.manifest_file().indices()?;
@@ -218,7 +250,10 @@ impl<'a> Ctx<'a> {
         if let Some(i) = self.indices.get(column) {
             return Ok(i.clone());
         }
-        let ci = find(self.ds, column)?.ok_or_else(|| Error::invalid_input(format!("Column {column} has no inverted index")))?;
+        let ci = match find(self.ds, column)? {
+            Some(ci) => ci,
+            None => flat_only(self.ds, column)?,
+        };
         let ci = Arc::new(ci);
         self.indices.insert(column.to_string(), ci.clone());
         Ok(ci)
@@ -290,7 +325,7 @@ impl<'a> Ctx<'a> {
             FtsQuery::Phrase { query, column, slop } => {
                 let column = self.single_column(column.as_deref())?;
                 let ci = self.index(&column)?;
-                if !ci.index.has_positions() {
+                if !ci.uuids.is_empty() && !ci.index.has_positions() {
                     return Err(Error::invalid_input(NO_POSITIONS));
                 }
                 let tokens = analyze(&ci, query);
@@ -607,6 +642,18 @@ pub fn run(ds: &Arc<Dataset>, s: &FtsScan) -> Result<Vec<Hit>> {
     let mut ctx = Ctx::new(ds, s)?;
     let scored = ctx.eval(&s.query)?;
     let mut hits: Vec<Hit> = scored.into_iter().map(|(row_id, (addr, score))| Hit { score, row_id, addr }).collect();
+    // A leaf on a column without an index is pylance's bare flat search:
+    // rows in scan order unless a limit asks for the top k.
+    let flat_leaf = match &s.query {
+        FtsQuery::Match { column: Some(c), .. } | FtsQuery::Phrase { column: Some(c), .. } => {
+            ctx.indices.get(c).is_some_and(|ci| ci.uuids.is_empty())
+        }
+        _ => false,
+    };
+    if flat_leaf && s.limit.is_none() {
+        hits.sort_by_key(|h| h.addr);
+        return Ok(hits);
+    }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.row_id.cmp(&b.row_id)));
     if let Some(l) = s.limit {
         hits.truncate((l + s.offset) as usize);

@@ -207,7 +207,11 @@ pub fn search(ds: &Arc<Dataset>, s: &FtsScan) -> Result<RecordBatch> {
     s.validate(ds)?;
     let mut hits = eval::run(ds, s)?;
     if let (Some(f), false) = (&s.filter, s.prefilter) {
-        let keep = crate::table::nearest::evaluate_on(ds, f.as_ref(), &hits.iter().map(|h| crate::table::nearest::Hit { distance: h.score, row_id: h.row_id, addr: h.addr }).collect::<Vec<_>>())?;
+        let keep = crate::table::nearest::evaluate_on(
+            ds,
+            f.as_ref(),
+            &hits.iter().map(|h| crate::table::nearest::Hit { distance: h.score, row_id: h.row_id, addr: h.addr }).collect::<Vec<_>>(),
+        )?;
         hits = hits.into_iter().zip(keep).filter_map(|(h, k)| k.then_some(h)).collect();
     }
     let skip = (s.offset as usize).min(hits.len());

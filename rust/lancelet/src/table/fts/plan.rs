@@ -69,7 +69,10 @@ pub fn debug(q: &FtsQuery) -> String {
             format!("Match({})", debug_match(query, column.as_deref().unwrap_or(""), *boost, *fuzziness, *max_expansions, *operator, *prefix_length))
         }
         FtsQuery::Phrase { query, column, slop } => {
-            format!("Phrase(PhraseQuery {{ column: Some({:?}), terms: {query:?}, slop: {slop}, document_granularity: Some(Row) }})", column.as_deref().unwrap_or(""))
+            format!(
+                "Phrase(PhraseQuery {{ column: Some({:?}), terms: {query:?}, slop: {slop}, document_granularity: Some(Row) }})",
+                column.as_deref().unwrap_or("")
+            )
         }
         FtsQuery::Boolean(cl) => {
             let part = |o: Occur| cl.iter().filter(|c| c.0 == o).map(|c| debug(&c.1)).collect::<Vec<_>>().join(", ");
@@ -79,7 +82,12 @@ pub fn debug(q: &FtsQuery) -> String {
             let m: Vec<String> = columns
                 .iter()
                 .enumerate()
-                .map(|(i, c)| format!("Match({})", debug_match(query, c, boosts.as_ref().and_then(|b| b.get(i).copied()).unwrap_or(1.0), Some(0), 50, *operator, 0)))
+                .map(|(i, c)| {
+                    format!(
+                        "Match({})",
+                        debug_match(query, c, boosts.as_ref().and_then(|b| b.get(i).copied()).unwrap_or(1.0), Some(0), 50, *operator, 0)
+                    )
+                })
                 .collect();
             format!("MultiMatch([{}])", m.join(", "))
         }
@@ -127,13 +135,20 @@ impl Ctx<'_> {
 
     /// Columns `c` and the prefilter's, in dataset order.
     fn flat_cols(&self, c: &str) -> Vec<String> {
-        let want: Vec<&str> = std::iter::once(c).chain(if self.prefilter.is_some() { self.filter_cols.iter().map(String::as_str).collect() } else { Vec::new() }).collect();
+        let want: Vec<&str> = std::iter::once(c)
+            .chain(if self.prefilter.is_some() { self.filter_cols.iter().map(String::as_str).collect() } else { Vec::new() })
+            .collect();
         self.ds.schema().fields().iter().map(|f| f.name().clone()).filter(|n| want.contains(&n.as_str())).collect()
     }
 
     /// A single-column match / phrase: the leaf, or the union with the
     /// flat search under a sort.
     fn single(&self, leaf: String, column: &str, query: &str, topk: Option<u64>) -> Result<(Node, bool)> {
+        if find(self.ds, column)?.is_none() {
+            // No index: pylance's flat search alone.
+            let n = self.ds.fragments().len();
+            return Ok((Node::over(format!("FlatMatchQuery: column={column}, query={query}"), self.scan(&self.flat_cols(column), n, true)), false));
+        }
         let n = self.unindexed(column)?;
         let mut l = Node::leaf(leaf);
         if self.prefilter.is_some() {
@@ -219,7 +234,10 @@ pub fn explain(ds: &Arc<Dataset>, s: &FtsScan) -> Result<String> {
                 }
             }
             let union = Node { text: "UnionExec".into(), children: branches };
-            let agg = Node::over("AggregateExec: mode=Single, gby=[_rowid@0 as _rowid], aggr=[_score]".into(), Node::over("CoalescePartitionsExec".into(), union));
+            let agg = Node::over(
+                "AggregateExec: mode=Single, gby=[_rowid@0 as _rowid], aggr=[_score]".into(),
+                Node::over("CoalescePartitionsExec".into(), union),
+            );
             (Node::over(sort(topk, true), agg), true)
         }
         q => (ctx.compound(q)?, false),

@@ -125,9 +125,7 @@ impl Tokenizer {
             "ngram" => {
                 let (min, max) = (params.min_ngram_length as usize, params.max_ngram_length as usize);
                 if min == 0 {
-                    return Err(Error::invalid_input(
-                        "FTS parameter 'min_ngram_length' must be greater than 0",
-                    ));
+                    return Err(Error::invalid_input("FTS parameter 'min_ngram_length' must be greater than 0"));
                 }
                 if min > max {
                     return Err(Error::invalid_input(format!(
@@ -142,9 +140,7 @@ impl Tokenizer {
                 )))
             }
         };
-        let Some(&(_, algorithm, builtin)) =
-            LANGUAGES.iter().find(|(name, _, _)| *name == params.language)
-        else {
+        let Some(&(_, algorithm, builtin)) = LANGUAGES.iter().find(|(name, _, _)| *name == params.language) else {
             let names: Vec<&str> = LANGUAGES.iter().map(|(n, _, _)| *n).collect();
             return Err(Error::invalid_input(format!(
                 "can't set tokenizer language to {} (parameter 'language'): expected one of {}",
@@ -196,8 +192,7 @@ impl Tokenizer {
             Base::Raw => self.emit(text, 0, out),
             Base::Ngram { min, max, prefix_only } => {
                 // Byte offsets of every character boundary, end included.
-                let bounds: Vec<usize> =
-                    text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+                let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
                 let chars = bounds.len() - 1;
                 let starts = if prefix_only { chars.min(1) } else { chars };
                 for start in 0..starts {
