@@ -258,6 +258,8 @@ class Scanner:
     def _native_reader(self) -> pa.RecordBatchReader:
         if "nearest" in self._kw:
             return pa.RecordBatchReader.from_stream(_native.nearest_search(self._ds._native, self._kw["nearest"]))
+        if "fts" in self._kw:
+            return pa.RecordBatchReader.from_stream(_native.fts_search(self._ds._native, self._kw["fts"]))
         return pa.RecordBatchReader.from_stream(self._ds._native.scan(**self._kw))
 
     def to_reader(self) -> pa.RecordBatchReader:
@@ -271,13 +273,13 @@ class Scanner:
         return _args.typed_batches(self._native_reader())
 
     def to_table(self) -> pa.Table:
-        if "nearest" in self._kw:
+        if "nearest" in self._kw or "fts" in self._kw:
             return _args.read_all(self._native_reader())
         return _args.read_all(pa.RecordBatchReader.from_stream(self._ds._native.scan_all(**self._kw)))
 
     def count_rows(self) -> int:
         kw = self._kw
-        if "nearest" in kw:
+        if "nearest" in kw or "fts" in kw:
             return self.to_table().num_rows
         return self._ds._native.count_rows(kw["limit"], kw["offset"], kw["fragments"], kw["filter"], kw["row_range"],
                                            kw["use_scalar_index"])
@@ -288,6 +290,8 @@ class Scanner:
         line. Nothing is read but index metadata."""
         if "nearest" in self._kw:
             return _native.nearest_plan(self._ds._native, self._kw["nearest"])
+        if "fts" in self._kw:
+            return _native.fts_plan(self._ds._native, self._kw["fts"])
         from lancelet.indices import scan_plan
         return scan_plan(self._ds, self._kw, verbose=verbose)
 
@@ -389,6 +393,7 @@ class Dataset:
         distributed task reads one slice of a large fragment)."""
         filter = _filter(filter)
         nearest = unsupported.pop("nearest", None)
+        full_text_query = unsupported.pop("full_text_query", None)
         prefilter = bool(unsupported.pop("prefilter", False))
         fast_search = bool(unsupported.pop("fast_search", False))
         for k, v in unsupported.items():
@@ -409,6 +414,9 @@ class Dataset:
         if nearest is not None:
             from lancelet import _nearest
             kw["nearest"] = _nearest.scan_params(self.schema, nearest, kw, prefilter=prefilter, fast_search=fast_search)
+        if full_text_query is not None:
+            from lancelet import _fts
+            kw["fts"] = _fts.scan_params(full_text_query, kw, prefilter=prefilter)
         return Scanner(self, kw)
 
     def to_table(self, columns: Optional[Sequence[str]] = None, filter: Any = None, limit: Optional[int] = None,

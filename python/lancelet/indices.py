@@ -233,8 +233,8 @@ def scan_plan(ds: "Dataset", kw: Dict[str, Any], *, verbose: bool = False, analy
 
 
 def _segment_details(ds: "Dataset", type_name: str, uuid: str) -> Dict[str, Any]:
-    """pylance's per-segment statistics of ZONEMAP, BLOOMFILTER and NGRAM
-    indices (read off their files); other kinds give ``{}``."""
+    """pylance's per-segment statistics of ZONEMAP, BLOOMFILTER, NGRAM and
+    INVERTED indices (read off their files); other kinds give ``{}``."""
     from lancelet.file import LanceFileReader
     base = f"{ds.uri.rstrip('/')}/_indices/{uuid}"
     if type_name == "ZoneMap":
@@ -249,6 +249,13 @@ def _segment_details(ds: "Dataset", type_name: str, uuid: str) -> Dict[str, Any]
                 "probability": float(md.get(b"bloomfilter_probability", b"0.00057"))}
     if type_name == "NGram":
         return {"num_ngrams": LanceFileReader(f"{base}/ngram_postings.lance").num_rows}
+    if type_name == "Inverted":
+        import json
+        md = LanceFileReader(f"{base}/metadata.lance").schema.metadata or {}
+        parts = json.loads(md.get(b"partitions", b"[]"))
+        num_tokens = sum(LanceFileReader(f"{base}/part_{p}_invert.lance").num_rows for p in parts)
+        num_docs = sum(LanceFileReader(f"{base}/part_{p}_docs.lance").num_rows for p in parts)
+        return {"params": json.loads(md.get(b"params", b"{}")), "num_tokens": num_tokens, "num_docs": num_docs}
     return {}
 
 

@@ -10,6 +10,7 @@ mod dataset;
 mod errors;
 mod evolve;
 mod file;
+mod fts;
 mod index;
 mod merge;
 mod namespace;
@@ -163,6 +164,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     index::register(m)?;
     vector_index::register(m)?;
     nearest::register(m)?;
+    fts::register(m)?;
     tiledb::register(m)?;
     tiledb_ops::register(m)?;
     tiledb_write::register(m)?;

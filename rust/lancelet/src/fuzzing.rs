@@ -631,6 +631,7 @@ pub fn targets() -> Vec<(&'static str, fn(&[u8]))> {
         ("zonemap_index", zonemap_index),
         ("bloomfilter_index", bloomfilter_index),
         ("ngram_index", ngram_index),
+        ("fts_postings", fts_postings),
     ]
 }
 
@@ -708,6 +709,7 @@ pub fn generated_seeds(target: &str) -> Vec<Vec<u8>> {
         "tiledb_array" => tiledb_target::seeds(),
         "fsst_decode" => fsst_target::seeds(),
         "zonemap_index" | "bloomfilter_index" | "ngram_index" => skip_target::seeds(target),
+        "fts_postings" => fts_target::seeds(),
         _ => Vec::new(),
     }
 }
@@ -766,6 +768,10 @@ pub use fsst_target::fsst_decode;
 #[path = "fuzzing_skip.rs"]
 mod skip_target;
 pub use skip_target::{bloomfilter_index, ngram_index, zonemap_index};
+
+#[path = "fuzzing_fts.rs"]
+mod fts_target;
+pub use fts_target::fts_postings;
 
 #[cfg(test)]
 #[path = "fuzzing_tests.rs"]

@@ -30,6 +30,7 @@ pub mod bloomfilter;
 pub mod btree;
 pub mod frag_reuse;
 pub(crate) mod group;
+pub mod inverted;
 pub mod label_list;
 pub mod meta;
 pub mod ngram;

@@ -41,6 +41,7 @@ pub mod features;
 pub mod file_cache;
 pub mod filter_index;
 pub mod fragment;
+pub mod fts;
 pub mod hooks;
 pub mod index_section;
 pub mod indexed;

@@ -308,7 +308,7 @@ fn finish(ds: &Arc<Dataset>, s: &NearestScan, per_query: Vec<Vec<Hit>>) -> Resul
 }
 
 /// Evaluate `filter` on the rows at these hits (reading only its columns).
-fn evaluate_on(ds: &Arc<Dataset>, filter: &dyn RowFilter, hits: &[Hit]) -> Result<Vec<bool>> {
+pub(crate) fn evaluate_on(ds: &Arc<Dataset>, filter: &dyn RowFilter, hits: &[Hit]) -> Result<Vec<bool>> {
     if hits.is_empty() {
         return Ok(Vec::new());
     }

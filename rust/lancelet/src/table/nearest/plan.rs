@@ -177,7 +177,7 @@ fn simple_filter(sql: &str) -> Option<Vec<(Option<String>, Cmp)>> {
 
 /// The filter as DataFusion prints a logical expression (`full_filter=`):
 /// `id > Int64(100)`.
-fn logical_filter(ds: &Dataset, sql: &str) -> String {
+pub(crate) fn logical_filter(ds: &Dataset, sql: &str) -> String {
     let Some(parts) = simple_filter(sql) else { return sql.to_string() };
     let mut s = String::new();
     for (j, c) in parts {
@@ -198,7 +198,7 @@ fn logical_filter(ds: &Dataset, sql: &str) -> String {
 
 /// The filter as DataFusion prints a physical expression (`FilterExec:`):
 /// `id@3 > 100`.
-fn physical_filter(sql: &str, schema: &[String]) -> String {
+pub(crate) fn physical_filter(sql: &str, schema: &[String]) -> String {
     let Some(parts) = simple_filter(sql) else { return sql.to_string() };
     let mut s = String::new();
     for (j, c) in parts {
@@ -220,7 +220,7 @@ fn col_ref(schema: &[String], name: &str) -> String {
 
 /// The data uri as pylance prints it (`tmp/ds/data`: no scheme, no
 /// leading `/`).
-fn data_uri(ds: &Dataset) -> String {
+pub(crate) fn data_uri(ds: &Dataset) -> String {
     let u = ds.uri();
     let u = u.strip_prefix("file://").unwrap_or(u);
     format!("{}/data", u.trim_start_matches('/').trim_end_matches('/'))
