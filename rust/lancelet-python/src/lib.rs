@@ -10,6 +10,7 @@ mod dataset;
 mod errors;
 mod evolve;
 mod file;
+mod fts;
 mod index;
 mod namespace;
 mod nearest;
@@ -159,6 +160,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     evolve::register(m)?;
     optimize::register(m)?;
     index::register(m)?;
+    fts::register(m)?;
     vector_index::register(m)?;
     nearest::register(m)?;
     tiledb::register(m)?;

@@ -172,6 +172,9 @@ pub fn create_scalar_index(
     replace: bool,
     props: &CommitProperties,
 ) -> Result<Committed<()>> {
+    if super::inverted_index::is_inverted_spec(index_type) {
+        return super::inverted_index::create_inverted_index(ds, column, index_type, name, replace, props);
+    }
     let (kind, params) = IndexParams::parse_spec(index_type)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
@@ -229,6 +232,27 @@ pub fn optimize_indices(ds: &Arc<Dataset>, index_names: Option<&[String]>, props
             continue;
         }
         let segments: Vec<&IndexInfo> = infos.iter().filter(|i| i.name() == info.name()).collect();
+        if info.type_url() == super::inverted_index::TYPE_URL {
+            let column = info.pb.fields.first().and_then(|id| ds.lance_schema().fields.iter().find(|f| f.id == *id)).map(|f| f.arrow.name().clone());
+            let Some(column) = column else { continue };
+            match super::inverted_index::optimize_inverted(ds, &segments, &column, props) {
+                Ok(Some(m)) => {
+                    new.push(m);
+                    removed.extend(segments.iter().map(|s| s.pb.clone()));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    for m in &new {
+                        let u = crate::index::meta::uuid_string(&m.uuid.as_ref().map(|u| u.uuid.clone()).unwrap_or_default());
+                        if let Ok(dir) = ds.root().child(&format!("{INDICES_DIR}/{u}")) {
+                            remove_dir(&dir);
+                        }
+                    }
+                    return Err(e);
+                }
+            }
+            continue;
+        }
         let Some(kind) = info.kind else { continue };
         if segments.len() == 1 && (&all - &info.fragment_bitmap).is_empty() {
             continue;

@@ -11,12 +11,14 @@
 //! * [`merge_insert`]: upsert / delete by key columns (`Update`);
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
 //! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`);
+//! * [`inverted_index`]: build INVERTED (full-text search) indices (`CreateIndex`);
 //! * [`vector_index`]: build IVF_FLAT / IVF_PQ / IVF_SQ vector indices (`CreateIndex`).
 
 use crate::error::Result;
 
 pub mod delete;
 pub mod index;
+pub mod inverted_index;
 pub(crate) mod keys;
 pub mod merge_insert;
 pub mod retry;

@@ -153,6 +153,9 @@ pub trait IndexRemapper: Send + Sync + std::fmt::Debug {
 /// system indices and kinds lancelet does not know give `None` (their
 /// files stay valid; the commit moves their fragment bitmaps).
 pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) -> Option<Option<u64>>) -> Result<Option<RewrittenIndex>> {
+    if index.index_details.as_ref().is_some_and(|d| d.type_url == crate::table::ops::inverted_index::TYPE_URL) {
+        return crate::table::ops::inverted_index::remap_inverted(ds, index, moved);
+    }
     let Some(kind) = index.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url)) else {
         return Ok(None);
     };

@@ -19,12 +19,14 @@
 //!    tantivy uses);
 //! 5. stop words, matched against the *stemmed* token: the custom list when
 //!    given, else the language's built-in list ([`stopwords`]);
-//! 6. ASCII folding (Lucene's table, `asciifolding`), after stemming.
+//! 6. ASCII folding, after stemming: each character in [`folding`]'s table
+//!    (pylance's, generated from pylance itself) is replaced.
 //!
 //! Positions are those of the base tokenizer (`simple`/`whitespace`: the
 //! token's index among all base tokens, so dropped stop words and long
 //! tokens leave gaps that phrase queries count; `raw` and `ngram`: 0).
 
+mod folding;
 mod params;
 mod stopwords;
 
@@ -125,9 +127,7 @@ impl Tokenizer {
             "ngram" => {
                 let (min, max) = (params.min_ngram_length as usize, params.max_ngram_length as usize);
                 if min == 0 {
-                    return Err(Error::invalid_input(
-                        "FTS parameter 'min_ngram_length' must be greater than 0",
-                    ));
+                    return Err(Error::invalid_input("FTS parameter 'min_ngram_length' must be greater than 0"));
                 }
                 if min > max {
                     return Err(Error::invalid_input(format!(
@@ -142,9 +142,7 @@ impl Tokenizer {
                 )))
             }
         };
-        let Some(&(_, algorithm, builtin)) =
-            LANGUAGES.iter().find(|(name, _, _)| *name == params.language)
-        else {
+        let Some(&(_, algorithm, builtin)) = LANGUAGES.iter().find(|(name, _, _)| *name == params.language) else {
             let names: Vec<&str> = LANGUAGES.iter().map(|(n, _, _)| *n).collect();
             return Err(Error::invalid_input(format!(
                 "can't set tokenizer language to {} (parameter 'language'): expected one of {}",
@@ -196,8 +194,7 @@ impl Tokenizer {
             Base::Raw => self.emit(text, 0, out),
             Base::Ngram { min, max, prefix_only } => {
                 // Byte offsets of every character boundary, end included.
-                let bounds: Vec<usize> =
-                    text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+                let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
                 let chars = bounds.len() - 1;
                 let starts = if prefix_only { chars.min(1) } else { chars };
                 for start in 0..starts {
@@ -246,10 +243,26 @@ impl Tokenizer {
             }
         }
         if self.ascii_folding && !text.is_ascii() {
-            text = asciifolding::fold_to_ascii(&text);
+            text = fold_to_ascii(&text);
         }
         out.push(Token { text, position });
     }
+}
+
+/// Replace each character of `text` found in the folding table.
+fn fold_to_ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        match folding::FOLDING.binary_search_by_key(&c, |&(k, _)| k) {
+            Ok(i) => out.push_str(folding::FOLDING[i].1),
+            Err(_) => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

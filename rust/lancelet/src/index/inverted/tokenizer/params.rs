@@ -42,7 +42,7 @@ pub struct TokenizerParams {
     pub remove_stop_words: bool,
     /// Replaces the language's built-in stop words when set.
     pub custom_stop_words: Option<Vec<String>>,
-    /// Fold non-ASCII characters to ASCII (Lucene's table), last.
+    /// Fold non-ASCII characters to ASCII (pylance's table), last.
     pub ascii_folding: bool,
     /// Shortest n-gram (characters) of the `ngram` tokenizer.
     pub min_ngram_length: u32,
@@ -95,9 +95,7 @@ impl TokenizerParams {
     /// pylance's defaults (older indices store fewer keys); unknown keys are
     /// ignored, as a reader of a newer index should.
     pub fn from_json(s: &str) -> Result<Self> {
-        let value: Value = serde_json::from_str(s).map_err(|e| {
-            Error::corrupt(format!("INVERTED index params are not JSON: {e}"))
-        })?;
+        let value: Value = serde_json::from_str(s).map_err(|e| Error::corrupt(format!("INVERTED index params are not JSON: {e}")))?;
         let Value::Object(map) = value else {
             return Err(Error::corrupt("INVERTED index params are not a JSON object"));
         };
@@ -162,15 +160,10 @@ impl TokenizerParams {
         let mut params = TokenizerParams::default();
         params.apply(options, true)?;
         if params.block_size != 128 && params.block_size != 256 {
-            return Err(Error::invalid_input(format!(
-                "FTS inverted index block_size must be one of 128 or 256, got {}",
-                params.block_size
-            )));
+            return Err(Error::invalid_input(format!("FTS inverted index block_size must be one of 128 or 256, got {}", params.block_size)));
         }
         if params.block_size == 256 {
-            return Err(Error::invalid_input(
-                "block_size=256 (pylance's experimental format v3) is not supported by lancelet; use 128",
-            ));
+            return Err(Error::invalid_input("block_size=256 (pylance's experimental format v3) is not supported by lancelet; use 128"));
         }
         for (name, set) in [
             ("split_identifiers", params.split_identifiers),
@@ -179,16 +172,11 @@ impl TokenizerParams {
             ("index_operators", params.index_operators),
         ] {
             if set {
-                return Err(Error::invalid_input(format!(
-                    "FTS parameter '{name}' (code analysis) is not supported by lancelet"
-                )));
+                return Err(Error::invalid_input(format!("FTS parameter '{name}' (code analysis) is not supported by lancelet")));
             }
         }
         if params.lance_tokenizer.as_deref() != Some("text") {
-            return Err(Error::invalid_input(format!(
-                "FTS parameter 'lance_tokenizer' must be \"text\", got {:?}",
-                params.lance_tokenizer
-            )));
+            return Err(Error::invalid_input(format!("FTS parameter 'lance_tokenizer' must be \"text\", got {:?}", params.lance_tokenizer)));
         }
         // Building the analyzer checks the tokenizer, language and n-gram sizes.
         super::Tokenizer::new(&params)?;
@@ -275,7 +263,5 @@ fn opt_string(key: &str, v: &Value) -> Result<Option<String>> {
 }
 
 fn small(key: &str, v: &Value) -> Result<u32> {
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| bad(key, "a non-negative integer"))
+    v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| bad(key, "a non-negative integer"))
 }

@@ -10,6 +10,7 @@
 //! are untested. Sorted, for binary search.
 
 /// Danish stop words (93).
+#[rustfmt::skip]
 pub(super) const DANISH: &[&str] = &[
     "ad", "af", "alle", "alt", "anden", "at", "blev", "blive", "bliver", "da", "de", "dem", "den",
     "denne", "der", "deres", "det", "dette", "dig", "din", "disse", "dog", "du", "efter", "eller",
@@ -22,6 +23,7 @@ pub(super) const DANISH: &[&str] = &[
 ];
 
 /// Dutch stop words (97).
+#[rustfmt::skip]
 pub(super) const DUTCH: &[&str] = &[
     "aan", "al", "alles", "als", "altijd", "andere", "ben", "bij", "daar", "dan", "dat", "de",
     "der", "deze", "die", "dit", "doch", "doen", "door", "dus", "een", "eens", "en", "er", "ge",
@@ -34,6 +36,7 @@ pub(super) const DUTCH: &[&str] = &[
 ];
 
 /// English stop words (149).
+#[rustfmt::skip]
 pub(super) const ENGLISH: &[&str] = &[
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
     "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
@@ -52,6 +55,7 @@ pub(super) const ENGLISH: &[&str] = &[
 ];
 
 /// Finnish stop words (222).
+#[rustfmt::skip]
 pub(super) const FINNISH: &[&str] = &[
     "että", "he", "heidän", "heidät", "heihin", "heille", "heillä", "heiltä", "heissä", "heistä",
     "heitä", "hän", "häneen", "hänelle", "hänellä", "häneltä", "hänen", "hänessä", "hänestä",
@@ -79,6 +83,7 @@ pub(super) const FINNISH: &[&str] = &[
 ];
 
 /// French stop words (148).
+#[rustfmt::skip]
 pub(super) const FRENCH: &[&str] = &[
     "ai", "aie", "aient", "aies", "ait", "au", "aurai", "auraient", "aurais", "aurait", "aurez",
     "auriez", "aurions", "aurons", "auront", "aux", "avaient", "avais", "avait", "avec", "avez",
@@ -96,6 +101,7 @@ pub(super) const FRENCH: &[&str] = &[
 ];
 
 /// German stop words (221).
+#[rustfmt::skip]
 pub(super) const GERMAN: &[&str] = &[
     "aber", "alle", "allem", "allen", "aller", "alles", "als", "also", "am", "an", "ander",
     "andere", "anderem", "anderen", "anderer", "anderes", "anderm", "andern", "anderr", "anders",
@@ -122,6 +128,7 @@ pub(super) const GERMAN: &[&str] = &[
 ];
 
 /// Hungarian stop words (175).
+#[rustfmt::skip]
 pub(super) const HUNGARIAN: &[&str] = &[
     "a", "abban", "ahhoz", "ahogy", "ahol", "aki", "akik", "akkor", "alatt", "amely", "amelyek",
     "amelyekben", "amelyeket", "amelyet", "amelynek", "ami", "amikor", "amit", "amolyan", "amíg",
@@ -143,6 +150,7 @@ pub(super) const HUNGARIAN: &[&str] = &[
 ];
 
 /// Italian stop words (277).
+#[rustfmt::skip]
 pub(super) const ITALIAN: &[&str] = &[
     "a", "abbia", "abbiamo", "abbiano", "abbiate", "ad", "agl", "agli", "ai", "al", "all", "alla",
     "alle", "allo", "anche", "avemmo", "avendo", "avesse", "avessero", "avessi", "avessimo",
@@ -175,6 +183,7 @@ pub(super) const ITALIAN: &[&str] = &[
 ];
 
 /// Norwegian stop words (162).
+#[rustfmt::skip]
 pub(super) const NORWEGIAN: &[&str] = &[
     "alle", "at", "av", "bare", "begge", "ble", "blei", "bli", "blir", "blitt", "både", "båe",
     "da", "de", "deg", "dei", "deim", "deira", "deires", "dem", "den", "denne", "der", "dere",
@@ -193,6 +202,7 @@ pub(super) const NORWEGIAN: &[&str] = &[
 ];
 
 /// Portuguese stop words (199).
+#[rustfmt::skip]
 pub(super) const PORTUGUESE: &[&str] = &[
     "a", "ao", "aos", "aquela", "aquelas", "aquele", "aqueles", "aquilo", "as", "até", "com",
     "como", "da", "das", "de", "dela", "delas", "dele", "deles", "depois", "do", "dos", "e",
@@ -217,6 +227,7 @@ pub(super) const PORTUGUESE: &[&str] = &[
 ];
 
 /// Russian stop words (144).
+#[rustfmt::skip]
 pub(super) const RUSSIAN: &[&str] = &[
     "а", "без", "более", "больше", "будет", "будто", "бы", "был", "была", "были", "было", "быть",
     "в", "вам", "вас", "вдруг", "ведь", "во", "вот", "впрочем", "все", "всегда", "всего", "всех",
@@ -233,6 +244,7 @@ pub(super) const RUSSIAN: &[&str] = &[
 ];
 
 /// Spanish stop words (302).
+#[rustfmt::skip]
 pub(super) const SPANISH: &[&str] = &[
     "a", "al", "algo", "algunas", "algunos", "ante", "antes", "como", "con", "contra", "cual",
     "cuando", "de", "del", "desde", "donde", "durante", "e", "el", "ella", "ellas", "ellos", "en",
@@ -270,6 +282,7 @@ pub(super) const SPANISH: &[&str] = &[
 ];
 
 /// Swedish stop words (109).
+#[rustfmt::skip]
 pub(super) const SWEDISH: &[&str] = &[
     "alla", "allt", "att", "av", "blev", "bli", "blir", "blivit", "de", "dem", "den", "denna",
     "deras", "dess", "dessa", "det", "detta", "dig", "din", "dina", "ditt", "du", "där", "då",

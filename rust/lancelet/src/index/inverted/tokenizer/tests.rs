@@ -26,9 +26,7 @@ fn simple_splits_on_non_alphanumerics() {
     let p = plain();
     assert_eq!(texts(&p, "don't"), ["don", "t"]);
     assert_eq!(texts(&p, "U.S.A."), ["u", "s", "a"]);
-    assert_eq!(texts(&p, "e-mail foo_bar 3.14 x1y2 hello,world"), [
-        "e", "mail", "foo", "bar", "3", "14", "x1y2", "hello", "world"
-    ]);
+    assert_eq!(texts(&p, "e-mail foo_bar 3.14 x1y2 hello,world"), ["e", "mail", "foo", "bar", "3", "14", "x1y2", "hello", "world"]);
 }
 
 #[test]
@@ -42,10 +40,7 @@ fn whitespace_and_raw() {
 
 #[test]
 fn ngrams() {
-    let p = TokenizerParams::from_options(
-        &serde_json::from_str(r#"{"base_tokenizer":"ngram"}"#).unwrap(),
-    )
-    .unwrap();
+    let p = TokenizerParams::from_options(&serde_json::from_str(r#"{"base_tokenizer":"ngram"}"#).unwrap()).unwrap();
     assert!(!p.stem && !p.remove_stop_words);
     assert_eq!(texts(&p, "Hello wörld"), ["hel", "ell", "llo", "lo ", "o w", " wo", "wor", "orl", "rld"]);
     assert!(texts(&p, "ab").is_empty());
@@ -86,9 +81,7 @@ fn stems_then_stop_words_then_folding() {
         ("having", vec![]),
         ("running ran", vec!["run", "ran"]),
         ("caresses ponies quickly jumps lazy", vec!["caress", "poni", "quick", "jump", "lazi"]),
-        ("because during before above once why any only very", vec![
-            "becaus", "dure", "befor", "abov", "onc", "whi", "ani", "onli", "veri",
-        ]),
+        ("because during before above once why any only very", vec!["becaus", "dure", "befor", "abov", "onc", "whi", "ani", "onli", "veri"]),
         ("ourselves", vec!["ourselv"]),
         ("naïve résumé généralement", vec!["naiv", "resume", "generalement"]),
         ("Straße ÆON ﬁne", vec!["strasse", "aeon", "fine"]),
@@ -118,11 +111,7 @@ fn stop_word_lists() {
 #[test]
 fn positions_keep_gaps() {
     let t = Tokenizer::new(&TokenizerParams::default()).unwrap();
-    let got: Vec<(String, u32)> = t
-        .tokens("the quick brown fox jumps over the lazy dog")
-        .into_iter()
-        .map(|t| (t.text, t.position))
-        .collect();
+    let got: Vec<(String, u32)> = t.tokens("the quick brown fox jumps over the lazy dog").into_iter().map(|t| (t.text, t.position)).collect();
     let want = [("quick", 1), ("brown", 2), ("fox", 3), ("jump", 4), ("lazi", 7), ("dog", 8)];
     assert_eq!(got, want.map(|(s, p)| (s.to_string(), p)));
 }
