@@ -126,8 +126,13 @@ def search(uri: str, q, **kw) -> list:
 
 
 def assert_same_results(a: str, b: str, q, **kw):
+    """Same rows in the same order with the same scores; rows of equal
+    score may come in another order (pylance returns ties in heap order,
+    which follows its block-max traversal)."""
     ra, rb = search(a, q, **kw), search(b, q, **kw)
-    assert [i for i, _ in ra] == [i for i, _ in rb], (q, ra[:10], rb[:10])
+    key = lambda r: (-round(r[1], 5), r[0])  # noqa: E731
+    assert sorted(ra, key=key) == sorted(rb, key=key) or [i for i, _ in sorted(ra, key=key)] == \
+        [i for i, _ in sorted(rb, key=key)], (q, ra[:10], rb[:10])
     for (_, sa), (_, sb) in zip(ra, rb):
         assert abs(sa - sb) <= 1e-4 * max(1.0, abs(sa)), (q, sa, sb)
 
@@ -237,6 +242,7 @@ def test_file_versions_and_stable_row_ids(tmp_path, version):
         assert_same_results(a, b, q)
 
 
+@pytest.mark.slow
 def test_several_partitions(tmp_path):
     """A small memory budget cuts partitions; pylance scores with the
     statistics of all of them, so its answers equal those of its own

@@ -16,7 +16,8 @@
 //! ```
 //! (`posting_tail_codec = varint_delta_v1`; varints are unsigned LEB128.)
 //!
-//! `_impacts` holds one element per block and one more for the whole list:
+//! `_impacts` holds one element per block, then one per group of 32 blocks
+//! (one for the whole list when it has at most 32 blocks):
 //! `varint last doc id, varint P, P pairs` — the Pareto frontier of
 //! (frequency, quantized document length) over the block's docs, increasing
 //! in both, each pair as `varint ((freq - prev_freq - 1) << 1 | flag)` then,
@@ -39,6 +40,8 @@ use bitpacking::{BitPacker, BitPacker4x};
 
 /// Documents per posting block.
 pub const BLOCK_SIZE: usize = 128;
+/// Posting blocks per group `_impacts` element.
+pub const IMPACT_GROUP_BLOCKS: usize = 32;
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
 /// BM25 length normalization.
@@ -88,7 +91,7 @@ pub struct EncodedPosting {
     pub max_score: f32,
     /// `_length`: the number of documents.
     pub length: u32,
-    /// `_impacts`: one element per block, then one for the whole list.
+    /// `_impacts`: one element per block, then one per group of 32 blocks.
     pub impacts: Vec<Vec<u8>>,
     /// `_compressed_position` and `_position_block_offset`, with positions.
     pub positions: Option<(Vec<u8>, Vec<u32>)>,
@@ -107,9 +110,9 @@ pub fn encode_posting(docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, do
     let mut pos_stream = Vec::new();
     let mut pos_offsets = Vec::new();
     let mut pos_cursor = 0usize;
-    let mut all_pairs: Vec<(u32, u8)> = Vec::new();
+    let mut group_pairs: Vec<(u32, u8)> = Vec::new();
+    let mut groups: Vec<Vec<u8>> = Vec::new();
     for (b, (bdocs, bfreqs)) in docs.chunks(BLOCK_SIZE).zip(freqs.chunks(BLOCK_SIZE)).enumerate() {
-        let _ = b;
         let mut block_max = f32::MIN;
         let mut pairs: Vec<(u32, u8)> = Vec::with_capacity(bdocs.len());
         for (&d, &f) in bdocs.iter().zip(bfreqs) {
@@ -148,7 +151,12 @@ pub fn encode_posting(docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, do
         }
         blocks.push(out);
         impacts.push(encode_impacts(*bdocs.last().expect("non-empty block"), &mut pairs.clone()));
-        all_pairs.extend_from_slice(&pairs);
+        group_pairs.extend_from_slice(&pairs);
+        let last_block = (b + 1) * BLOCK_SIZE >= docs.len();
+        if (b + 1) % IMPACT_GROUP_BLOCKS == 0 || last_block {
+            groups.push(encode_impacts(*bdocs.last().expect("non-empty block"), &mut group_pairs));
+            group_pairs.clear();
+        }
         if let Some(pos) = positions {
             pos_offsets.push(pos_stream.len() as u32);
             let n: usize = bfreqs.iter().map(|&f| f as usize).sum();
@@ -166,9 +174,7 @@ pub fn encode_posting(docs: &[u32], freqs: &[u32], positions: Option<&[u32]>, do
             encode_position_values(&packer, &values, &mut pos_stream);
         }
     }
-    if let Some(&last) = docs.last() {
-        impacts.push(encode_impacts(last, &mut all_pairs));
-    }
+    impacts.extend(groups);
     EncodedPosting {
         blocks,
         max_score: if docs.is_empty() { 0.0 } else { max_score },
@@ -292,6 +298,13 @@ mod tests {
         let p = encode_posting(&docs, &freqs, None, |_| 10, 0.5, 10.0);
         assert_eq!(p.blocks.len(), 3);
         assert_eq!(p.impacts.len(), 4);
+        let docs: Vec<u32> = (0..128 * 70 + 5).collect();
+        let freqs = vec![1; docs.len()];
+        let p = encode_posting(&docs, &freqs, None, |_| 3, 0.5, 3.0);
+        assert_eq!(p.impacts.len(), 71 + 3);
+        let last: Vec<u8> = p.impacts[71..].iter().map(|e| e[0]).collect();
+        assert_eq!(p.impacts[71][..2], [0xff, 0x1f]); // 4095 as a varint
+        assert_eq!(last.len(), 3);
         let b = &p.blocks[1];
         assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 384);
         let bits = b[8];

@@ -15,8 +15,8 @@
 //!      first character only); a text shorter than the minimum gives none;
 //! 2. drop tokens whose UTF-8 length is `>= max_token_length` bytes;
 //! 3. lower-case (`char::to_lowercase` per character, no final-sigma rule);
-//! 4. Snowball stemming of the language (`rust-stemmers`, the stemmers
-//!    tantivy uses);
+//! 4. Snowball 3 stemming of the language (`snowball_stemmers_rs`; pylance
+//!    14 stems as Snowball 3 does, e.g. its new Dutch algorithm);
 //! 5. stop words, matched against the *stemmed* token: the custom list when
 //!    given, else the language's built-in list ([`stopwords`]);
 //! 6. ASCII folding, after stemming: each character in [`folding`]'s table
@@ -34,7 +34,7 @@ pub use params::TokenizerParams;
 
 use std::collections::HashSet;
 
-use rust_stemmers::{Algorithm, Stemmer};
+use snowball_stemmers_rs::{Algorithm, Stemmer};
 
 use crate::error::{Error, Result};
 
