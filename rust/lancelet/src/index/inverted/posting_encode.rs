@@ -298,18 +298,18 @@ mod tests {
         let p = encode_posting(&docs, &freqs, None, |_| 10, 0.5, 10.0);
         assert_eq!(p.blocks.len(), 3);
         assert_eq!(p.impacts.len(), 4);
-        let docs: Vec<u32> = (0..128 * 70 + 5).collect();
-        let freqs = vec![1; docs.len()];
-        let p = encode_posting(&docs, &freqs, None, |_| 3, 0.5, 3.0);
-        assert_eq!(p.impacts.len(), 71 + 3);
-        let last: Vec<u8> = p.impacts[71..].iter().map(|e| e[0]).collect();
-        assert_eq!(p.impacts[71][..2], [0xff, 0x1f]); // 4095 as a varint
-        assert_eq!(last.len(), 3);
         let b = &p.blocks[1];
         assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 384);
         let bits = b[8];
         let mut out = [0u32; 128];
         BitPacker4x::new().decompress_sorted(384, &b[9..9 + 16 * bits as usize], &mut out, bits);
         assert_eq!(&out[..], &docs[128..256]);
+        // One `_impacts` group element per 32 blocks, after the blocks'.
+        let docs: Vec<u32> = (0..128 * 70 + 5).collect();
+        let freqs = vec![1; docs.len()];
+        let p = encode_posting(&docs, &freqs, None, |_| 3, 0.5, 3.0);
+        assert_eq!(p.impacts.len(), 71 + 3);
+        assert_eq!(p.impacts[71][..2], [0xff, 0x1f]); // last doc 4095 as a varint
+        assert_eq!(p.impacts[72][..2], [0xff, 0x3f]); // 8191
     }
 }
