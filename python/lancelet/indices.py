@@ -66,6 +66,8 @@ def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> "tuple[str, Optional
         index_type = index_type.index_type
     if not isinstance(index_type, str):
         raise InvalidInputError(f"index_type must be a string like 'BTREE' or an IndexConfig, not {type(index_type).__name__}")
+    if index_type.upper() in ("INVERTED", "FTS"):
+        return _inverted_spec(index_type, {**params, **kwargs})
     allowed = INDEX_PARAMS.get(index_type.upper(), ())
     for k, v in kwargs.items():
         if v is None:
@@ -85,6 +87,41 @@ def _index_spec(index_type: Any, kwargs: Dict[str, Any]) -> "tuple[str, Optional
     # Other names in an IndexConfig are ignored, as pylance ignores them.
     known = {k: params[k] for k in allowed if params.get(k) is not None}
     return index_type, (json.dumps(known) if known else None)
+
+
+# create_scalar_index keywords pylance takes for INVERTED indices that are
+# not tokenizer parameters: accepted with their default (or a value lancelet
+# honours) and not stored.
+_INVERTED_BUILD_KWARGS = ("train", "fragment_ids", "index_uuid", "progress_callback", "format_version",
+                          "document_granularity")
+
+
+def _inverted_spec(index_type: str, kwargs: Dict[str, Any]) -> "tuple[str, Optional[str]]":
+    """The type and its options as JSON: the tokenizer options (checked by
+    the core, which names an unknown or bad one) and pylance's build
+    keywords."""
+    import json
+    options = {}
+    for k, v in kwargs.items():
+        if k == "format_version":
+            if v not in (None, 2, "2", "v2", "V2"):
+                raise InvalidInputError(f"lancelet writes FTS format version 2 only, not format_version={v!r}")
+        elif k == "train":
+            if v is not True:
+                raise InvalidInputError("lancelet builds INVERTED indices with train=True only")
+        elif k == "document_granularity":
+            if v is not None and str(getattr(v, "value", getattr(v, "name", v))).upper() != "ROW":
+                raise InvalidInputError(f"lancelet builds INVERTED indices with document_granularity=ROW only, not {v!r}")
+        elif k in _INVERTED_BUILD_KWARGS:
+            if v is not None:
+                raise InvalidInputError(f"create_scalar_index does not take {k!r} for INVERTED indices in lancelet")
+        else:
+            options[k] = v
+    try:
+        body = json.dumps(options)
+    except TypeError as e:
+        raise InvalidInputError(f"INVERTED index options must be bools, numbers, strings or lists of strings: {e}") from None
+    return index_type.upper(), body
 
 
 class FragmentIds(set):

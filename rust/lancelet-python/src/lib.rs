@@ -11,6 +11,7 @@ mod errors;
 mod evolve;
 mod file;
 mod fts;
+mod fts_analyzer;
 mod index;
 mod merge;
 mod namespace;
@@ -162,6 +163,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     evolve::register(m)?;
     optimize::register(m)?;
     index::register(m)?;
+    fts_analyzer::register(m)?;
     vector_index::register(m)?;
     nearest::register(m)?;
     fts::register(m)?;

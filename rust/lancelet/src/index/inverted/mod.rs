@@ -24,8 +24,11 @@
 //! docs and token files whole and reads a token's posting row only when a
 //! query asks for it.
 
+pub mod build;
 pub mod posting;
+pub mod posting_encode;
 pub mod tokenizer;
+pub mod write;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

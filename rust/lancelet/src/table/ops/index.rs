@@ -192,6 +192,14 @@ pub fn create_scalar_index_with(
     replace: bool,
     props: &CommitProperties,
 ) -> Result<Committed<()>> {
+    if super::inverted_index::is_inverted_spec(index_type) {
+        // INVERTED/FTS: tokenizer options under pylance's names
+        let spec = match params {
+            Some(p) => format!("{index_type}:{p}"),
+            None => index_type.to_string(),
+        };
+        return super::inverted_index::create_inverted_index(ds, column, &spec, name, replace, props);
+    }
     let kind = IndexKind::parse(index_type)?;
     let params = IndexParams::parse(kind, params)?;
     let f = field(ds, column)?;
@@ -263,6 +271,22 @@ pub fn optimize_indices_with(
                 Ok(Some((n, r))) => {
                     new.extend(n);
                     removed.extend(r);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    remove_new_dirs(ds, &new);
+                    return Err(e);
+                }
+            }
+            continue;
+        }
+        if info.type_url() == super::inverted_index::TYPE_URL {
+            let column = info.pb.fields.first().and_then(|id| ds.lance_schema().fields.iter().find(|f| f.id == *id)).map(|f| f.arrow.name().clone());
+            let Some(column) = column else { continue };
+            match super::inverted_index::optimize_inverted(ds, &segments, &column, props) {
+                Ok(Some(m)) => {
+                    new.push(m);
+                    removed.extend(segments.iter().map(|s| s.pb.clone()));
                 }
                 Ok(None) => {}
                 Err(e) => {

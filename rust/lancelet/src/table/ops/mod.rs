@@ -13,6 +13,7 @@
 //!   the rows of a join, the driver commits one `Update`;
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
 //! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`);
+//! * [`inverted_index`]: build INVERTED (full-text search) indices (`CreateIndex`);
 //! * [`vector_index`]: build IVF_FLAT / IVF_PQ / IVF_SQ vector indices (`CreateIndex`).
 //! * [`vector_optimize`]: vector index deltas, merges, retraining and compaction remaps.
 
@@ -20,6 +21,7 @@ use crate::error::Result;
 
 pub mod delete;
 pub mod index;
+pub mod inverted_index;
 pub(crate) mod keys;
 pub mod merge_insert;
 pub mod merge_staged;

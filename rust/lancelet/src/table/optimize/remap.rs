@@ -157,6 +157,9 @@ pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) 
     if index.index_details.as_ref().is_some_and(|d| d.type_url == crate::proto::type_url::VECTOR_INDEX_DETAILS) {
         return crate::table::ops::vector_optimize::remap_vector_index(ds, index, moved);
     }
+    if index.index_details.as_ref().is_some_and(|d| d.type_url == crate::table::ops::inverted_index::TYPE_URL) {
+        return crate::table::ops::inverted_index::remap_inverted(ds, index, moved);
+    }
     let Some(kind) = index.index_details.as_ref().and_then(|d| IndexKind::from_type_url(&d.type_url)) else {
         return Ok(None);
     };

@@ -15,16 +15,18 @@
 //!      first character only); a text shorter than the minimum gives none;
 //! 2. drop tokens whose UTF-8 length is `>= max_token_length` bytes;
 //! 3. lower-case (`char::to_lowercase` per character, no final-sigma rule);
-//! 4. Snowball stemming of the language (`rust-stemmers`, the stemmers
-//!    tantivy uses);
+//! 4. Snowball 3 stemming of the language (`snowball_stemmers_rs`; pylance
+//!    14 stems as Snowball 3 does, e.g. its new Dutch algorithm);
 //! 5. stop words, matched against the *stemmed* token: the custom list when
 //!    given, else the language's built-in list ([`stopwords`]);
-//! 6. ASCII folding (Lucene's table, `asciifolding`), after stemming.
+//! 6. ASCII folding, after stemming: each character in [`folding`]'s table
+//!    (pylance's, generated from pylance itself) is replaced.
 //!
 //! Positions are those of the base tokenizer (`simple`/`whitespace`: the
 //! token's index among all base tokens, so dropped stop words and long
 //! tokens leave gaps that phrase queries count; `raw` and `ngram`: 0).
 
+mod folding;
 mod params;
 mod stopwords;
 
@@ -32,7 +34,7 @@ pub use params::TokenizerParams;
 
 use std::collections::HashSet;
 
-use rust_stemmers::{Algorithm, Stemmer};
+use snowball_stemmers_rs::{Algorithm, Stemmer};
 
 use crate::error::{Error, Result};
 
@@ -241,10 +243,26 @@ impl Tokenizer {
             }
         }
         if self.ascii_folding && !text.is_ascii() {
-            text = asciifolding::fold_to_ascii(&text);
+            text = fold_to_ascii(&text);
         }
         out.push(Token { text, position });
     }
+}
+
+/// Replace each character of `text` found in the folding table.
+fn fold_to_ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        match folding::FOLDING.binary_search_by_key(&c, |&(k, _)| k) {
+            Ok(i) => out.push_str(folding::FOLDING[i].1),
+            Err(_) => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub struct TokenizerParams {
     pub remove_stop_words: bool,
     /// Replaces the language's built-in stop words when set.
     pub custom_stop_words: Option<Vec<String>>,
-    /// Fold non-ASCII characters to ASCII (Lucene's table), last.
+    /// Fold non-ASCII characters to ASCII (pylance's table), last.
     pub ascii_folding: bool,
     /// Shortest n-gram (characters) of the `ngram` tokenizer.
     pub min_ngram_length: u32,
@@ -228,11 +228,7 @@ impl TokenizerParams {
                 "split_on_numerics" => self.split_on_numerics = boolean(key, value)?,
                 "preserve_original" => self.preserve_original = boolean(key, value)?,
                 "index_operators" => self.index_operators = boolean(key, value)?,
-                k if options && BUILD_ONLY_OPTIONS.contains(&k) => {
-                    if !value.is_null() && value.as_u64().is_none() {
-                        return Err(bad(key, "a non-negative integer"));
-                    }
-                }
+                k if options && BUILD_ONLY_OPTIONS.contains(&k) => build_only(key, value)?,
                 k if options => {
                     return Err(Error::invalid_input(format!("unknown FTS index parameter '{k}'")));
                 }
@@ -240,6 +236,15 @@ impl TokenizerParams {
             }
         }
         Ok(())
+    }
+}
+
+/// `memory_limit` / `num_workers`: a count or None (not stored).
+fn build_only(key: &str, value: &Value) -> Result<()> {
+    if value.is_null() || value.as_u64().is_some() {
+        Ok(())
+    } else {
+        Err(bad(key, "a non-negative integer"))
     }
 }
 

@@ -10,6 +10,7 @@
 //! are untested. Sorted, for binary search.
 
 /// Danish stop words (93).
+#[rustfmt::skip]
 pub(super) const DANISH: &[&str] = &[
     "ad", "af", "alle", "alt", "anden", "at", "blev", "blive", "bliver", "da", "de", "dem", "den", "denne", "der", "deres", "det", "dette", "dig",
     "din", "disse", "dog", "du", "efter", "eller", "en", "end", "er", "et", "for", "fra", "ham", "han", "hans", "har", "havde", "have", "hende",
@@ -19,6 +20,7 @@ pub(super) const DANISH: &[&str] = &[
 ];
 
 /// Dutch stop words (97).
+#[rustfmt::skip]
 pub(super) const DUTCH: &[&str] = &[
     "aan", "al", "alles", "als", "altijd", "andere", "ben", "bij", "daar", "dan", "dat", "de", "der", "deze", "die", "dit", "doch", "doen", "door",
     "dus", "een", "eens", "en", "er", "ge", "geweest", "haar", "had", "heb", "hebben", "heeft", "hem", "het", "hier", "hij", "hoe", "hun", "iemand",
@@ -28,6 +30,7 @@ pub(super) const DUTCH: &[&str] = &[
 ];
 
 /// English stop words (149).
+#[rustfmt::skip]
 pub(super) const ENGLISH: &[&str] = &[
     "a",
     "about",
@@ -181,6 +184,7 @@ pub(super) const ENGLISH: &[&str] = &[
 ];
 
 /// Finnish stop words (222).
+#[rustfmt::skip]
 pub(super) const FINNISH: &[&str] = &[
     "että",
     "he",
@@ -407,6 +411,7 @@ pub(super) const FINNISH: &[&str] = &[
 ];
 
 /// French stop words (148).
+#[rustfmt::skip]
 pub(super) const FRENCH: &[&str] = &[
     "ai", "aie", "aient", "aies", "ait", "au", "aurai", "auraient", "aurais", "aurait", "aurez", "auriez", "aurions", "aurons", "auront", "aux",
     "avaient", "avais", "avait", "avec", "avez", "aviez", "avons", "ayant", "ayez", "ayons", "c", "ce", "ceci", "cela", "celà", "ces", "cet",
@@ -420,6 +425,7 @@ pub(super) const FRENCH: &[&str] = &[
 ];
 
 /// German stop words (221).
+#[rustfmt::skip]
 pub(super) const GERMAN: &[&str] = &[
     "aber",
     "alle",
@@ -645,6 +651,7 @@ pub(super) const GERMAN: &[&str] = &[
 ];
 
 /// Hungarian stop words (175).
+#[rustfmt::skip]
 pub(super) const HUNGARIAN: &[&str] = &[
     "a",
     "abban",
@@ -824,6 +831,7 @@ pub(super) const HUNGARIAN: &[&str] = &[
 ];
 
 /// Italian stop words (277).
+#[rustfmt::skip]
 pub(super) const ITALIAN: &[&str] = &[
     "a",
     "abbia",
@@ -1105,6 +1113,7 @@ pub(super) const ITALIAN: &[&str] = &[
 ];
 
 /// Norwegian stop words (162).
+#[rustfmt::skip]
 pub(super) const NORWEGIAN: &[&str] = &[
     "alle",
     "at",
@@ -1271,6 +1280,7 @@ pub(super) const NORWEGIAN: &[&str] = &[
 ];
 
 /// Portuguese stop words (199).
+#[rustfmt::skip]
 pub(super) const PORTUGUESE: &[&str] = &[
     "a",
     "ao",
@@ -1474,6 +1484,7 @@ pub(super) const PORTUGUESE: &[&str] = &[
 ];
 
 /// Russian stop words (144).
+#[rustfmt::skip]
 pub(super) const RUSSIAN: &[&str] = &[
     "а",
     "без",
@@ -1622,6 +1633,7 @@ pub(super) const RUSSIAN: &[&str] = &[
 ];
 
 /// Spanish stop words (302).
+#[rustfmt::skip]
 pub(super) const SPANISH: &[&str] = &[
     "a",
     "al",
@@ -1928,6 +1940,7 @@ pub(super) const SPANISH: &[&str] = &[
 ];
 
 /// Swedish stop words (109).
+#[rustfmt::skip]
 pub(super) const SWEDISH: &[&str] = &[
     "alla", "allt", "att", "av", "blev", "bli", "blir", "blivit", "de", "dem", "den", "denna", "deras", "dess", "dessa", "det", "detta", "dig",
     "din", "dina", "ditt", "du", "där", "då", "efter", "eller", "en", "er", "era", "ert", "ett", "från", "för", "ha", "hade", "han", "hans", "har",

@@ -150,3 +150,19 @@ fn bad_options_name_the_parameter() {
         assert!(matches!(e, Error::InvalidInput { .. }));
     }
 }
+
+#[test]
+fn snowball3_dutch_as_pylance() {
+    // pylance 14 stems Dutch with Snowball 3's algorithm (probed).
+    let p = params(|p| {
+        p.language = "Dutch".into();
+        p.remove_stop_words = false;
+    });
+    assert_eq!(texts(&p, "huizen gelopen geweest keepme gewerkt"), ["huis", "loop", "wees", "keepme", "werk"]);
+}
+
+#[test]
+fn folding_table_as_pylance() {
+    let p = plain();
+    assert_eq!(texts(&p, "½ ⅻ"), ["12", "xii"]);
+}
