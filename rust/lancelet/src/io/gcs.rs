@@ -29,8 +29,8 @@
 //! credentials, than the caller meant. Unknown keys are ignored (an
 //! options map is often shared with S3).
 //!
-//! Reads, listings and deletes go through object_store's client (GCS's
-//! XML API). Writes go through GCS's JSON API ([`JsonApi`]): a commit
+//! Reads and listings go through object_store's client (GCS's XML API).
+//! Writes and deletes go through GCS's JSON API ([`JsonApi`]): a commit
 //! needs put-if-not-exists, which GCS gives as `ifGenerationMatch=0`, and
 //! the JSON API's multipart and resumable uploads are where both GCS and
 //! the fake-gcs-server emulator honour it (the emulator accepts no
@@ -49,7 +49,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use bytes::{Bytes, BytesMut};
 use futures::future::{BoxFuture, FutureExt, Shared};
-use futures::stream::BoxStream;
+use futures::stream::{BoxStream, StreamExt};
 use object_store::client::{HttpClient, HttpConnector, HttpRequest, HttpRequestBody, ReqwestConnector};
 use object_store::gcp::{GcpCredentialProvider, GoogleCloudStorage, GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path;
@@ -420,6 +420,17 @@ impl JsonApi {
         }
     }
 
+    /// Delete one object (object_store's XML delete asks for a token even
+    /// with `skip_signature`).
+    async fn delete(&self, path: &Path) -> object_store::Result<()> {
+        let url = format!("{}/storage/v1/b/{}/o/{}", self.base_url, encode(&self.bucket), encode(path.as_ref()));
+        let (status, _, body) = self.send(Req { method: "DELETE", url, headers: Vec::new(), body: Bytes::new() }, path.as_ref()).await?;
+        match status {
+            200 | 204 => Ok(()),
+            _ => Err(Self::refused(path, "delete", status, &body)),
+        }
+    }
+
     /// Open a resumable upload session: its URL.
     async fn start_resumable(&self, path: &Path) -> object_store::Result<String> {
         let url = format!("{}/upload/storage/v1/b/{}/o?uploadType=resumable&name={}", self.base_url, encode(&self.bucket), encode(path.as_ref()));
@@ -545,7 +556,18 @@ impl ObjectStore for GcsStore {
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, object_store::Result<Path>>) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        let api = self.api.clone();
+        locations
+            .map(move |location| {
+                let api = api.clone();
+                async move {
+                    let location = location?;
+                    api.delete(&location).await?;
+                    Ok(location)
+                }
+            })
+            .buffered(10)
+            .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
