@@ -74,7 +74,11 @@ pub(crate) fn configure(uri: &str, options: &StorageOptions) -> Result<(Microsof
                 let Ok(config_key) = AzureConfigKey::from_str(key) else { continue };
                 let opendal_reads = matches!(
                     config_key,
-                    AzureConfigKey::AccountName | AzureConfigKey::AccessKey | AzureConfigKey::SasKey | AzureConfigKey::Endpoint | AzureConfigKey::Client(_)
+                    AzureConfigKey::AccountName
+                        | AzureConfigKey::AccessKey
+                        | AzureConfigKey::SasKey
+                        | AzureConfigKey::Endpoint
+                        | AzureConfigKey::Client(_)
                 );
                 if opendal && !opendal_reads {
                     return Err(bad(

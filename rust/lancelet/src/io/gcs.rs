@@ -72,6 +72,9 @@ const OPENDAL_MAPPED: &[&str] = &["endpoint", "root", "allow_anonymous", "creden
 const OPENDAL_UNSUPPORTED: &[&str] =
     &["scope", "service_account", "predefined_acl", "default_storage_class", "disable_vm_metadata", "disable_config_load"];
 
+/// Why a `google_*` key is refused with `use_opendal=true`.
+const DEFAULT_ONLY: &str = "is an option of pylance's default GCS client, which use_opendal=true replaces (see endpoint, credential, token)";
+
 /// What `gs://` URI and options resolve to.
 pub(crate) struct Config {
     builder: GoogleCloudStorageBuilder,
@@ -133,7 +136,10 @@ pub(crate) fn configure(uri: &str, options: &StorageOptions) -> Result<Config> {
             "client_max_retries" => retry.max_retries = parse_number(uri, key, value)?,
             "client_retry_timeout" => retry.retry_timeout = Duration::from_secs(parse_number(uri, key, value)?),
             "google_storage_token" if opendal => {
-                return Err(bad(uri, "google_storage_token is an option of pylance's default GCS client, which use_opendal=true replaces (use token)"))
+                return Err(bad(
+                    uri,
+                    "google_storage_token is an option of pylance's default GCS client, which use_opendal=true replaces (use token)",
+                ))
             }
             "google_storage_token" => token = Some(value.clone()),
             _ if OPENDAL_MAPPED.contains(&key) || (opendal && OPENDAL_UNSUPPORTED.contains(&key)) => {
@@ -167,12 +173,7 @@ pub(crate) fn configure(uri: &str, options: &StorageOptions) -> Result<Config> {
                 let Ok(config_key) = GoogleConfigKey::from_str(key) else { continue };
                 match config_key {
                     GoogleConfigKey::Client(client_key) => client = client.with_config(client_key, value),
-                    _ if opendal => {
-                        return Err(bad(
-                            uri,
-                            format!("{key} is an option of pylance's default GCS client, which use_opendal=true replaces (see endpoint, credential, token)"),
-                        ))
-                    }
+                    _ if opendal => return Err(bad(uri, format!("{key} {DEFAULT_ONLY}"))),
                     GoogleConfigKey::SkipSignature => skip_signature = parse_bool(uri, key, value)?,
                     GoogleConfigKey::BaseUrl => base_url = Some(value.clone()),
                     GoogleConfigKey::Bucket => {}
@@ -616,7 +617,8 @@ mod tests {
 
     #[test]
     fn opendal_options_map_to_paths_as_pylance_stores_them() {
-        let c = configure("gs://b", &opts(&[("use_opendal", "true"), ("endpoint", "http://h:1"), ("allow_anonymous", "true"), ("root", "/p")])).unwrap();
+        let c =
+            configure("gs://b", &opts(&[("use_opendal", "true"), ("endpoint", "http://h:1"), ("allow_anonymous", "true"), ("root", "/p")])).unwrap();
         assert_eq!((c.path.as_ref(), c.base_url.as_str(), c.skip_signature), ("p", "http://h:1", true));
         // gs://b/p: pylance sets root=/p and names objects p/...: p/p/...
         let c = configure("gs://b/p", &opts(&[("use_opendal", "true"), ("endpoint", "http://h:1"), ("root", "/other")])).unwrap();
