@@ -19,7 +19,18 @@ The format promises a take at most 2 requests per value; the targets are
 requests per take <= pylance's and a full scan with no more requests than
 pylance's.
 
-    python benches/s3_suite.py [--rows 300000] [--label NAME]
+Throughput (issue 33, ``--sections throughput``): on SeaweedFS (S3) and on
+fake-gcs-server (GCS, see tests/gcs_server.py), each system reads a dataset
+it wrote (pylance writes GCS through its OpenDAL client, the only one the
+emulator accepts writes from, and reads through its default client) with
+``--concurrency`` threads at once: full scans, and takes of 1,000 random
+rows. Rounds alternate which system goes first; reported are the median
+wall time of a round, rows (or takes) per second, the lancelet/pylance
+ratio, and requests per scan / per take counted through the proxy. The
+targets: requests per scan and per take <= pylance's, full-scan time <=
+0.5 of pylance's.
+
+    python benches/s3_suite.py [--rows 300000] [--label NAME] [--sections figures,throughput]
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import gcs_server  # noqa: E402
 import lance  # noqa: E402
 import s3_server  # noqa: E402
 import wide_table  # noqa: E402
@@ -59,8 +71,11 @@ class CountingProxy:
     """A forwarding HTTP/1.1 proxy in front of ``upstream`` (host, port)
     that counts requests by method and response body bytes."""
 
-    def __init__(self, upstream: tuple):
+    def __init__(self, upstream: tuple, rewrite_host: bool = False):
         self.upstream = upstream
+        # S3 signs the Host header, so it is forwarded as it is; the GCS
+        # emulator routes by it (its -public-host), so it is rewritten.
+        self.rewrite_host = rewrite_host
         self.lock = threading.Lock()
         self.requests: Counter = Counter()
         self.bytes = 0
@@ -82,6 +97,9 @@ class CountingProxy:
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
                     body = self._read_chunked()
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "transfer-encoding"}
+                if proxy.rewrite_host:
+                    headers = {k: v for k, v in headers.items() if k.lower() != "host"}
+                    headers["Host"] = f"{proxy.upstream[0]}:{proxy.upstream[1]}"
                 if body is not None:
                     headers["Content-Length"] = str(len(body))
                 try:
@@ -160,6 +178,97 @@ def timed(fn, repeat: int) -> List[float]:
     return out
 
 
+def concurrently(fns) -> float:
+    """Run the callables on threads at once; wall seconds until all end."""
+    errors = []
+
+    def run(fn):
+        try:
+            fn()
+        except BaseException as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in fns]
+    gc.collect()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return time.perf_counter() - t0
+
+
+def throughput(a, table, draws, record) -> None:
+    """Full-scan and take throughput with concurrency on S3 and GCS."""
+    rows = table.num_rows
+    mods = {"lancelet": lancelet, "pylance": lance}
+    systems = a.systems.split(",")
+    with tempfile.TemporaryDirectory() as d:
+        s3 = s3_server.start(Path(d) / "s3")
+        gcs = gcs_server.start(Path(d) / "gcs")
+        proxies = []
+        try:
+            gcs.create_bucket("bench")
+            p3 = CountingProxy(("127.0.0.1", int(s3.endpoint.rsplit(":", 1)[1])))
+            pg = CountingProxy(("127.0.0.1", int(gcs.endpoint.rsplit(":", 1)[1])), rewrite_host=True)
+            proxies = [p3, pg]
+            stores = {}
+            for name in systems:
+                uri = f"s3://{s3_server.BUCKET}/tp-{name}"
+                mods[name].write_dataset(table, uri, max_rows_per_file=a.rows_per_file, storage_options=s3.storage_options)
+                stores.setdefault("s3", {})[name] = (uri, s3.storage_options, dict(s3.storage_options, aws_endpoint=p3.endpoint))
+                if name == "lancelet":
+                    uri = "gs://bench/tp-lancelet"
+                    lancelet.write_dataset(table, uri, max_rows_per_file=a.rows_per_file, storage_options=gcs.storage_options)
+                else:
+                    lance.write_dataset(table, "gs://bench", max_rows_per_file=a.rows_per_file,
+                                        storage_options=gcs.opendal_options(root="/tp-pylance"))
+                    uri = "gs://bench/tp-pylance"
+                stores.setdefault("gcs", {})[name] = (uri, gcs.storage_options,
+                                                      dict(gcs.storage_options, google_base_url=pg.endpoint))
+            for store, proxy in (("s3", p3), ("gcs", pg)):
+                times = {n: {"scan": [], "take": []} for n in systems}
+                counts = {}
+                for name in systems:
+                    uri, direct, counted = stores[store][name]
+                    mod = mods[name]
+                    t, c = proxy.counted(lambda: mod.dataset(uri, storage_options=counted).to_table())
+                    assert t.num_rows == rows
+                    h = mod.dataset(uri, storage_options=counted)
+                    h.take(draws[0])
+                    _, ct = proxy.counted(lambda: [h.take(ix) for ix in draws])
+                    counts[name] = (c, {k: v / len(draws) for k, v in ct.items()})
+                handles = {n: mods[n].dataset(stores[store][n][0], storage_options=stores[store][n][1]) for n in systems}
+                for h in handles.values():
+                    h.take(draws[0])
+                for rnd in range(a.rounds):
+                    order = systems if rnd % 2 == 0 else systems[::-1]
+                    for name in order:
+                        uri, direct, _ = stores[store][name]
+                        mod = mods[name]
+                        times[name]["scan"].append(concurrently(
+                            [lambda: mod.dataset(uri, storage_options=direct).to_table()] * a.concurrency))
+                        h = handles[name]
+                        per = max(1, len(draws) // a.concurrency)
+                        times[name]["take"].append(concurrently(
+                            [lambda k=k: [h.take(ix) for ix in draws[k * per:(k + 1) * per]] for k in range(a.concurrency)]))
+                for name in systems:
+                    c, ct = counts[name]
+                    ts, tt = times[name]["scan"], times[name]["take"]
+                    record(name, f"{store} full scan x{a.concurrency}", ts, requests_per_scan=c["requests"],
+                           mb_per_scan=round(c["bytes"] / 1e6, 2),
+                           rows_per_s=round(rows * a.concurrency / statistics.median(ts)))
+                    ntakes = max(1, len(draws) // a.concurrency) * a.concurrency
+                    record(name, f"{store} take {TAKE_ROWS} x{a.concurrency}", tt, requests_per_take=round(ct["requests"], 2),
+                           takes_per_s=round(ntakes / statistics.median(tt), 1))
+        finally:
+            for p in proxies:
+                p.stop()
+            gcs.stop()
+            s3.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=300_000)
@@ -168,6 +277,9 @@ def main() -> None:
     ap.add_argument("--takes", type=int, default=10)
     ap.add_argument("--systems", default="lancelet,pylance")
     ap.add_argument("--label", default="")
+    ap.add_argument("--sections", default="figures,throughput")
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
     a = ap.parse_args()
     meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "rows": a.rows,
@@ -187,40 +299,44 @@ def main() -> None:
         more = "".join(f" {k}={v}" for k, v in extra.items())
         print(f"  {system:9s} {figure:34s} {t}{more}", flush=True)
 
-    with tempfile.TemporaryDirectory() as d:
-        server = s3_server.start(Path(d) / "s3")
-        proxy = CountingProxy(("127.0.0.1", int(server.endpoint.rsplit(":", 1)[1])))
-        try:
-            direct = server.storage_options
-            counted = dict(direct, aws_endpoint=proxy.endpoint)
-            for name in a.systems.split(","):
-                mod = lancelet if name == "lancelet" else lance
-                uri = f"s3://{s3_server.BUCKET}/wide-{name}"
-                mod.write_dataset(table, uri, max_rows_per_file=a.rows_per_file, storage_options=direct)
-                ds, c = proxy.counted(lambda: mod.dataset(uri, storage_options=counted))
-                record(name, "open", **c)
-                t, c = proxy.counted(lambda: ds.to_table())
-                assert t.num_rows == a.rows
-                record(name, "full scan", timed(lambda: mod.dataset(uri, storage_options=direct).to_table(), a.repeat),
-                       **c)
-                h = mod.dataset(uri, storage_options=counted)
-                h.take(draws[0])  # metadata of every file cached, as a server's handle would have it
-                _, c = proxy.counted(lambda: [h.take(ix) for ix in draws])
-                per_take = {k: v / len(draws) for k, v in c.items()}
-                hd = mod.dataset(uri, storage_options=direct)
-                hd.take(draws[0])
-                it = iter(draws * 2)
-                record(name, f"take {TAKE_ROWS}", timed(lambda: hd.take(next(it)), a.takes),
-                       requests_per_value=round(per_take["requests"] / (TAKE_ROWS * len(table.column_names)), 6),
-                       **per_take)
-                for fam, sel, flt in filters:
-                    t, c = proxy.counted(lambda: mod.dataset(uri, storage_options=counted).to_table(filter=flt))
-                    record(name, f"filter {fam} {sel}",
-                           timed(lambda: mod.dataset(uri, storage_options=direct).to_table(filter=flt), a.repeat),
-                           rows=t.num_rows, **c)
-        finally:
-            proxy.stop()
-            server.stop()
+    sections = a.sections.split(",")
+    if "throughput" in sections:
+        throughput(a, table, draws, record)
+    if "figures" in sections:
+        with tempfile.TemporaryDirectory() as d:
+            server = s3_server.start(Path(d) / "s3")
+            proxy = CountingProxy(("127.0.0.1", int(server.endpoint.rsplit(":", 1)[1])))
+            try:
+                direct = server.storage_options
+                counted = dict(direct, aws_endpoint=proxy.endpoint)
+                for name in a.systems.split(","):
+                    mod = lancelet if name == "lancelet" else lance
+                    uri = f"s3://{s3_server.BUCKET}/wide-{name}"
+                    mod.write_dataset(table, uri, max_rows_per_file=a.rows_per_file, storage_options=direct)
+                    ds, c = proxy.counted(lambda: mod.dataset(uri, storage_options=counted))
+                    record(name, "open", **c)
+                    t, c = proxy.counted(lambda: ds.to_table())
+                    assert t.num_rows == a.rows
+                    record(name, "full scan", timed(lambda: mod.dataset(uri, storage_options=direct).to_table(), a.repeat),
+                           **c)
+                    h = mod.dataset(uri, storage_options=counted)
+                    h.take(draws[0])  # metadata of every file cached, as a server's handle would have it
+                    _, c = proxy.counted(lambda: [h.take(ix) for ix in draws])
+                    per_take = {k: v / len(draws) for k, v in c.items()}
+                    hd = mod.dataset(uri, storage_options=direct)
+                    hd.take(draws[0])
+                    it = iter(draws * 2)
+                    record(name, f"take {TAKE_ROWS}", timed(lambda: hd.take(next(it)), a.takes),
+                           requests_per_value=round(per_take["requests"] / (TAKE_ROWS * len(table.column_names)), 6),
+                           **per_take)
+                    for fam, sel, flt in filters:
+                        t, c = proxy.counted(lambda: mod.dataset(uri, storage_options=counted).to_table(filter=flt))
+                        record(name, f"filter {fam} {sel}",
+                               timed(lambda: mod.dataset(uri, storage_options=direct).to_table(filter=flt), a.repeat),
+                               rows=t.num_rows, **c)
+            finally:
+                proxy.stop()
+                server.stop()
     meta["load_avg_after"] = load_avg()
     base = {r["figure"]: r for r in results if r["system"] == "pylance"}
     summary = {}
@@ -230,6 +346,11 @@ def main() -> None:
             continue
         if "median" in r:
             r["vs_pylance"] = r["median"] / p["median"]
+        if "requests" not in r:  # a throughput figure: requests per scan / take
+            key = "requests_per_scan" if "requests_per_scan" in r else "requests_per_take"
+            summary[r["figure"]] = {"time": r["vs_pylance"], "requests": (r[key], p[key]),
+                                    "bytes": (r.get("mb_per_scan", 0) * 1e6, p.get("mb_per_scan", 0) * 1e6)}
+            continue
         r["requests_vs_pylance"] = r["requests"] / p["requests"] if p["requests"] else None
         summary[r["figure"]] = {"time": r.get("vs_pylance"), "requests": (r["requests"], p["requests"]),
                                 "bytes": (r["bytes"], p["bytes"])}

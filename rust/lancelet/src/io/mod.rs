@@ -5,8 +5,10 @@
 //! `file:///abs/path`, plain local paths, `s3://bucket/path` (see [`s3`]
 //! for its storage options), `s3+ddb://bucket/path?ddbTableName=T` (S3
 //! with a DynamoDB external manifest store, see [`dynamodb`] and
-//! [`manifest_store`]) or `memory://name/path` (an in-process store,
-//! shared by name, used by tests).
+//! [`manifest_store`]), `gs://bucket/path` (Google Cloud Storage, see
+//! [`gcs`]), `az://container/path` (Azure Blob Storage, see [`azure`]) or
+//! `memory://name/path` (an in-process store, shared by name, used by
+//! tests).
 //!
 //! A handle keeps the storage options it was opened with, so everything
 //! reached from it ([`Storage::child`], [`Storage::open_uri`] for a
@@ -38,8 +40,12 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "azure")]
+pub mod azure;
 #[cfg(feature = "s3")]
 pub mod dynamodb;
+#[cfg(feature = "gcs")]
+pub mod gcs;
 mod local;
 pub mod manifest_store;
 #[cfg(unix)]
@@ -339,11 +345,31 @@ impl Storage {
             #[cfg(not(feature = "s3"))]
             return Err(Error::unsupported(format!("{uri:?}: lancelet was built without S3 support (feature \"s3\")")));
         }
+        if uri.starts_with("gs://") {
+            #[cfg(feature = "gcs")]
+            {
+                let (store, path) = gcs::open(uri, &options)?;
+                let store = store_cell::StoreCell::per_process(store, store_cell::rebuild(gcs::open, uri, &options));
+                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options, None));
+            }
+            #[cfg(not(feature = "gcs"))]
+            return Err(Error::unsupported(format!("{uri:?}: lancelet was built without GCS support (feature \"gcs\")")));
+        }
+        if uri.starts_with("az://") {
+            #[cfg(feature = "azure")]
+            {
+                let (store, path) = azure::open(uri, &options)?;
+                let store = store_cell::StoreCell::per_process(store, store_cell::rebuild(azure::open, uri, &options));
+                return Ok(Self::new(store, path, uri.trim_end_matches('/').to_string(), options, None));
+            }
+            #[cfg(not(feature = "azure"))]
+            return Err(Error::unsupported(format!("{uri:?}: lancelet was built without Azure support (feature \"azure\")")));
+        }
         let local = if uri.starts_with("file:") {
             file_uri_path(uri)?
         } else if uri.contains("://") {
             return Err(Error::invalid_input(format!(
-                "unsupported URI scheme in {uri:?} (supported: s3://, s3+ddb://, file://, memory://, local paths)"
+                "unsupported URI scheme in {uri:?} (supported: s3://, s3+ddb://, gs://, az://, file://, memory://, local paths)"
             )));
         } else {
             std::path::PathBuf::from(uri)
@@ -355,7 +381,7 @@ impl Storage {
     }
 
     fn new(store: store_cell::StoreCell, path: Path, display: String, options: Arc<StorageOptions>, local_dir: Option<std::path::PathBuf>) -> Self {
-        let remote = display.starts_with("s3://") || display.starts_with("s3a://") || display.starts_with("s3+ddb://");
+        let remote = ["s3://", "s3a://", "s3+ddb://", "gs://", "az://"].iter().any(|p| display.starts_with(p));
         let request_cost = if remote { REMOTE_REQUEST_COST } else { LOCAL_REQUEST_COST };
         Self {
             store,

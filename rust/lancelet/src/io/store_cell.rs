@@ -6,7 +6,7 @@
 //! them: a forked child that sent a request through the parent's client
 //! would wait on a task that does not exist there. Such a store is built
 //! again, from the handle's URI and options, on its first use in each
-//! process (see [`crate::process`]).
+//! process (S3, GCS and Azure stores alike) (see [`crate::process`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -65,6 +65,15 @@ impl StoreCell {
 /// A rebuild closure for an S3 URI and its options.
 #[cfg(feature = "s3")]
 pub(crate) fn s3_rebuild(uri: &str, options: &Arc<StorageOptions>) -> Rebuild {
+    rebuild(super::s3::open, uri, options)
+}
+
+/// How a store that holds connections is opened.
+type Open = fn(&str, &StorageOptions) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path)>;
+
+/// A rebuild closure: `open` again with the same URI and options.
+#[allow(dead_code)] // unused when built with no remote store
+pub(crate) fn rebuild(open: Open, uri: &str, options: &Arc<StorageOptions>) -> Rebuild {
     let (uri, options) = (uri.to_string(), options.clone());
-    Arc::new(move || super::s3::open(&uri, &options).map(|(store, _)| store))
+    Arc::new(move || open(&uri, &options).map(|(store, _)| store))
 }
