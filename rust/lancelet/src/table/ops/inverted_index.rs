@@ -149,10 +149,7 @@ pub fn create_inverted_index(
     }
     let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
     if !existing.is_empty() && !replace {
-        return Err(Error::index_exists(format!(
-            "index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)",
-            ds.uri()
-        )));
+        return Err(Error::index_exists(format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri())));
     }
     let meta = build_inverted_segment(ds, column, &params, budget, &name, props)?;
     let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
