@@ -376,7 +376,7 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(TypeError):  # a wrong Python type (docs/errors.md)
         lancelet.dataset(str(p), storage_options=["aws_region"])
     with pytest.raises(lancelet.InvalidInputError):
-        lancelet.dataset("gs://bucket/ds")
+        lancelet.dataset("nosuchstore://bucket/ds")
 
 
 def test_feature_flags(tmp_path):

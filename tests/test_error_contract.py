@@ -240,8 +240,7 @@ CASES = {
     "future-file-version": (lambda e: lancelet.dataset(e.v23).to_table(), UnsupportedError, ["2.3"]),
     "write-legacy": (lambda e: lancelet.write_dataset(table(), e.new, data_storage_version="legacy"),
                      UnsupportedError, ["legacy"]),
-    "unsupported-option": (lambda e: e.ds.to_table(full_text_query={"query": "x"}), UnsupportedError,
-                           ["full_text_query"]),
+    "unsupported-option": (lambda e: e.ds.to_table(order_by=["id"]), UnsupportedError, ["order_by"]),
     # concurrency and storage
     "commit-conflict": (_conflict, CommitConflictError, ["Delete", "Overwrite", "version 3"]),
     "io-error": (_io_not_a_dir, LanceletIOError, ["plain.txt"]),

@@ -35,7 +35,6 @@ from lancelet.exceptions import (
     CommitConflictError,
     InvalidInputError,
     NotFoundError,
-    UnsupportedError,
 )
 
 lance = pytest.importorskip("lance")
@@ -291,7 +290,7 @@ def test_bad_input_commits_nothing(tmp_path):
     for args, exc in [(("nope", "BTREE"), InvalidInputError), (("tags", "BTREE"), InvalidInputError),
                       (("tags", "BITMAP"), InvalidInputError), (("id", "LABEL_LIST"), InvalidInputError),
                       (("id", "HNSW"), InvalidInputError), (("tags", "BLOOMFILTER"), InvalidInputError),
-                      (("id", "INVERTED"), UnsupportedError)]:
+                      (("id", "INVERTED"), InvalidInputError), (("id", "NGRAM"), InvalidInputError)]:
         with pytest.raises(exc):
             ds.create_scalar_index(*args)
     assert lancelet.dataset(path).version == v
