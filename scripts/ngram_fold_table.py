@@ -117,6 +117,7 @@ def main():
              "//! each lower-case character folds to before trigrams are cut ('.' stands",
              "//! for any character that is not an ASCII letter or digit). Do not edit.", "",
              "/// (code point, folded text), sorted by code point.",
+             "#[rustfmt::skip]",
              "pub(super) static FOLD: &[(u32, &str)] = &["]
     items = [f"(0x{c:X}, {json_str(f)})" for c, f in table.items()]
     for i in range(0, len(items), 8):
