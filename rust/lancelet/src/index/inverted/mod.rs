@@ -82,7 +82,25 @@ fn is_list_of_binary(d: &DataType) -> bool {
 
 /// Load a token set: the `fst` map bytes of `part_N_tokens.lance`.
 pub fn load_token_map(bytes: Vec<u8>) -> Result<fst::Map<Vec<u8>>> {
-    fst::Map::new(bytes).map_err(|e| Error::corrupt(format!("FTS token set is not a valid fst map: {e}")))
+    let map = fst::Map::new(bytes).map_err(|e| Error::corrupt(format!("FTS token set is not a valid fst map: {e}")))?;
+    // `fst` checks only the header and trusts the node bytes (a damaged
+    // node panics on traversal), so walk every node once here, catching a
+    // panic as corruption; lookups and searches afterwards only visit nodes
+    // this walk has read.
+    let walk = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        use fst::Streamer;
+        let mut s = map.stream();
+        let mut n = 0usize;
+        while s.next().is_some() {
+            n += 1;
+        }
+        n
+    }));
+    match walk {
+        Ok(n) if n == map.len() => Ok(map),
+        Ok(n) => Err(Error::corrupt(format!("FTS token set holds {n} tokens, its header says {}", map.len()))),
+        Err(_) => Err(Error::corrupt("FTS token set has damaged nodes")),
+    }
 }
 
 /// Column positions in a partition's invert file.
