@@ -20,7 +20,7 @@ const ROOMS: &[&[&str]] = &[
     &["table"],
     &["namespace", "tiledb"],
     // Test and fuzzing entry points: built only for tests or `--features fuzzing`.
-    &["fuzzing", "fuzzing_tests", "fuzzing_tiledb", "fuzzing_fsst", "fuzzing_skip", "testdata"],
+    &["fuzzing", "fuzzing_tests", "fuzzing_tiledb", "fuzzing_fsst", "fuzzing_skip", "fuzzing_fts", "testdata"],
 ];
 
 /// Crate-root re-exports and where they live.
