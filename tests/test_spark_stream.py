@@ -31,7 +31,9 @@ PER_BATCH = 40
 def _env(tmp_path: Path, **extra: str) -> dict:
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
-    py = str(Path(__file__).resolve().parents[1] / "python")
+    # the package the tests import (installed in CI, the source tree locally):
+    # the repository's python/ holds no native library in a fresh clone.
+    py = str(Path(lancelet.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([py, os.environ.get("PYTHONPATH", "")]), TMPDIR=str(tmp),
                PYSPARK_PYTHON=sys.executable)
     env.pop("LANCELET_STREAM_FAIL_AFTER_COMMIT", None)
