@@ -53,6 +53,7 @@ pub mod properties;
 pub mod row_meta;
 pub mod rowids;
 pub mod scan;
+pub(crate) mod search_output;
 mod select;
 pub mod staged;
 pub mod tags;

@@ -20,13 +20,13 @@ pub mod plan;
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float32Array, RecordBatch, RecordBatchOptions, UInt64Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
 
-use crate::error::{Error, Result};
-use crate::system_columns::ROW_ID;
+use crate::error::Result;
 use crate::table::dataset::Dataset;
 use crate::table::scan::RowFilter;
+use crate::table::search_output::{self, OutCol, Winners};
 
 /// The score column.
 pub const SCORE: &str = "_score";
@@ -149,56 +149,18 @@ pub struct Hit {
     pub addr: u64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum OutCol {
-    Data(String),
-    Score,
-    RowId,
-}
-
 impl FtsScan {
     fn out_cols(&self, ds: &Dataset) -> Vec<OutCol> {
-        let mut out: Vec<OutCol> = match &self.columns {
-            None => ds.schema().fields().iter().map(|f| OutCol::Data(f.name().clone())).collect(),
-            Some(c) => c
-                .iter()
-                .map(|n| match n.as_str() {
-                    SCORE => OutCol::Score,
-                    ROW_ID if ds.schema().field_with_name(ROW_ID).is_err() => OutCol::RowId,
-                    _ => OutCol::Data(n.clone()),
-                })
-                .collect(),
-        };
-        if !out.contains(&OutCol::Score) {
-            out.push(OutCol::Score);
-        }
-        if self.with_row_id && !out.contains(&OutCol::RowId) {
-            out.push(OutCol::RowId);
-        }
-        out
+        search_output::out_cols(ds, self.columns.as_deref(), SCORE, self.with_row_id)
     }
 
     /// The output schema.
     pub fn schema(&self, ds: &Dataset) -> SchemaRef {
-        let fields: Vec<Field> = self
-            .out_cols(ds)
-            .into_iter()
-            .map(|c| match c {
-                OutCol::Data(n) => ds.schema().field_with_name(&n).cloned().unwrap_or_else(|_| Field::new(n, DataType::Null, true)),
-                OutCol::Score => Field::new(SCORE, DataType::Float32, true),
-                OutCol::RowId => Field::new(ROW_ID, DataType::UInt64, true),
-            })
-            .collect();
-        Arc::new(Schema::new(fields))
+        Arc::new(Schema::new(search_output::out_fields(ds, &self.out_cols(ds), SCORE)))
     }
 
     fn validate(&self, ds: &Dataset) -> Result<()> {
-        for c in self.out_cols(ds) {
-            if let OutCol::Data(name) = c {
-                ds.schema().field_with_name(&name).map_err(|_| Error::invalid_input(format!("No field named {name}")))?;
-            }
-        }
-        Ok(())
+        search_output::check_columns(ds, &self.out_cols(ds))
     }
 }
 
@@ -224,25 +186,12 @@ pub fn search(ds: &Arc<Dataset>, s: &FtsScan) -> Result<RecordBatch> {
 
 /// Read the projected columns of the hits.
 fn finish(ds: &Arc<Dataset>, s: &FtsScan, hits: &[Hit]) -> Result<RecordBatch> {
-    let schema = s.schema(ds);
-    let out_cols = s.out_cols(ds);
-    let data_names: Vec<String> = out_cols.iter().filter_map(|c| if let OutCol::Data(n) = c { Some(n.clone()) } else { None }).collect();
-    let addrs: Vec<u64> = hits.iter().map(|h| h.addr).collect();
-    let taken = if data_names.is_empty() { None } else { Some(ds.take_addresses(&addrs, Some(&data_names))?) };
-    let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    let mut next_data = 0;
-    for c in &out_cols {
-        cols.push(match c {
-            OutCol::Data(_) => {
-                let a = taken.as_ref().ok_or_else(|| Error::internal("no taken columns"))?.column(next_data).clone();
-                next_data += 1;
-                a
-            }
-            OutCol::Score => Arc::new(Float32Array::from(hits.iter().map(|h| h.score).collect::<Vec<_>>())),
-            OutCol::RowId => Arc::new(UInt64Array::from(hits.iter().map(|h| h.row_id).collect::<Vec<_>>())),
-        });
-    }
-    RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(hits.len()))).map_err(Error::internal_arrow)
+    let winners = Winners {
+        addrs: hits.iter().map(|h| h.addr).collect(),
+        scores: hits.iter().map(|h| h.score).collect(),
+        row_ids: hits.iter().map(|h| h.row_id).collect(),
+    };
+    search_output::materialize(ds, s.schema(ds), Vec::new(), &s.out_cols(ds), winners)
 }
 
 #[cfg(test)]

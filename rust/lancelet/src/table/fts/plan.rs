@@ -17,7 +17,6 @@
 //! * the limit is a `GlobalLimitExec` over a leaf, a `TopK` sort otherwise;
 //!   a postfilter is a `FilterExec` over the take of the projected columns.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use arrow_schema::DataType;
@@ -28,30 +27,11 @@ use crate::error::Result;
 use crate::system_columns::ROW_ID;
 use crate::table::dataset::Dataset;
 use crate::table::nearest::plan::{data_uri, logical_filter, physical_filter};
+use crate::table::search_output::PlanNode as Node;
 
 /// DataFusion's name of a column type in pylance's messages (`Int64`).
 pub fn type_name(dt: &DataType) -> String {
     format!("{dt:?}")
-}
-
-struct Node {
-    text: String,
-    children: Vec<Node>,
-}
-
-impl Node {
-    fn leaf(text: String) -> Node {
-        Node { text, children: Vec::new() }
-    }
-    fn over(text: String, child: Node) -> Node {
-        Node { text, children: vec![child] }
-    }
-    fn render(&self, depth: usize, out: &mut String) {
-        let _ = writeln!(out, "{}{}", "  ".repeat(depth), self.text);
-        for c in &self.children {
-            c.render(depth + 1, out);
-        }
-    }
 }
 
 fn debug_match(query: &str, column: &str, boost: f32, fuzziness: Option<u32>, max_expansions: usize, op: Operator, prefix_length: u32) -> String {
@@ -153,13 +133,13 @@ impl Ctx<'_> {
         let mut l = Node::leaf(leaf);
         if self.prefilter.is_some() {
             let covered = self.ds.fragments().len() - n;
-            l.children.push(self.scan(&[], covered, true));
+            l.push(self.scan(&[], covered, true));
         }
         if n == 0 {
             return Ok((l, false));
         }
         let flat = Node::over(format!("FlatMatchQuery: column={column}, query={query}"), self.scan(&self.flat_cols(column), n, true));
-        let union = Node { text: "UnionExec".into(), children: vec![l, flat] };
+        let union = Node::with_children("UnionExec".into(), vec![l, flat]);
         Ok((Node::over(sort(topk, false), Node::over("CoalescePartitionsExec".into(), union)), true))
     }
 
@@ -233,7 +213,7 @@ pub fn explain(ds: &Arc<Dataset>, s: &FtsScan) -> Result<String> {
                     branches.push(ctx.single(format!("MatchQuery: column={c}, query=[{text}]"), c, text, None)?.0);
                 }
             }
-            let union = Node { text: "UnionExec".into(), children: branches };
+            let union = Node::with_children("UnionExec".into(), branches);
             let agg = Node::over(
                 "AggregateExec: mode=Single, gby=[_rowid@0 as _rowid], aggr=[_score]".into(),
                 Node::over("CoalescePartitionsExec".into(), union),

@@ -24,7 +24,7 @@ pub mod plan;
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Float32Array, Int32Array, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_array::{Array, ArrayRef, Int32Array, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
@@ -32,6 +32,7 @@ use crate::index::vector::{DistanceType, Probes, VectorIndex};
 use crate::system_columns::{ROW_ADDR, ROW_ID};
 use crate::table::dataset::Dataset;
 use crate::table::scan::RowFilter;
+use crate::table::search_output::{self, OutCol, Winners};
 
 /// The distance column.
 pub const DISTANCE: &str = "_distance";
@@ -107,14 +108,6 @@ impl Hit {
     }
 }
 
-/// What one output column is.
-#[derive(Debug, Clone, PartialEq)]
-enum OutCol {
-    Data(String),
-    Distance,
-    RowId,
-}
-
 /// The vector column's shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VectorColumn {
@@ -155,24 +148,7 @@ pub fn vector_column(ds: &Dataset, column: &str) -> Result<VectorColumn> {
 
 impl NearestScan {
     fn out_cols(&self, ds: &Dataset) -> Vec<OutCol> {
-        let mut out: Vec<OutCol> = match &self.columns {
-            None => ds.schema().fields().iter().map(|f| OutCol::Data(f.name().clone())).collect(),
-            Some(c) => c
-                .iter()
-                .map(|n| match n.as_str() {
-                    DISTANCE => OutCol::Distance,
-                    ROW_ID if ds.schema().field_with_name(ROW_ID).is_err() => OutCol::RowId,
-                    _ => OutCol::Data(n.clone()),
-                })
-                .collect(),
-        };
-        if !out.contains(&OutCol::Distance) {
-            out.push(OutCol::Distance);
-        }
-        if self.with_row_id && !out.contains(&OutCol::RowId) {
-            out.push(OutCol::RowId);
-        }
-        out
+        search_output::out_cols(ds, self.columns.as_deref(), DISTANCE, self.with_row_id)
     }
 
     /// Checks that need no I/O: the column, the query's dimension, k.
@@ -192,11 +168,7 @@ impl NearestScan {
         if vc.element == ElementType::U8 && n.metric.is_some_and(|m| m != DistanceType::Hamming) {
             return Err(Error::invalid_input(format!("uint8 vector column {} supports only the hamming metric", n.column)));
         }
-        for c in self.out_cols(ds) {
-            if let OutCol::Data(name) = c {
-                ds.schema().field_with_name(&name).map_err(|_| Error::invalid_input(format!("No field named {name}")))?;
-            }
-        }
+        search_output::check_columns(ds, &self.out_cols(ds))?;
         Ok(vc)
     }
 
@@ -206,13 +178,7 @@ impl NearestScan {
         if self.nearest.batch {
             fields.push(Field::new(QUERY_INDEX, DataType::Int32, false));
         }
-        for c in self.out_cols(ds) {
-            fields.push(match c {
-                OutCol::Data(n) => ds.schema().field_with_name(&n).cloned().unwrap_or_else(|_| Field::new(n, DataType::Null, true)),
-                OutCol::Distance => Field::new(DISTANCE, DataType::Float32, true),
-                OutCol::RowId => Field::new(ROW_ID, DataType::UInt64, true),
-            });
-        }
+        fields.extend(search_output::out_fields(ds, &self.out_cols(ds), DISTANCE));
         Arc::new(Schema::new(fields))
     }
 }
@@ -283,28 +249,14 @@ fn finish(ds: &Arc<Dataset>, s: &NearestScan, per_query: Vec<Vec<Hit>>) -> Resul
     if let Some(l) = s.limit {
         rows.truncate(l as usize);
     }
-    let schema = s.schema(ds);
-    let out_cols = s.out_cols(ds);
-    let data_names: Vec<String> = out_cols.iter().filter_map(|c| if let OutCol::Data(n) = c { Some(n.clone()) } else { None }).collect();
-    let addrs: Vec<u64> = rows.iter().map(|r| r.1.addr).collect();
-    let taken = if data_names.is_empty() { None } else { Some(ds.take_addresses(&addrs, Some(&data_names))?) };
-    let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    if s.nearest.batch {
-        cols.push(Arc::new(Int32Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())));
-    }
-    let mut next_data = 0;
-    for c in &out_cols {
-        cols.push(match c {
-            OutCol::Data(_) => {
-                let a = taken.as_ref().expect("taken").column(next_data).clone();
-                next_data += 1;
-                a
-            }
-            OutCol::Distance => Arc::new(Float32Array::from(rows.iter().map(|r| r.1.distance).collect::<Vec<_>>())),
-            OutCol::RowId => Arc::new(UInt64Array::from(rows.iter().map(|r| r.1.row_id).collect::<Vec<_>>())),
-        });
-    }
-    RecordBatch::try_new_with_options(schema, cols, &RecordBatchOptions::new().with_row_count(Some(rows.len()))).map_err(Error::internal_arrow)
+    let leading: Vec<ArrayRef> =
+        if s.nearest.batch { vec![Arc::new(Int32Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()))] } else { Vec::new() };
+    let winners = Winners {
+        addrs: rows.iter().map(|r| r.1.addr).collect(),
+        scores: rows.iter().map(|r| r.1.distance).collect(),
+        row_ids: rows.iter().map(|r| r.1.row_id).collect(),
+    };
+    search_output::materialize(ds, s.schema(ds), leading, &s.out_cols(ds), winners)
 }
 
 /// Evaluate `filter` on the rows at these hits (reading only its columns).

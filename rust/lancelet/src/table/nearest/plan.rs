@@ -17,31 +17,12 @@ use std::fmt::Write;
 use arrow_schema::DataType;
 
 use super::ann::{unindexed, IndexRoute};
-use super::{NearestScan, OutCol, Route, DISTANCE};
+use super::{NearestScan, Route, DISTANCE};
 use crate::error::Result;
 use crate::system_columns::ROW_ID;
 use crate::table::dataset::Dataset;
-
-/// A plan node: its text and children.
-struct Node {
-    text: String,
-    children: Vec<Node>,
-}
-
-impl Node {
-    fn leaf(text: String) -> Node {
-        Node { text, children: Vec::new() }
-    }
-    fn over(text: String, child: Node) -> Node {
-        Node { text, children: vec![child] }
-    }
-    fn render(&self, depth: usize, out: &mut String) {
-        let _ = writeln!(out, "{}{}", "  ".repeat(depth), self.text);
-        for c in &self.children {
-            c.render(depth + 1, out);
-        }
-    }
-}
+use crate::table::search_output::PlanNode as Node;
+use crate::table::search_output::{col_name, OutCol};
 
 /// One token of a simple filter.
 #[derive(Debug, Clone, PartialEq)]
@@ -349,11 +330,7 @@ pub fn explain(ds: &std::sync::Arc<Dataset>, s: &NearestScan) -> Result<String> 
         exprs.push(format!("{} as query_index", col_ref(&schema, "query_index")));
     }
     for c in &out_cols {
-        let name = match c {
-            OutCol::Data(x) => x.as_str(),
-            OutCol::Distance => DISTANCE,
-            OutCol::RowId => ROW_ID,
-        };
+        let name = col_name(c, DISTANCE);
         exprs.push(format!("{} as {name}", col_ref(&schema, name)));
     }
     let root = Node::over(format!("ProjectionExec: expr=[{}]", exprs.join(", ")), node);
@@ -404,7 +381,7 @@ fn index_plan(
     if prefilter {
         let f = logical_filter(ds, filter_sql.unwrap_or(""));
         let covered = ds.fragments().iter().filter(|f| u32::try_from(f.id).is_ok_and(|i| r.covered.contains(i))).count();
-        ann.children.push(Node::leaf(format!(
+        ann.push(Node::leaf(format!(
             "LanceRead: uri={uri}, projection=[], num_fragments={covered}, range_before=None, range_after=None, row_id=true, row_addr=false, full_filter={f}, refine_filter={f}"
         )));
     }
@@ -442,7 +419,7 @@ fn index_plan(
         let exprs: Vec<String> = order.iter().map(|c| format!("{} as {c}", col_ref(&flat_schema, c))).collect();
         let flat = Node::over(format!("ProjectionExec: expr=[{}]", exprs.join(", ")), flat);
         let indexed = if refine.is_some() { refined(ann) } else { take(uri, std::slice::from_ref(&col), ann) };
-        let union = Node { text: "UnionExec".into(), children: vec![flat, indexed] };
+        let union = Node::with_children("UnionExec".into(), vec![flat, indexed]);
         // The union is [_distance, _rowid, vec]; the exact distance
         // replaces `_distance` at the end.
         let schema = vec![ROW_ID.to_string(), col.clone(), DISTANCE.to_string()];
