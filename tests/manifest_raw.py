@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 def _varint(b: bytes, i: int) -> Tuple[int, int]:
@@ -46,6 +46,15 @@ def fields(b: bytes) -> List[Tuple[int, object]]:
     return out
 
 
+def packed_varints(v: bytes) -> List[int]:
+    """The values of a packed repeated varint field."""
+    out, i = [], 0
+    while i < len(v):
+        x, i = _varint(v, i)
+        out.append(x)
+    return out
+
+
 def _section(b: bytes, pos: int) -> bytes:
     (n,) = struct.unpack_from("<I", b, pos)
     return b[pos + 4:pos + 4 + n]
@@ -57,10 +66,24 @@ def manifest_path(dataset: str, version: int) -> str:
     return v2 if os.path.exists(v2) else os.path.join(dataset, "_versions", f"{version}.manifest")
 
 
-def index_entries(dataset: str, version: int) -> List[Dict[str, object]]:
-    """The IndexMetadata entries of a version: uuid (hex), fields, name,
-    dataset_version, fragment_bitmap (raw bytes), type_url,
-    index_version, files (path, size)."""
+def latest_version(dataset: str) -> int:
+    """The newest version in ``_versions/`` (V2 or V1 naming)."""
+    versions = []
+    for name in os.listdir(os.path.join(dataset, "_versions")):
+        stem, ext = os.path.splitext(name)
+        if ext == ".manifest" and stem.isdigit():
+            n = int(stem)
+            versions.append(2**64 - 1 - n if len(stem) == 20 else n)
+    return max(versions)
+
+
+def index_entries(dataset: str, version: Optional[int] = None) -> List[Dict[str, object]]:
+    """The IndexMetadata entries of a version (default: the latest): uuid
+    (hex), fields, name, dataset_version, fragment_bitmap (raw bytes),
+    type_url, details (the details ``Any``'s value bytes), index_version,
+    files (path, size)."""
+    if version is None:
+        version = latest_version(dataset)
     with open(manifest_path(dataset, version), "rb") as f:
         b = f.read()
     (pos,) = struct.unpack_from("<Q", b, len(b) - 16)
@@ -78,10 +101,7 @@ def index_entries(dataset: str, version: int) -> List[Dict[str, object]]:
                 e["uuid"] = dict(fields(v)).get(1, b"").hex()
             elif k == 2:
                 if isinstance(v, bytes):  # packed
-                    i = 0
-                    while i < len(v):
-                        x, i = _varint(v, i)
-                        e["fields"].append(x)
+                    e["fields"].extend(packed_varints(v))
                 else:
                     e["fields"].append(v)
             elif k == 3:
@@ -91,7 +111,9 @@ def index_entries(dataset: str, version: int) -> List[Dict[str, object]]:
             elif k == 5:
                 e["fragment_bitmap"] = v
             elif k == 6:
-                e["type_url"] = dict(fields(v)).get(1, b"").decode()
+                details = dict(fields(v))
+                e["type_url"] = details.get(1, b"").decode()
+                e["details"] = bytes(details.get(2, b""))
             elif k == 7:
                 e["index_version"] = v
             elif k == 10:

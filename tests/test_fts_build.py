@@ -24,8 +24,8 @@ import struct
 
 import pyarrow as pa
 import pytest
+from manifest_raw import index_entries
 from test_fts_tokenizer import random_doc
-from test_indices import _manifest_sections
 
 import lancelet
 from lancelet.exceptions import InvalidInputError
@@ -164,52 +164,13 @@ def test_files_and_search_equal_pylance(tmp_path, case):
             assert_same_results(a, b, PhraseQuery(q, "text", slop=2))
 
 
-def _uv(b: bytes, i: int):
-    x = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        x |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return x, i
-
-
-def _fields(b: bytes) -> list:
-    i, out = 0, []
-    while i < len(b):
-        k, i = _uv(b, i)
-        f, t = k >> 3, k & 7
-        if t == 0:
-            v, i = _uv(b, i)
-        elif t == 2:
-            n, i = _uv(b, i)
-            v, i = b[i:i + n], i + n
-        elif t == 1:
-            v, i = b[i:i + 8], i + 8
-        else:
-            v, i = b[i:i + 4], i + 4
-        out.append((f, v))
-    return out
-
-
 def index_entry(uri: str, name: str = "text_idx") -> dict:
     """The manifest's IndexMetadata of ``name``: type URL, details bytes,
     index_version, file names."""
-    man, whole = _manifest_sections(uri)
-    off = [v for f, v in _fields(man) if f == 6][0]
-    n = int.from_bytes(whole[off:off + 4], "little")
-    for f, v in _fields(whole[off + 4:off + 4 + n]):
-        e = dict()
-        fs = _fields(v)
-        if f != 1 or [x for k, x in fs if k == 3][0].decode() != name:
-            continue
-        any_ = dict(_fields([x for k, x in fs if k == 6][0]))
-        e["type_url"] = any_[1].decode()
-        e["details"] = any_.get(2, b"")
-        e["index_version"] = [x for k, x in fs if k == 7][0]
-        e["files"] = [dict(_fields(x))[1].decode() for k, x in fs if k == 10]
-        return e
+    for e in index_entries(uri):
+        if e["name"] == name:
+            return {"type_url": e["type_url"], "details": e["details"], "index_version": e["index_version"],
+                    "files": [f for f, _ in e["files"]]}
     raise KeyError(name)
 
 

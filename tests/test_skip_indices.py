@@ -24,7 +24,8 @@ import shutil
 
 import pyarrow as pa
 import pytest
-from test_indices import _entry_fields, _manifest_sections, assert_index_files_equal, index_files
+from manifest_raw import index_entries
+from test_indices import _entry_fields, assert_index_files_equal, index_files
 from test_indices_random import random_filter as random_tree
 
 import lancelet
@@ -95,46 +96,7 @@ def build_both(tmp_path, version="2.1", stable=False, n=2500, per_file=700):
 
 def _details(path):
     """name -> (type_url, details value bytes) of the latest manifest's entries."""
-    man, raw = _manifest_sections(path)
-
-    def uv(b, i):
-        x = s = 0
-        while True:
-            c = b[i]
-            i += 1
-            x |= (c & 0x7F) << s
-            s += 7
-            if c < 0x80:
-                return x, i
-
-    def fields(b):
-        i, out = 0, []
-        while i < len(b):
-            k, i = uv(b, i)
-            f, t = k >> 3, k & 7
-            if t == 0:
-                v, i = uv(b, i)
-            elif t == 2:
-                ln, i = uv(b, i)
-                v = b[i:i + ln]
-                i += ln
-            elif t == 1:
-                v, i = b[i:i + 8], i + 8
-            else:
-                v, i = b[i:i + 4], i + 4
-            out.append((f, v))
-        return out
-
-    off = [v for f, v in fields(man) if f == 6][0]
-    n = int.from_bytes(raw[off:off + 4], "little")
-    out = {}
-    for f, entry in fields(raw[off + 4:off + 4 + n]):
-        if f != 1:
-            continue
-        e = dict(fields(entry))
-        any_ = dict(fields(e[6]))
-        out[e[3].decode()] = (any_[1].decode(), bytes(any_.get(2, b"")))
-    return out
+    return {e["name"]: (e["type_url"], e["details"]) for e in index_entries(path)}
 
 
 # lancelet's filters order -0.0 < 0.0 (Arrow's total order) where pylance's

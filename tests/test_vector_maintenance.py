@@ -83,23 +83,10 @@ def _segments(lance_mod, path):
 
 def _ivf(b):
     """(lengths, centroids bytes, loss) of an IVF message."""
-    from manifest_raw import fields
+    from manifest_raw import fields, packed_varints
 
-    f = fields(b)
-    d = dict(f)
-    lengths = []
-    if 3 in d:
-        v, i = d[3], 0
-        while i < len(v):
-            x = s = 0
-            while True:
-                c = v[i]
-                i += 1
-                x |= (c & 0x7F) << s
-                s += 7
-                if c < 0x80:
-                    break
-            lengths.append(x)
+    d = dict(fields(b))
+    lengths = packed_varints(d[3]) if 3 in d else []
     cent = dict(fields(d[4])).get(3) if 4 in d else None
     loss = d.get(5)
     return lengths, cent, loss

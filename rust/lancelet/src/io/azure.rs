@@ -115,9 +115,7 @@ pub(super) fn open(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn Objec
 mod tests {
     use super::*;
 
-    fn opts(pairs: &[(&str, &str)]) -> StorageOptions {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
+    use crate::io::test_options as opts;
 
     fn invalid(uri: &str, pairs: &[(&str, &str)]) -> String {
         match open(uri, &opts(pairs)) {

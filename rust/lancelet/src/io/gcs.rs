@@ -592,9 +592,7 @@ impl ObjectStore for GcsStore {
 mod tests {
     use super::*;
 
-    fn opts(pairs: &[(&str, &str)]) -> StorageOptions {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
+    use crate::io::test_options as opts;
 
     fn err(uri: &str, pairs: &[(&str, &str)]) -> String {
         match configure(uri, &opts(pairs)) {

@@ -64,6 +64,12 @@ pub use upload::ObjectWriter;
 /// and in-memory stores ignore them.
 pub type StorageOptions = HashMap<String, String>;
 
+/// Storage options from `(key, value)` pairs (the stores' unit tests).
+#[cfg(test)]
+pub(crate) fn test_options(pairs: &[(&str, &str)]) -> StorageOptions {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
 /// The process-wide runtime used for object_store I/O (rebuilt in a forked
 /// child: see [`crate::process`]).
 pub fn runtime() -> &'static tokio::runtime::Runtime {

@@ -204,6 +204,28 @@ pub fn create_scalar_index_with(
     let params = IndexParams::parse(kind, params)?;
     let f = field(ds, column)?;
     kind.check_type(column, f.arrow.data_type())?;
+    let (name, existing) = claim_index_name(ds, column, name, replace, in_use)?;
+    let meta = build_segment(ds, column, kind, &params, &name, ds.version(), &props.progress)?;
+    let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
+    Ok(Committed::new(dataset, ()))
+}
+
+/// The error for a scalar index name in use without `replace`.
+pub(crate) fn in_use(ds: &Dataset, name: &str) -> String {
+    format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri())
+}
+
+/// The name a new index gets (`name`, else `{column}_idx`) and the segments
+/// of that name it replaces. An empty name and one starting with `__`
+/// (system indices) are refused; a name in use without `replace` is an
+/// `IndexExists` error whose message `in_use` words.
+pub(crate) fn claim_index_name(
+    ds: &Dataset,
+    column: &str,
+    name: Option<&str>,
+    replace: bool,
+    in_use: impl FnOnce(&Dataset, &str) -> String,
+) -> Result<(String, Vec<IndexInfo>)> {
     let name = name.map(str::to_string).unwrap_or_else(|| default_name(column));
     if name.is_empty() {
         return Err(Error::invalid_input("an index name may not be empty"));
@@ -213,11 +235,9 @@ pub fn create_scalar_index_with(
     }
     let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
     if !existing.is_empty() && !replace {
-        return Err(Error::index_exists(format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri())));
+        return Err(Error::index_exists(in_use(ds, &name)));
     }
-    let meta = build_segment(ds, column, kind, &params, &name, ds.version(), &props.progress)?;
-    let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
-    Ok(Committed::new(dataset, ()))
+    Ok((name, existing))
 }
 
 /// `Dataset.drop_index(name)`: remove every segment named `name`.

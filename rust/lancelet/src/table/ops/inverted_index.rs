@@ -24,7 +24,7 @@ use crate::index::meta::{new_metadata, IndexInfo, INDICES_DIR};
 use crate::index::IndexKind;
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
-use crate::table::ops::index::{commit_index_change, default_name, index_file_version, remove_dir};
+use crate::table::ops::index::{claim_index_name, commit_index_change, in_use, index_file_version, remove_dir};
 use crate::table::ops::report;
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
@@ -140,17 +140,7 @@ pub fn create_inverted_index(
     props: &CommitProperties,
 ) -> Result<Committed<()>> {
     let (params, budget) = parse_options(spec)?;
-    let name = name.map(str::to_string).unwrap_or_else(|| default_name(column));
-    if name.is_empty() {
-        return Err(Error::invalid_input("an index name may not be empty"));
-    }
-    if name.starts_with("__") {
-        return Err(Error::invalid_input(format!("index names starting with \"__\" are reserved for system indices ({name:?})")));
-    }
-    let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
-    if !existing.is_empty() && !replace {
-        return Err(Error::index_exists(format!("index {name:?} on dataset {} (pass replace=True to rebuild it, or choose another name)", ds.uri())));
-    }
+    let (name, existing) = claim_index_name(ds, column, name, replace, in_use)?;
     let meta = build_inverted_segment(ds, column, &params, budget, &name, props)?;
     let dataset = commit_index_change(ds, vec![meta], existing.into_iter().map(|i| i.pb).collect(), props)?;
     Ok(Committed::new(dataset, ()))

@@ -25,7 +25,7 @@ use crate::index::vector::{DistanceType, VectorIndexType};
 use crate::proto::index as ipb;
 use crate::proto::table as pb;
 use crate::table::dataset::Dataset;
-use crate::table::ops::index::{commit_index_change, default_name, index_file_version, remove_dir};
+use crate::table::ops::index::{claim_index_name, commit_index_change, index_file_version, remove_dir};
 use crate::table::ops::report;
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::scan::{ScanOptions, Scanner, ROW_ADDR, ROW_ID};
@@ -265,14 +265,10 @@ fn build_checked(ds: &Arc<Dataset>, o: &VectorIndexOptions, props: &CommitProper
     if o.pq_codebook.is_some() && o.ivf_centroids.is_none() {
         return Err(Error::invalid_input("pq_codebook requires ivf_centroids"));
     }
-    let name = o.name.clone().unwrap_or_else(|| default_name(&column));
-    if name.is_empty() {
-        return Err(Error::invalid_input("an index name may not be empty"));
-    }
-    let existing: Vec<IndexInfo> = ds.manifest_file().indices()?.into_iter().filter(|i| i.name() == name).collect();
-    if !existing.is_empty() && !o.replace {
-        return Err(Error::index_exists(format!("Index name '{name}' already exists, please specify a different name or use replace=True")));
-    }
+    // pylance words a vector index's name clash differently
+    let (name, existing) = claim_index_name(ds, &column, o.name.as_deref(), o.replace, |_, name| {
+        format!("Index name '{name}' already exists, please specify a different name or use replace=True")
+    })?;
     let live = (0..ds.fragments().len()).map(|i| ds.live_rows(i)).sum::<Result<u64>>()? as usize;
     let num_partitions = match (&o.ivf_centroids, o.num_partitions) {
         (Some(c), _) => c.shape.first().copied().unwrap_or(0) as usize,
