@@ -137,3 +137,24 @@ def test_take_costs_about_one_request_per_value(path):
     assert req <= 1000 * t.num_columns
     full = ds.to_table()
     assert t.equals(full.take(pa.array(idx)))
+
+
+def test_a_handle_opens_its_vector_index_once(tmp_path):
+    """Index segments are immutable, so a handle keeps those it opened: a
+    repeated search reads only its partitions' rows again, and a new handle
+    starts cold."""
+    import numpy as np
+
+    p = str(tmp_path / "ivf")
+    v = np.random.default_rng(1).normal(size=(3000, 16)).astype(np.float32)
+    lance.write_dataset(pa.table({"id": np.arange(3000), "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), 16)}), p)
+    lance.dataset(p).create_index("emb", "IVF_PQ", num_partitions=8, num_sub_vectors=4)
+    q = {"column": "emb", "q": v[0], "k": 5}
+    ds = lancelet.dataset(p)
+    first, reqs1, bytes1 = counted(lambda: ds.to_table(columns=["id"], nearest=q))
+    again, reqs2, bytes2 = counted(lambda: ds.to_table(columns=["id"], nearest=q))
+    assert again.equals(first)
+    assert reqs2 < reqs1 and bytes2 * 10 < bytes1, (reqs1, bytes1, reqs2, bytes2)
+    fresh = lancelet.dataset(p)
+    _, reqs3, bytes3 = counted(lambda: fresh.to_table(columns=["id"], nearest=q))
+    assert (reqs3, bytes3) == (reqs1, bytes1)

@@ -23,6 +23,8 @@
   one commit per micro-batch, exactly once (:mod:`lancelet.spark.stream`).
 * ``compact_files(uri, **options)``: compaction with one Spark task per
   compaction task and one commit (:mod:`lancelet.spark.compact`).
+* ``knn_join(df, uri, column, k, ...)``: every query row of a DataFrame
+  with its k nearest dataset rows (:mod:`lancelet.spark.knn`).
 """
 
 # No `from __future__ import annotations` here: pandas_udf reads the type
@@ -44,6 +46,7 @@ from lancelet.exceptions import InvalidInputError, NotFoundError
 from lancelet.spark.compact import compact_files
 from lancelet.spark.evolve import add_columns
 from lancelet.spark.jvm import configure as configure  # the JVM connector (lancelet.spark.jvm)
+from lancelet.spark.knn import knn_join
 from lancelet.spark.merge import delete, merge_insert
 from lancelet.spark.source import (
     DEFAULT_ROWS_PER_PARTITION,
@@ -73,6 +76,7 @@ __all__ = [
     "add_columns",
     "merge_insert",
     "delete",
+    "knn_join",
 ]
 
 #: Columns of the DataFrame :func:`fragments` returns.

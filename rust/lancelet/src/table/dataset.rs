@@ -30,7 +30,7 @@ use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::deletion::{decode_deletions, deletion_file_path, live_ranges};
 use crate::table::features::{check_reader_flags, STABLE_ROW_IDS};
-use crate::table::file_cache::FileCache;
+use crate::table::file_cache::{FileCache, IndexCache};
 use crate::table::fragment::{resolve, schema_of, FragmentReader};
 use crate::table::manifest::{list_versions, read_manifest, ManifestFile, ManifestLocation};
 use crate::table::rowids::{RowIdIndex, RowIdSequence};
@@ -84,6 +84,8 @@ pub struct Dataset {
     row_id_index: OnceLock<Arc<RowIdIndex>>,
     /// Data files opened through this handle (see `file_cache`).
     files: FileCache,
+    /// Vector index segments opened through this handle.
+    vector_indices: IndexCache,
 }
 
 /// The root storage; local paths are made absolute with `..` resolved
@@ -222,7 +224,17 @@ impl Dataset {
                 return Err(Error::corrupt_in(mpath, format!("stable row ids are on but fragment {} has no row id sequence", f.id)));
             }
         }
-        Ok(Dataset { root, uri: uri.to_string(), location, file, schema, arrow_schema, row_id_index: OnceLock::new(), files: FileCache::default() })
+        Ok(Dataset {
+            root,
+            uri: uri.to_string(),
+            location,
+            file,
+            schema,
+            arrow_schema,
+            row_id_index: OnceLock::new(),
+            files: FileCache::default(),
+            vector_indices: IndexCache::default(),
+        })
     }
 
     /// The same dataset at another version.
@@ -343,11 +355,16 @@ impl Dataset {
         let display = s.display().to_string();
         let known_size = (df.file_size_bytes > 0).then_some(df.file_size_bytes);
         self.files.get_or_open(&display, || {
-            FileReader::open_storage_sized(s, known_size).map_err(|e| match e {
+            FileReader::open_storage_sized(s, known_size).map(Arc::new).map_err(|e| match e {
                 e @ Error::NotFound { .. } => e.reworded(format!("data file {display} of fragment {} (dataset version {})", frag.id, self.version())),
                 other => other.context(format!("fragment {}", frag.id)),
             })
         })
+    }
+
+    /// The vector index segments this handle has opened, by uuid.
+    pub(crate) fn vector_index_cache(&self) -> &IndexCache {
+        &self.vector_indices
     }
 
     /// The deleted offsets of fragment `i`, if it has a deletion file.

@@ -1,4 +1,5 @@
-//! Opened data files of one dataset handle, kept for its later reads.
+//! Opened data files (and vector index segments) of one dataset handle,
+//! kept for its later reads.
 //!
 //! Opening a data file costs a storage round trip or two (its tail: footer,
 //! column metadata, schema) before any page is read; on an object store
@@ -10,6 +11,11 @@
 //! The cache holds at most [`MAX_FILES`] files; past that it starts over
 //! (a scan of a huge dataset does not pin every file's metadata).
 //!
+//! Index segments are kept the same way, by uuid (a segment's directory
+//! never changes once a manifest names it): a process that runs many
+//! searches through one handle, such as a Spark task joining a batch of
+//! query vectors at a time, opens the index once.
+//!
 //! [`Dataset`]: crate::table::dataset::Dataset
 
 use std::collections::HashMap;
@@ -17,30 +23,44 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
 use crate::file::FileReader;
+use crate::index::vector::VectorIndex;
 
 /// Files kept per dataset handle.
 pub const MAX_FILES: usize = 1024;
 
-/// Opened data files by their resolved location.
-#[derive(Default)]
-pub struct FileCache {
-    files: Mutex<HashMap<String, Arc<FileReader>>>,
+/// Opened things by key: data files by their resolved location
+/// ([`FileCache`]), index segments by uuid ([`IndexCache`]).
+pub struct OpenedCache<T: ?Sized> {
+    files: Mutex<HashMap<String, Arc<T>>>,
 }
 
-impl std::fmt::Debug for FileCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FileCache({} files)", self.files.lock().map(|m| m.len()).unwrap_or(0))
+/// Opened data files by their resolved location.
+pub type FileCache = OpenedCache<FileReader>;
+
+/// Opened vector index segments by uuid.
+pub type IndexCache = OpenedCache<dyn VectorIndex>;
+
+impl<T: ?Sized> Default for OpenedCache<T> {
+    fn default() -> Self {
+        OpenedCache { files: Mutex::new(HashMap::new()) }
     }
 }
 
-impl FileCache {
-    /// The file at `key`, opened by `open` unless an earlier read opened it.
-    /// (Two threads may both open a file not yet cached; one copy is kept.)
-    pub fn get_or_open(&self, key: &str, open: impl FnOnce() -> Result<FileReader>) -> Result<Arc<FileReader>> {
+impl<T: ?Sized> std::fmt::Debug for OpenedCache<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OpenedCache({} entries)", self.files.lock().map(|m| m.len()).unwrap_or(0))
+    }
+}
+
+impl<T: ?Sized> OpenedCache<T> {
+    /// The entry at `key`, opened by `open` unless an earlier read opened
+    /// it. (Two threads may both open an entry not yet cached; one copy is
+    /// kept.)
+    pub fn get_or_open(&self, key: &str, open: impl FnOnce() -> Result<Arc<T>>) -> Result<Arc<T>> {
         if let Some(f) = self.files.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
             return Ok(f.clone());
         }
-        let opened = Arc::new(open()?);
+        let opened = open()?;
         let mut map = self.files.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_FILES {
             map.clear();

@@ -52,8 +52,10 @@ impl IndexRoute {
         self.segments
             .iter()
             .map(|s| {
-                let dir = ds.root().child(&format!("{INDICES_DIR}/{}", s.uuid))?;
-                crate::index::vector::open::open(&dir, &s.pb).map_err(|e| e.context(format!("vector index {:?} ({})", s.name(), s.uuid)))
+                ds.vector_index_cache().get_or_open(&s.uuid, || {
+                    let dir = ds.root().child(&format!("{INDICES_DIR}/{}", s.uuid))?;
+                    crate::index::vector::open::open(&dir, &s.pb).map_err(|e| e.context(format!("vector index {:?} ({})", s.name(), s.uuid)))
+                })
             })
             .collect()
     }
