@@ -30,7 +30,7 @@ use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
 use crate::table::deletion::{decode_deletions, deletion_file_path, live_ranges};
 use crate::table::features::{check_reader_flags, STABLE_ROW_IDS};
-use crate::table::file_cache::{FileCache, IndexCache};
+use crate::table::file_cache::{FileCache, IndexCache, SearchCache};
 use crate::table::fragment::{resolve, schema_of, FragmentReader};
 use crate::table::manifest::{list_versions, read_manifest, ManifestFile, ManifestLocation};
 use crate::table::rowids::{RowIdIndex, RowIdSequence};
@@ -86,6 +86,8 @@ pub struct Dataset {
     files: FileCache,
     /// Vector index segments opened through this handle.
     vector_indices: IndexCache,
+    /// What searches opened through this handle (full-text indices).
+    searches: SearchCache,
 }
 
 /// The root storage; local paths are made absolute with `..` resolved
@@ -234,6 +236,7 @@ impl Dataset {
             row_id_index: OnceLock::new(),
             files: FileCache::default(),
             vector_indices: IndexCache::default(),
+            searches: SearchCache::default(),
         })
     }
 
@@ -365,6 +368,11 @@ impl Dataset {
     /// The vector index segments this handle has opened, by uuid.
     pub(crate) fn vector_index_cache(&self) -> &IndexCache {
         &self.vector_indices
+    }
+
+    /// What searches through this handle opened, by a key of their own.
+    pub(crate) fn search_cache(&self) -> &SearchCache {
+        &self.searches
     }
 
     /// The deleted offsets of fragment `i`, if it has a deletion file.

@@ -14,7 +14,9 @@
 //! Index segments are kept the same way, by uuid (a segment's directory
 //! never changes once a manifest names it): a process that runs many
 //! searches through one handle, such as a Spark task joining a batch of
-//! query vectors at a time, opens the index once.
+//! query vectors at a time, opens the index once. Full-text searches keep
+//! a column's opened INVERTED index (and the tokenized rows of fragments
+//! it does not cover) the same way.
 //!
 //! [`Dataset`]: crate::table::dataset::Dataset
 
@@ -39,6 +41,10 @@ pub type FileCache = OpenedCache<FileReader>;
 
 /// Opened vector index segments by uuid.
 pub type IndexCache = OpenedCache<dyn VectorIndex>;
+
+/// What a search keeps of one version (e.g. a column's opened full-text
+/// index), by a key the search chooses; the search downcasts it.
+pub type SearchCache = OpenedCache<dyn std::any::Any + Send + Sync>;
 
 impl<T: ?Sized> Default for OpenedCache<T> {
     fn default() -> Self {

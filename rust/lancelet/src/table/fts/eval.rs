@@ -250,11 +250,17 @@ impl<'a> Ctx<'a> {
         if let Some(i) = self.indices.get(column) {
             return Ok(i.clone());
         }
-        let ci = match find(self.ds, column)? {
-            Some(ci) => ci,
-            None => flat_only(self.ds, column)?,
-        };
-        let ci = Arc::new(ci);
+        // kept by the handle: opening reads every partition's row ids and
+        // token set, far more than a query reads
+        let ds = self.ds;
+        let opened = ds.search_cache().get_or_open(&format!("fts:{column}"), || {
+            let ci = match find(ds, column)? {
+                Some(ci) => ci,
+                None => flat_only(ds, column)?,
+            };
+            Ok(Arc::new(ci) as Arc<dyn std::any::Any + Send + Sync>)
+        })?;
+        let ci = opened.downcast::<ColumnIndex>().map_err(|_| Error::internal(format!("search cache: fts:{column} is not a column index")))?;
         self.indices.insert(column.to_string(), ci.clone());
         Ok(ci)
     }
