@@ -230,7 +230,10 @@ impl Rows {
 }
 
 /// Scored rows: row id -> (address, score).
-type Scored = HashMap<u64, (u64, f32)>;
+/// Row id -> (row address, score). Keyed by row ids, which need no
+/// DoS-resistant hashing; foldhash is several times faster than SipHash
+/// on the hundreds of thousands of rows a common term matches.
+type Scored = HashMap<u64, (u64, f32), foldhash::fast::RandomState>;
 
 /// The evaluation context of one search.
 pub struct Ctx<'a> {
@@ -351,7 +354,7 @@ impl<'a> Ctx<'a> {
                         Occur::MustNot => not.extend(r.into_keys()),
                     }
                 }
-                let mut out: Scored = HashMap::new();
+                let mut out = Scored::default();
                 if let Some((first, rest)) = must.split_first() {
                     for (&id, &(addr, s)) in first {
                         let mut score = s;
@@ -393,7 +396,7 @@ impl<'a> Ctx<'a> {
                         return Err(Error::invalid_input("Invalid boosts: The number of boosts must match the number of queries"));
                     }
                 }
-                let mut out: Scored = HashMap::new();
+                let mut out = Scored::default();
                 for (i, c) in cols.iter().enumerate() {
                     let boost = boosts.as_ref().map_or(1.0, |b| b[i]);
                     let leaf = FtsQuery::Match {
@@ -450,7 +453,7 @@ impl<'a> Ctx<'a> {
     /// Rows holding any (or, with `all`, every) group of terms, scored by
     /// the sum over their terms; with `phrase`, also in order within `slop`.
     fn terms(&self, ci: &ColumnIndex, groups: &[Vec<String>], all: bool, phrase: Option<(&[(String, u32)], u32)>) -> Result<Scored> {
-        let mut out: Scored = HashMap::new();
+        let mut out = Scored::default();
         let ng = groups.len();
         if ng == 0 {
             return Ok(out);
@@ -459,9 +462,13 @@ impl<'a> Ctx<'a> {
         if stats.num_docs > 0 {
             let avgdl = stats.avgdl();
             for p in &ci.index.partitions {
-                // doc -> (score, groups matched, last group counted)
-                let mut acc: HashMap<u32, (f32, usize, usize)> = HashMap::new();
+                // per document of the partition: score, groups matched, last
+                // group counted; `touched` lists the documents met, in order
+                let nd = p.row_ids.len();
+                let (mut score, mut matched, mut last) = (vec![0f32; nd], vec![0u32; nd], vec![u32::MAX; nd]);
+                let mut touched: Vec<u32> = Vec::new();
                 for (g, group) in groups.iter().enumerate() {
+                    let g = g as u32;
                     for term in group {
                         let n = ci.index.doc_freq(term);
                         if n == 0 {
@@ -471,12 +478,17 @@ impl<'a> Ctx<'a> {
                         let Some(tid) = p.token_id(term) else { continue };
                         let post = p.postings(tid, false)?;
                         for (&d, &tf) in post.docs.iter().zip(&post.freqs) {
-                            let dl = p.num_tokens[d as usize];
-                            let e = acc.entry(d).or_insert((0.0, 0, usize::MAX));
-                            e.0 += w * doc_weight(tf, dl, avgdl);
-                            if e.2 != g {
-                                e.1 += 1;
-                                e.2 = g;
+                            let di = d as usize;
+                            let (Some(&dl), true) = (p.num_tokens.get(di), di < nd) else {
+                                return Err(Error::corrupt(format!("FTS posting of {term:?} names document {d} of {nd}")));
+                            };
+                            if last[di] == u32::MAX {
+                                touched.push(d);
+                            }
+                            score[di] += w * doc_weight(tf, dl, avgdl);
+                            if last[di] != g {
+                                matched[di] += 1;
+                                last[di] = g;
                             }
                         }
                     }
@@ -493,7 +505,8 @@ impl<'a> Ctx<'a> {
                     }
                     None => None,
                 };
-                for (d, (score, matched, _)) in acc {
+                for d in touched {
+                    let (score, matched) = (score[d as usize], matched[d as usize] as usize);
                     if all && matched < ng {
                         continue;
                     }
@@ -660,9 +673,18 @@ pub fn run(ds: &Arc<Dataset>, s: &FtsScan) -> Result<Vec<Hit>> {
         hits.sort_by_key(|h| h.addr);
         return Ok(hits);
     }
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.row_id.cmp(&b.row_id)));
+    let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.row_id.cmp(&b.row_id));
     if let Some(l) = s.limit {
-        hits.truncate((l + s.offset) as usize);
+        // the top rows only: a selection, then a sort of those (a total
+        // order, row ids being unique, so the same rows as a full sort)
+        let keep = (l + s.offset) as usize;
+        if keep < hits.len() {
+            if keep > 0 {
+                hits.select_nth_unstable_by(keep - 1, order);
+            }
+            hits.truncate(keep);
+        }
     }
+    hits.sort_by(order);
     Ok(hits)
 }
