@@ -102,13 +102,13 @@ mod tests {
             cache
                 .get_or_open("k", || {
                     opened += 1;
-                    FileReader::open_storage(storage())
+                    FileReader::open_storage(storage()).map(Arc::new)
                 })
                 .unwrap();
         }
         assert_eq!(opened, 1);
         assert!(cache.get_or_open("bad", || Err(crate::error::Error::corrupt("no"))).is_err());
         // a failed open is not cached
-        assert!(cache.get_or_open("bad", || FileReader::open_storage(storage())).is_ok());
+        assert!(cache.get_or_open("bad", || FileReader::open_storage(storage()).map(Arc::new)).is_ok());
     }
 }
