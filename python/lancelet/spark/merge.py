@@ -403,9 +403,11 @@ def delete(uri: str, keys_df: DataFrame, on: Union[str, Sequence[str]], *, spark
     key listed twice is fine), as one commit. Returns the stats dict
     (``num_deleted_rows``)."""
     keys = [on] if isinstance(on, str) else list(on)
-    if isinstance(keys_df, DataFrame):
+    if isinstance(keys_df, DataFrame) and all(isinstance(k, str) for k in keys):
         missing = [k for k in keys if k not in keys_df.columns]
-        if not missing:
-            keys_df = keys_df.select(*keys).dropDuplicates(keys)
+        if missing:
+            raise InvalidInputError(f"delete: key column {missing[0]!r} is not in keys_df (its columns: "
+                                    f"{', '.join(keys_df.columns)})")
+        keys_df = keys_df.select(*keys).dropDuplicates(keys)
     return merge_insert(keys_df, uri, keys, when_matched="delete", when_not_matched="do_nothing", spark=spark,
                         conflict_retries=conflict_retries, storage_options=storage_options)
