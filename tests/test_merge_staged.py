@@ -264,3 +264,51 @@ def test_commit_refuses_foreign_fragments_and_addresses(tmp_path):
     assert _native.merge_cleanup_deletions(path, "job-", ds.version, [], None) == 1
     assert set(os.listdir(os.path.join(path, "_deletions"))) == deletions_before
     assert lancelet.dataset(path).version == ds.version
+
+
+def _orphan_deletion_files(path) -> set:
+    """Deletion files no version references."""
+    ds = lance.dataset(path)
+    referenced = set()
+    for v in ds.versions():
+        for f in ds.checkout_version(v["version"]).get_fragments():
+            if f.deletion_file():
+                referenced.add(os.path.basename(f.deletion_file()))
+    return set(os.listdir(os.path.join(path, "_deletions"))) - referenced
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_concurrent_pylance_delete_of_other_rows_is_merged(tmp_path, stable):
+    """pylance deletes other rows of the fragments the job touches after the
+    tasks wrote their deletion files: the commit merges both deletion
+    vectors (no re-run), loses neither delete, and removes the tasks' files
+    it replaced."""
+    path = str(tmp_path / "m")
+    _make(path, "2.1", stable, random.Random(13))
+    source = _table(random.Random(14), list(range(0, 400, 4)) + [700], "s")
+    spec = _spec("id", "update_all", "insert_all", "keep")
+    native_ds, why, stats = _distributed(path, source, spec, tasks=3, seed=5,
+                                         before_commit=lambda: lance.dataset(path).delete("id % 4 = 1"))
+    assert native_ds is not None, why
+    got = lance.dataset(path).to_table()
+    ids = got.column("id").to_pylist()
+    assert len(ids) == len(set(ids))
+    live = {i for i in range(400) if i % 17 != 3 and i % 4 != 1} | set(source.column("id").to_pylist())
+    assert set(ids) == live
+    by_id = {r["id"]: r for r in got.to_pylist()}
+    assert all(by_id[r["id"]] == r for r in source.to_pylist())
+    assert stats["num_updated_rows"] + stats["num_inserted_rows"] == source.num_rows
+    assert _orphan_deletion_files(path) == set()
+    assert lancelet.dataset(path).to_table().sort_by("id").equals(got.sort_by("id"))
+
+
+def test_concurrent_pylance_delete_of_same_rows_asks_for_a_rerun(tmp_path):
+    path = str(tmp_path / "s")
+    _make(path, "2.2", False, random.Random(15))
+    source = _table(random.Random(16), [1, 2, 200], "s")
+    spec = _spec("id", "delete", "do_nothing", "keep")
+    native_ds, why, _ = _distributed(path, source, spec, tasks=2, seed=6,
+                                     before_commit=lambda: lance.dataset(path).delete("id = 2"))
+    assert native_ds is None and "both removed rows" in why
+    assert _orphan_deletion_files(path) == set()
+    assert sorted(lance.dataset(path).to_table(filter="id < 3").column("id").to_pylist()) == [0, 1]
