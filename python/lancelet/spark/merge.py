@@ -278,10 +278,9 @@ def _reraise_task_error(e: BaseException) -> None:
     own exception with the worker's traceback in the text)."""
     import lancelet.exceptions as lx
 
-    m = None
-    for m in _TASK_ERROR.finditer(str(e)):
-        pass
-    if m is not None:
+    found = list(_TASK_ERROR.finditer(str(e)))
+    if found:
+        m = found[-1]  # the innermost (last) one the traceback shows
         cls = getattr(lx, m.group(1), None)
         if isinstance(cls, type) and issubclass(cls, Exception):
             raise cls(m.group(2)) from e

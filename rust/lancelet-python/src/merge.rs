@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lancelet::table::ops::merge_insert::{MergeInsertParams, MergeStats, WhenMatched, WhenNotMatchedBySource};
 use lancelet::io::StorageOptions;
 use lancelet::table::ops::merge_deletions as deletions_core;
+use lancelet::table::ops::merge_insert::{MergeInsertParams, MergeStats, WhenMatched, WhenNotMatchedBySource};
 use lancelet::table::ops::merge_staged::{self, MergeCommit, MergeJob};
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
@@ -88,7 +88,13 @@ type Deletion = (u64, Option<Vec<u8>>, Vec<u8>);
 /// tagged for the job `name_prefix`. Returns the staged deletion and the
 /// file's name under `_deletions/` (None when the fragment goes whole).
 #[pyfunction]
-fn merge_deletions(py: Python<'_>, ds: &NativeDataset, fragment_id: u64, offsets: Vec<u8>, name_prefix: String) -> PyResult<(Deletion, Option<String>)> {
+fn merge_deletions(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    fragment_id: u64,
+    offsets: Vec<u8>,
+    name_prefix: String,
+) -> PyResult<(Deletion, Option<String>)> {
     let inner = ds.inner.clone();
     py.detach(move || {
         guard(move || {
@@ -120,10 +126,8 @@ fn merge_commit(
     let inner = ds.inner.clone();
     let commit = commit.unwrap_or_default();
     let out = callback::run(py, move |raised| {
-        let deletions = deletions
-            .iter()
-            .map(|(f, d, r)| deletions_core::StagedDeletion::decode(*f, d.as_deref(), r))
-            .collect::<lancelet::Result<Vec<_>>>()?;
+        let deletions =
+            deletions.iter().map(|(f, d, r)| deletions_core::StagedDeletion::decode(*f, d.as_deref(), r)).collect::<lancelet::Result<Vec<_>>>()?;
         let props = commit.properties(raised)?;
         let stats = MergeStats { inserted: stats.0, updated: stats.1, deleted: stats.2 };
         merge_staged::commit_merge(&inner, &updated, &inserted, &deletions, stats, &props)

@@ -82,9 +82,8 @@ impl StagedDeletion {
     /// The inverse of [`StagedDeletion::encode`].
     pub fn decode(fragment_id: u64, deletion_file: Option<&[u8]>, rows: &[u8]) -> Result<Self> {
         let bad = |what: String| Error::invalid_input(format!("staged deletion of fragment {fragment_id}: {what}"));
-        let deletion_file = deletion_file
-            .map(|b| pb::DeletionFile::decode(b).map_err(|e| bad(format!("not a DeletionFile: {e}")).with_source(e)))
-            .transpose()?;
+        let deletion_file =
+            deletion_file.map(|b| pb::DeletionFile::decode(b).map_err(|e| bad(format!("not a DeletionFile: {e}")).with_source(e))).transpose()?;
         let rows = RoaringBitmap::deserialize_from(rows).map_err(|e| bad(format!("rows are not a bitmap: {e}")))?;
         if rows.is_empty() {
             return Err(bad("it removes no rows".into()));
@@ -110,9 +109,9 @@ pub fn stage_deletion(ds: &Dataset, fragment_id: u64, offsets: &[u32], name_pref
     if name_prefix.is_empty() {
         return Err(Error::invalid_input("a distributed merge needs a job prefix"));
     }
-    let i = ds.fragment_index(fragment_id).ok_or_else(|| {
-        Error::invalid_input(format!("merge deletions: fragment {fragment_id} is not in version {} of the dataset", ds.version()))
-    })?;
+    let i = ds
+        .fragment_index(fragment_id)
+        .ok_or_else(|| Error::invalid_input(format!("merge deletions: fragment {fragment_id} is not in version {} of the dataset", ds.version())))?;
     let physical = ds.physical_rows(i)?;
     let mut rows = RoaringBitmap::new();
     for &o in offsets {

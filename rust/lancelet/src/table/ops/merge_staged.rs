@@ -39,19 +39,19 @@ use crate::proto::table as pb;
 use crate::table::commit::{commit_or_rerun, Outcome};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::deletion::deletion_file_path;
+use crate::table::ops::merge_deletions::StagedDeletion;
 use crate::table::ops::merge_insert::{
     all_field_ids, condition_batch, filter_u32, inserted_rows, plan, updated_rows, MergeInsertParams, MergeStats, WhenMatched,
     WhenNotMatchedBySource, OUT_BATCH,
 };
-use crate::table::deletion::deletion_file_path;
-use crate::table::ops::merge_deletions::StagedDeletion;
-use crate::table::transaction::new_transaction;
 use crate::table::ops::update::MAX_ROWS_PER_FILE;
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::row_meta::encode_row_ids;
-use pb::transaction::Operation;
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
+use crate::table::transaction::new_transaction;
 use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
+use pb::transaction::Operation;
 
 /// Prefix of the dataset-side columns of a joined batch: `__t_{column}`,
 /// `__t__rowaddr`, `__t__rowid`.
@@ -356,7 +356,7 @@ pub fn commit_merge(
             }
             Some(f) => {
                 let mut frag = ds.fragments()[i].clone();
-                frag.deletion_file = Some(f.clone());
+                frag.deletion_file = Some(*f);
                 updated.push(frag);
                 staged_files.extend(d.path());
             }
