@@ -9,6 +9,7 @@ conditions, and a concurrent pylance append."""
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 
@@ -65,20 +66,34 @@ def _distributed(path, source: pa.Table, spec, tasks: int, seed: int, before_com
     random.Random(seed).shuffle(order)
     joined = joined.take(pa.array(order, pa.int64())) if order else joined
     prefix = f"{secrets.token_hex(6)}-"
-    upd, ins, aff, stats = [], [], b"", [0, 0, 0]
+    upd, ins, offsets, stats = [], [], {}, [0, 0, 0]
     cut = sorted(random.Random(seed + 1).sample(range(joined.num_rows + 1), min(tasks - 1, joined.num_rows + 1)))
     bounds = [0] + cut + [joined.num_rows]
     for a, b in zip(bounds, bounds[1:]):
         u, i, af, (ni, nu, nd) = _native.merge_task(ds._native, joined.slice(a, b - a), spec, prefix)
         upd += [bytes(x) for x in u]
         ins += [bytes(x) for x in i]
-        aff += bytes(af)
+        for fid, offs in af:
+            offsets.setdefault(fid, []).append(bytes(offs))
         stats = [stats[0] + ni, stats[1] + nu, stats[2] + nd]
-    if before_commit:
-        before_commit()
-    native_ds, why = _native.merge_commit(ds._native, upd, ins, aff, tuple(stats), _inputs.commit_args())
-    _native.staged_close_job(path, prefix, None)
-    _native.staged_cleanup(path, prefix, _native.staged_file_names(upd + ins) if native_ds is not None else [], None)
+    # the deletion tasks: one per touched fragment, offsets from every merge task
+    deletions, names = [], []
+    try:
+        for fid in sorted(offsets):
+            (f, d, rows), name = _native.merge_deletions(ds._native, fid, b"".join(offsets[fid]), prefix)
+            deletions.append((f, None if d is None else bytes(d), bytes(rows)))
+            names += [name] if name else []
+        if before_commit:
+            before_commit()
+        native_ds, why = _native.merge_commit(ds._native, upd, ins, deletions, tuple(stats), _inputs.commit_args())
+    except BaseException:
+        native_ds = None
+        raise
+    finally:
+        _native.staged_close_job(path, prefix, None)
+        ok = native_ds is not None
+        _native.staged_cleanup(path, prefix, _native.staged_file_names(upd + ins) if ok else [], None)
+        _native.merge_cleanup_deletions(path, prefix, ds.version, names if ok else [], None)
     return native_ds, why, {"num_inserted_rows": stats[0], "num_updated_rows": stats[1], "num_deleted_rows": stats[2]}
 
 
@@ -230,8 +245,70 @@ def test_commit_refuses_foreign_fragments_and_addresses(tmp_path):
     path = str(tmp_path / "x")
     _make(path, "2.2", False, random.Random(12))
     ds = lancelet.dataset(path)
+    deletions_before = set(os.listdir(os.path.join(path, "_deletions")))
     with pytest.raises(InvalidInputError, match="not a DataFragment"):
-        _native.merge_commit(ds._native, [b"\xff\xff"], [], b"", (0, 0, 0), None)
+        _native.merge_commit(ds._native, [b"\xff\xff"], [], [], (0, 0, 0), None)
     with pytest.raises(InvalidInputError, match="fragment 99"):
-        _native.merge_commit(ds._native, [], [], (99 << 32).to_bytes(8, "little"), (0, 0, 1), None)
+        _native.merge_deletions(ds._native, 99, (1).to_bytes(4, "little"), "job-")
+    (f, d, rows), name = _native.merge_deletions(ds._native, 0, (1).to_bytes(4, "little"), "job-")
+    with pytest.raises(InvalidInputError, match="fragment 99"):
+        _native.merge_commit(ds._native, [], [], [(99, d, rows)], (0, 0, 1), None)
+    with pytest.raises(InvalidInputError, match="two staged deletions"):
+        _native.merge_commit(ds._native, [], [], [(f, d, rows), (f, d, rows)], (0, 0, 2), None)
+    with pytest.raises(InvalidInputError, match="not a bitmap"):
+        _native.merge_commit(ds._native, [], [], [(f, d, b"junk")], (0, 0, 1), None)
+    with pytest.raises(InvalidInputError, match="row 999"):
+        _native.merge_deletions(ds._native, 0, (999).to_bytes(4, "little"), "job-")
+    assert name in os.listdir(os.path.join(path, "_deletions"))
+    # the job's cleanup finds the file by its tag; nothing else is touched
+    assert _native.merge_cleanup_deletions(path, "job-", ds.version, [], None) == 1
+    assert set(os.listdir(os.path.join(path, "_deletions"))) == deletions_before
     assert lancelet.dataset(path).version == ds.version
+
+
+def _orphan_deletion_files(path) -> set:
+    """Deletion files no version references."""
+    ds = lance.dataset(path)
+    referenced = set()
+    for v in ds.versions():
+        for f in ds.checkout_version(v["version"]).get_fragments():
+            if f.deletion_file():
+                referenced.add(os.path.basename(f.deletion_file()))
+    return set(os.listdir(os.path.join(path, "_deletions"))) - referenced
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_concurrent_pylance_delete_of_other_rows_is_merged(tmp_path, stable):
+    """pylance deletes other rows of the fragments the job touches after the
+    tasks wrote their deletion files: the commit merges both deletion
+    vectors (no re-run), loses neither delete, and removes the tasks' files
+    it replaced."""
+    path = str(tmp_path / "m")
+    _make(path, "2.1", stable, random.Random(13))
+    source = _table(random.Random(14), list(range(0, 400, 4)) + [700], "s")
+    spec = _spec("id", "update_all", "insert_all", "keep")
+    native_ds, why, stats = _distributed(path, source, spec, tasks=3, seed=5,
+                                         before_commit=lambda: lance.dataset(path).delete("id % 4 = 1"))
+    assert native_ds is not None, why
+    got = lance.dataset(path).to_table()
+    ids = got.column("id").to_pylist()
+    assert len(ids) == len(set(ids))
+    live = {i for i in range(400) if i % 17 != 3 and i % 4 != 1} | set(source.column("id").to_pylist())
+    assert set(ids) == live
+    by_id = {r["id"]: r for r in got.to_pylist()}
+    assert all(by_id[r["id"]] == r for r in source.to_pylist())
+    assert stats["num_updated_rows"] + stats["num_inserted_rows"] == source.num_rows
+    assert _orphan_deletion_files(path) == set()
+    assert lancelet.dataset(path).to_table().sort_by("id").equals(got.sort_by("id"))
+
+
+def test_concurrent_pylance_delete_of_same_rows_asks_for_a_rerun(tmp_path):
+    path = str(tmp_path / "s")
+    _make(path, "2.2", False, random.Random(15))
+    source = _table(random.Random(16), [1, 2, 200], "s")
+    spec = _spec("id", "delete", "do_nothing", "keep")
+    native_ds, why, _ = _distributed(path, source, spec, tasks=2, seed=6,
+                                     before_commit=lambda: lance.dataset(path).delete("id = 2"))
+    assert native_ds is None and "both removed rows" in why
+    assert _orphan_deletion_files(path) == set()
+    assert sorted(lance.dataset(path).to_table(filter="id < 3").column("id").to_pylist()) == [0, 1]

@@ -44,12 +44,12 @@ def _rows(path):
     return t.schema, sorted(t.to_pylist(), key=lambda r: (r["id"] is None, r["id"] or 0, repr(r)))
 
 
-def _files(path) -> set:
-    d = Path(path) / "data"
+def _files(path, sub: str = "data") -> set:
+    d = Path(path) / sub
     return set(os.listdir(d)) if d.exists() else set()
 
 
-@pytest.mark.parametrize("version,stable", [("2.2", True), ("2.0", False)])
+@pytest.mark.parametrize("version,stable", [("2.2", True), ("2.1", False), ("2.0", False)])
 def test_upsert_and_sync_equal_single_process(spark, tmp_path, version, stable):
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     _make(a, version, stable, 1)
@@ -93,7 +93,7 @@ def _referenced(path) -> set:
 def test_bad_input_and_failed_jobs_commit_nothing(spark, tmp_path):
     path = str(tmp_path / "bad")
     _make(path, "2.1", False, 3, n=500)
-    before, files = lance.dataset(path).version, _files(path)
+    before, files, deletions = lance.dataset(path).version, _files(path), _files(path, "_deletions")
     cases = [
         (spark.createDataFrame([("x", 1.0)], "name string, score double"), "key column \"id\" is not in the source"),
         (spark.createDataFrame([("1", 1.0)], "id string, score double"), "source column 'id' has Spark type string"),
@@ -107,13 +107,94 @@ def test_bad_input_and_failed_jobs_commit_nothing(spark, tmp_path):
     # duplicate keys in the source: pylance's error, after the tasks wrote; nothing stays
     dup = spark.createDataFrame([(7, "a", 1.0, 1), (7, "b", 2.0, 1), (600, "c", 3.0, 2)],
                                 "id long, name string, score double, grp int")
-    with pytest.raises(Exception, match="Ambiguous merge inserts are prohibited"):
+    with pytest.raises(InvalidInputError, match="Ambiguous merge inserts are prohibited"):
         ls.merge_insert(dup, path, "id")
     # when_matched="fail"
-    with pytest.raises(Exception, match="found matching row with key values: id = 7"):
+    with pytest.raises(InvalidInputError, match="found matching row with key values: id = 7"):
         ls.merge_insert(dup.limit(1), path, "id", when_matched="fail")
+    # delete: a key missing from the keys, or typed differently
+    with pytest.raises(InvalidInputError, match="key column 'id' is not in keys_df"):
+        ls.delete(path, spark.createDataFrame([(1,)], "other long"), "id")
+    with pytest.raises(InvalidInputError, match="source column 'id' has Spark type int"):
+        ls.delete(path, spark.createDataFrame([(1,)], "id int"), "id")
     assert lance.dataset(path).version == before
     assert _files(path) == files
+    assert _files(path, "_deletions") == deletions
+
+
+@pytest.mark.parametrize("fail", ["merge", "merge-exit", "deletions", "deletions-exit"])
+def test_job_failing_midway_leaves_nothing(spark, tmp_path, monkeypatch, fail):
+    """One task fails after writing its files (raising, or dying without a
+    word): no version is committed and no data or deletion file of the job
+    stays, those of the other tasks and of the dead one included."""
+    import time
+
+    path = str(tmp_path / "midway")
+    _make(path, "2.2", True, 8, n=2000)
+    before, files, deletions = lance.dataset(path).version, _files(path), _files(path, "_deletions")
+    rng = random.Random(9)
+    # every fragment touched (fragment 0 too: the deletion hook's), inserts too
+    source = _table(rng, list(range(0, 2000, 3)) + list(range(9000, 9100)), "s")
+    df = spark.createDataFrame(source.to_pandas(), "id long, name string, score double, grp int")
+    monkeypatch.setenv("LANCELET_SPARK_MERGE_FAIL_TASK", fail)
+    with pytest.raises(Exception, match="fails after writing" if not fail.endswith("exit") else "."):
+        ls.merge_insert(df, path, "id")
+    monkeypatch.delenv("LANCELET_SPARK_MERGE_FAIL_TASK")
+    assert lance.dataset(path).version == before
+    # a cancelled task still running removes its own files once it sees the job closed
+    deadline = time.time() + 30
+    while (_files(path), _files(path, "_deletions")) != (files, deletions) and time.time() < deadline:
+        time.sleep(0.5)
+    assert _files(path) == files
+    assert _files(path, "_deletions") == deletions
+    # the same job without the failure commits
+    stats = ls.merge_insert(df, path, "id")
+    assert stats["num_inserted_rows"] == 100 + sum(1 for i in range(0, 2000, 3) if i % 13 == 5)
+    assert lance.dataset(path).version == before + 1
+
+
+def test_upsert_and_delete_while_pylance_deletes(spark, tmp_path):
+    """pylance deletes other rows of the fragments the job touches while the
+    Spark job runs: the commit merges both deletion vectors (or re-runs);
+    no concurrent delete is lost, every source row is in."""
+    import threading
+
+    path = str(tmp_path / "cdel")
+    _make(path, "2.1", False, 10, n=2100)
+    rng = random.Random(11)
+    keys = rng.sample([i for i in range(2100) if i % 4 == 0], 300)
+    source = _table(rng, keys + list(range(8000, 8050)), "s")
+    df = spark.createDataFrame(source.to_pandas(), "id long, name string, score double, grp int")
+    stop = threading.Event()
+    gone = []
+
+    def delete():
+        k = 0
+        while not stop.is_set() and k < 15:
+            lo = 140 * k
+            lance.dataset(path).delete(f"id >= {lo} AND id < {lo + 140} AND id % 4 = 1")
+            gone.extend(i for i in range(lo, lo + 140) if i % 4 == 1)
+            k += 1
+            stop.wait(0.2)
+
+    t = threading.Thread(target=delete)
+    t.start()
+    try:
+        stats = ls.merge_insert(df, path, "id")
+        dstats = ls.delete(path, spark.createDataFrame([(i,) for i in keys[:50]], "id long"), "id")
+    finally:
+        stop.set()
+        t.join()
+    assert dstats["num_deleted_rows"] == 50
+    got = lance.dataset(path).to_table()
+    ids = got.column("id").to_pylist()
+    assert len(ids) == len(set(ids))
+    assert not set(gone) & set(ids), "a concurrent delete was lost"
+    assert not set(keys[:50]) & set(ids)
+    by_id = {r["id"]: r for r in got.to_pylist()}
+    assert all(by_id[r["id"]] == r for r in source.to_pylist() if r["id"] not in keys[:50])
+    assert stats["num_updated_rows"] + stats["num_inserted_rows"] == 350
+    assert lancelet.dataset(path).to_table().sort_by("id").equals(got.sort_by("id"))
 
 
 def test_upsert_while_pylance_appends(spark, tmp_path):

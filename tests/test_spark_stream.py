@@ -1,6 +1,7 @@
 """The ``lancelet`` streaming sink: a rate source into a dataset, the query
 failing right after a commit (before Spark records the batch), restarted,
-killed with SIGKILL mid-stream, restarted again: no row lost or doubled,
+killed with SIGKILL mid-stream, restarted again, and failing when a task
+dies (the batch's abort removes its files): no row lost or doubled,
 every batch committed once with its query and batch id in the
 transaction properties (pylance reads them), and the checkpoint refused
 for another table. Each run is a Spark driver in its own process
@@ -8,6 +9,7 @@ for another table. Each run is a Spark driver in its own process
 
 from __future__ import annotations
 
+import datetime
 import os
 import signal
 import subprocess
@@ -37,6 +39,7 @@ def _env(tmp_path: Path, **extra: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([py, os.environ.get("PYTHONPATH", "")]), TMPDIR=str(tmp),
                PYSPARK_PYTHON=sys.executable)
     env.pop("LANCELET_STREAM_FAIL_AFTER_COMMIT", None)
+    env.pop("LANCELET_STREAM_FAIL_TASK", None)
     env.update(extra)
     return env
 
@@ -107,4 +110,23 @@ def test_stream_exactly_once_across_failure_kill_and_restart(tmp_path):
     assert len(set(q for q, _ in batches)) == 1
     assert ids == sorted(set(ids)), f"a batch was committed twice: {ids}"
     assert lancelet.dataset(uri).to_table().sort_by("value").equals(lance.dataset(uri).to_table().sort_by("value"))
+
+    # 4. a task of the next batch dies right after writing its files (no
+    # message): the query fails, and the batch's abort removes every file
+    # the batch wrote (found by the batch's prefix), that task's included
+    data = os.path.join(uri, "data")
+    before_files, before_version = set(os.listdir(data)), lance.dataset(uri).version
+    nxt = max(int(n) for n in os.listdir(os.path.join(ckpt, "offsets")) if n.isdigit()) + 1
+    r = subprocess.run(args + ["0"], env=_env(tmp_path, LANCELET_STREAM_FAIL_TASK=str(nxt)), capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 3, r.stdout + r.stderr[-3000:]
+    assert nxt not in [b for _, b in _batches(uri)]
+    referenced = {f.data_files()[0].path for f in lancelet.dataset(uri).get_fragments()}
+    assert set(os.listdir(data)) - before_files <= referenced, "a failed batch left files behind"
+    assert lance.dataset(uri).version >= before_version
+    values = sorted(lance.dataset(uri).to_table(columns=["value"]).column("value").to_pylist())
+    assert values == list(range(len(values))), "rows lost or doubled"
+    # what no abort reaches (a killed driver's batch in flight) is unreferenced: cleanup_old_versions removes it
+    lancelet.dataset(uri).cleanup_old_versions(older_than=datetime.timedelta(0), delete_unverified=True)
+    assert set(os.listdir(data)) == {f.data_files()[0].path for f in lancelet.dataset(uri).get_fragments()}
     print(f"stream test: {len(values)} rows in {len(batches)} commits, {time.time() - t0:.1f} s")

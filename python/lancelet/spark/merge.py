@@ -20,30 +20,42 @@ How it runs (pylance's ``merge_insert`` semantics, one commit):
    (``merge_staged.merge_task``: the condition, updated rows keeping the
    dataset's values of the columns the source lacks, inserts, deletes of
    unmatched dataset rows) and writes the new rows as staged data files
-   named with the job's prefix; it returns them with the addresses of the
-   rows it updated or deleted.
-4. The driver commits one ``Update`` (``merge_staged.commit_merge``):
-   deletion files for the replaced/deleted rows, the new fragments, the
-   conflict rules of the single-process merge (rebased over concurrent
-   appends). A dataset row updated or deleted twice is pylance's
-   "Ambiguous merge inserts are prohibited" error. When a concurrent commit
-   made the rows read stale, the whole job runs again on the latest version
-   (at most ``conflict_retries`` times).
+   named with the job's prefix; it returns them with the offsets of the
+   rows it updated or deleted, one row per fragment touched.
+4. Those rows are repartitioned by fragment id, so one task owns each
+   touched fragment: it writes the fragment's new deletion file (the
+   fragment's deletions at the version read plus the job's rows; its id
+   carries the job's tag, see ``merge_deletions.rs``). A dataset row
+   updated or deleted twice (two source rows with its key, in different
+   tasks) is pylance's "Ambiguous merge inserts are prohibited" error.
+5. The driver commits one ``Update`` (``merge_staged.commit_merge``) of
+   the staged fragments and deletion files, under the conflict rules of
+   the single-process merge: rebased over concurrent appends, and over
+   concurrent deletes of other rows of the same fragments (the commit
+   then merges both deletion vectors into a new file and the task's is
+   removed). When a concurrent commit made the rows read stale, the whole
+   job runs again on the latest version (at most ``conflict_retries``
+   times).
 
-A failed job commits nothing: the job is closed and every data file it
-wrote is removed (a task still running then removes its own files).
+A failed job commits nothing: the job is closed and every data file and
+deletion file it wrote is removed, those of tasks that died before
+reporting them too (found by the job's prefix and tag; a task still
+running then removes its own files). An error a task raised is raised
+again on the driver as the same lancelet exception.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 import secrets
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType
 
 import lancelet
 from lancelet import _inputs, _native
@@ -63,14 +75,29 @@ TASK_CHUNK_ROWS = 1 << 20
 
 _TASKS = StructType([StructField("fragment_id", LongType(), False), StructField("row_start", LongType(), False),
                      StructField("row_end", LongType(), False)])
+#: A merge task yields one row of what it staged (``fragment_id`` -1) and
+#: one row per fragment it touched (``offsets``: little-endian u32s); a
+#: deletion task turns the latter into one row per fragment (``offsets``:
+#: the rows removed, serialized; ``deletion``: the staged file, none when
+#: the fragment goes whole).
 _STAGED = StructType([
+    StructField("fragment_id", LongType(), False),
+    StructField("offsets", BinaryType(), False),
+    StructField("deletion", BinaryType(), True),
+    StructField("deletion_name", StringType(), True),
     StructField("updated", ArrayType(BinaryType(), False), False),
     StructField("inserted", ArrayType(BinaryType(), False), False),
-    StructField("affected", BinaryType(), False),
     StructField("num_inserted", LongType(), False),
     StructField("num_updated", LongType(), False),
     StructField("num_deleted", LongType(), False),
 ])
+
+#: Test hook (read on the driver when the job is built, so it reaches the
+#: tasks in their closures): ``merge`` / ``deletions`` makes one task of
+#: that step raise after writing its files, ``merge-exit`` /
+#: ``deletions-exit`` makes it die (``os._exit``) without removing them or
+#: reporting anything.
+_FAIL_TASK = "LANCELET_SPARK_MERGE_FAIL_TASK"
 
 _Spec = Tuple[List[str], str, Optional[str], bool, bool, Optional[str]]
 
@@ -136,16 +163,26 @@ def _read_keys(uri: str, version: int, so: Optional[Dict[str, str]], columns: Li
     return read
 
 
-def _merge_rows(uri: str, version: int, so: Optional[Dict[str, str]], spec: _Spec, conform: pa.Schema, prefix: str):
+def _fail_hook(fail: Optional[str], step: str, uri: str) -> None:
+    if fail == step:
+        raise RuntimeError(f"{_FAIL_TASK}: a {step} task of the job on {uri} fails after writing")
+    if fail == f"{step}-exit":
+        os._exit(17)
+
+
+def _merge_rows(uri: str, version: int, so: Optional[Dict[str, str]], spec: _Spec, conform: pa.Schema, prefix: str,
+                fail: Optional[str]):
     """``mapInArrow`` over the joined rows: each task runs the core's merge
-    task and yields one row of what it staged."""
+    task and yields what it staged (see :data:`_STAGED`)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
         from lancelet.spark.types import cast_batch
 
         ds = _open_cached(uri, version, so)
         upd: List[bytes] = []
         ins: List[bytes] = []
-        aff: List[bytes] = []
+        offsets: Dict[int, List[bytes]] = {}
         counts = [0, 0, 0]
         staged_names: List[str] = []
 
@@ -154,7 +191,8 @@ def _merge_rows(uri: str, version: int, so: Optional[Dict[str, str]], spec: _Spe
             upd.extend(bytes(x) for x in u)
             ins.extend(bytes(x) for x in i)
             staged_names.extend(_native.staged_file_names([bytes(x) for x in list(u) + list(i)]))
-            aff.append(bytes(a))
+            for fid, offs in a:
+                offsets.setdefault(fid, []).append(bytes(offs))
             counts[0] += ni
             counts[1] += nu
             counts[2] += nd
@@ -171,6 +209,9 @@ def _merge_rows(uri: str, version: int, so: Optional[Dict[str, str]], spec: _Spe
                     chunk, rows = [], 0
             if chunk:
                 flush(chunk)
+            tc = TaskContext.get()
+            if staged_names and (tc is None or tc.partitionId() == 0):
+                _fail_hook(fail, "merge", uri)
         except BaseException:
             _native.staged_remove_files(uri, staged_names, so)
             raise
@@ -178,10 +219,71 @@ def _merge_rows(uri: str, version: int, so: Optional[Dict[str, str]], spec: _Spe
             _native.staged_remove_files(uri, staged_names, so)
             raise CommitConflictError(f"merge_insert job {prefix[:-1]} on {uri} was already closed; "
                                       "this task's data files were removed")
-        yield pa.RecordBatch.from_pylist([{"updated": upd, "inserted": ins, "affected": b"".join(aff),
-                                           "num_inserted": counts[0], "num_updated": counts[1],
-                                           "num_deleted": counts[2]}], schema=spark_arrow_schema(_STAGED))
+        out = [_row(-1, updated=upd, inserted=ins, counts=counts)]
+        out += [_row(fid, offsets=b"".join(parts)) for fid, parts in sorted(offsets.items())]
+        yield pa.RecordBatch.from_pylist(out, schema=spark_arrow_schema(_STAGED))
     return run
+
+
+def _row(fid: int, offsets: bytes = b"", deletion: Optional[bytes] = None, name: Optional[str] = None,
+         updated: Sequence[bytes] = (), inserted: Sequence[bytes] = (), counts: Sequence[int] = (0, 0, 0)) -> dict:
+    return {"fragment_id": fid, "offsets": offsets, "deletion": deletion, "deletion_name": name,
+            "updated": list(updated), "inserted": list(inserted), "num_inserted": counts[0],
+            "num_updated": counts[1], "num_deleted": counts[2]}
+
+
+def _write_deletions(uri: str, version: int, so: Optional[Dict[str, str]], prefix: str, first_fragment: int,
+                     fail: Optional[str]):
+    """``mapInArrow`` over the merge tasks' rows, partitioned by fragment
+    id: writes each touched fragment's new deletion file (the merge tasks'
+    summary rows pass through)."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ds = _open_cached(uri, version, so)
+        passed: List[dict] = []
+        offsets: Dict[int, List[bytes]] = {}
+        for b in batches:
+            for r in b.to_pylist():
+                if r["fragment_id"] < 0:
+                    passed.append(r)
+                else:
+                    offsets.setdefault(r["fragment_id"], []).append(r["offsets"])
+        written: List[str] = []
+        out: List[dict] = []
+        try:
+            for fid in sorted(offsets):
+                (f, d, rows), name = _native.merge_deletions(ds._native, fid, b"".join(offsets[fid]), prefix)
+                if name is not None:
+                    written.append(name)
+                out.append(_row(f, offsets=bytes(rows), deletion=None if d is None else bytes(d), name=name))
+            if written and first_fragment in offsets:
+                _fail_hook(fail, "deletions", uri)
+        except BaseException:
+            _native.merge_remove_deletions(uri, written, so)
+            raise
+        if written and _native.staged_job_closed(uri, prefix, so):
+            _native.merge_remove_deletions(uri, written, so)
+            raise CommitConflictError(f"merge_insert job {prefix[:-1]} on {uri} was already closed; "
+                                      "this task's deletion files were removed")
+        if passed or out:
+            yield pa.RecordBatch.from_pylist(passed + out, schema=spark_arrow_schema(_STAGED))
+    return run
+
+
+#: A lancelet exception as a Spark task error shows it.
+_TASK_ERROR = re.compile(r"lancelet\.exceptions\.(\w+): (.*)")
+
+
+def _reraise_task_error(e: BaseException) -> None:
+    """Raise the lancelet exception a task raised (Spark reports it as its
+    own exception with the worker's traceback in the text)."""
+    import lancelet.exceptions as lx
+
+    found = list(_TASK_ERROR.finditer(str(e)))
+    if found:
+        m = found[-1]  # the innermost (last) one the traceback shows
+        cls = getattr(lx, m.group(1), None)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            raise cls(m.group(2)) from e
 
 
 def _session(df: DataFrame, spark: Optional[SparkSession]) -> SparkSession:
@@ -251,31 +353,47 @@ def merge_insert(df: DataFrame, uri: str, on: Union[str, Sequence[str]], when_ma
                             + [pa.field(TARGET_PREFIX + "_rowaddr", pa.int64(), True)]
                             + ([pa.field(TARGET_PREFIX + "_rowid", pa.int64(), True)] if stable else []))
         prefix = f"{secrets.token_hex(6)}-"
+        rv = ds.version
+        fail = os.environ.get(_FAIL_TASK)
+        first = ds.get_fragments()[0].fragment_id if ds.get_fragments() else -1
         try:
             joined = _joined(session, df, uri, ds, spec, columns, so)
-            rows = joined.mapInArrow(_merge_rows(uri, ds.version, so, spec, conform, prefix), _STAGED).collect()
-            upd = [bytes(f) for r in rows for f in r["updated"]]
-            ins = [bytes(f) for r in rows for f in r["inserted"]]
-            affected = b"".join(bytes(r["affected"]) for r in rows)
-            stats = (sum(r["num_inserted"] for r in rows), sum(r["num_updated"] for r in rows),
-                     sum(r["num_deleted"] for r in rows))
-            native_ds, why = _native.merge_commit(ds._native, upd, ins, affected, stats, commit)
+            staged = joined.mapInArrow(_merge_rows(uri, rv, so, spec, conform, prefix, fail), _STAGED)
+            n = max(session.sparkContext.defaultParallelism, 1)
+            try:
+                rows = (staged.repartition(n, "fragment_id")
+                        .mapInArrow(_write_deletions(uri, rv, so, prefix, first, fail), _STAGED).collect())
+            except Exception as e:
+                _reraise_task_error(e)
+                raise
+            summary = [r for r in rows if r["fragment_id"] < 0]
+            upd = [bytes(f) for r in summary for f in r["updated"]]
+            ins = [bytes(f) for r in summary for f in r["inserted"]]
+            deletions = [(r["fragment_id"], None if r["deletion"] is None else bytes(r["deletion"]), bytes(r["offsets"]))
+                         for r in rows if r["fragment_id"] >= 0]
+            names = [r["deletion_name"] for r in rows if r["fragment_id"] >= 0 and r["deletion_name"] is not None]
+            stats = (sum(r["num_inserted"] for r in summary), sum(r["num_updated"] for r in summary),
+                     sum(r["num_deleted"] for r in summary))
+            native_ds, why = _native.merge_commit(ds._native, upd, ins, deletions, stats, commit)
         except BaseException:
-            _close(uri, prefix, so, keep=())
+            _close(uri, prefix, so, rv)
             raise
         if native_ds is None:  # a concurrent commit made this run stale: run again
-            _close(uri, prefix, so, keep=())
+            _close(uri, prefix, so, rv)
             continue
-        _close(uri, prefix, so, keep=_native.staged_file_names(upd + ins))
+        _close(uri, prefix, so, rv, keep=_native.staged_file_names(upd + ins), keep_deletions=names)
         return {"num_inserted_rows": stats[0], "num_updated_rows": stats[1], "num_deleted_rows": stats[2]}
     raise CommitConflictError(f"merge_insert into {uri}: {why} (gave up after {conflict_retries + 1} run(s): "
                               f"conflict_retries = {conflict_retries})")
 
 
-def _close(uri: str, prefix: str, so: Optional[Dict[str, str]], keep: Sequence[str]) -> None:
-    """Close the job and remove its data files not in ``keep``."""
+def _close(uri: str, prefix: str, so: Optional[Dict[str, str]], read_version: int, keep: Sequence[str] = (),
+           keep_deletions: Sequence[str] = ()) -> None:
+    """Close the job and remove its data files not in ``keep`` and its
+    deletion files not in ``keep_deletions``."""
     _native.staged_close_job(uri, prefix, so)
     _native.staged_cleanup(uri, prefix, list(keep), so)
+    _native.merge_cleanup_deletions(uri, prefix, read_version, list(keep_deletions), so)
 
 
 def delete(uri: str, keys_df: DataFrame, on: Union[str, Sequence[str]], *, spark: Optional[SparkSession] = None,
@@ -284,9 +402,11 @@ def delete(uri: str, keys_df: DataFrame, on: Union[str, Sequence[str]], *, spark
     key listed twice is fine), as one commit. Returns the stats dict
     (``num_deleted_rows``)."""
     keys = [on] if isinstance(on, str) else list(on)
-    if isinstance(keys_df, DataFrame):
+    if isinstance(keys_df, DataFrame) and all(isinstance(k, str) for k in keys):
         missing = [k for k in keys if k not in keys_df.columns]
-        if not missing:
-            keys_df = keys_df.select(*keys).dropDuplicates(keys)
+        if missing:
+            raise InvalidInputError(f"delete: key column {missing[0]!r} is not in keys_df (its columns: "
+                                    f"{', '.join(keys_df.columns)})")
+        keys_df = keys_df.select(*keys).dropDuplicates(keys)
     return merge_insert(keys_df, uri, keys, when_matched="delete", when_not_matched="do_nothing", spark=spark,
                         conflict_retries=conflict_retries, storage_options=storage_options)

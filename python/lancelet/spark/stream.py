@@ -28,9 +28,18 @@ same checkpoint against another table raises
 Options are the batch writer's (``max_rows_per_file``,
 ``data_storage_version``, ``vector_columns``, ``enable_stable_row_ids``,
 ``storage_options.<key>``) plus Spark's ``checkpointLocation`` (required).
-Files of tasks that failed outright are not named in any message; the
-sink cannot find them (they are unreferenced and removed by
-``cleanup_old_versions``-style clean-ups, as for batch writes).
+
+Staged files and failures: every task of micro-batch ``b`` names its files
+``{writer}b{b}-...`` (the batch id is the ``streaming.sql.batchId`` property
+Spark gives the batch's tasks; ``writer`` is new at every query start). The
+commit keeps the files its fragments name and removes every other file of
+the batch (failed or speculative attempts); a failed batch's ``abort``
+closes the batch and removes all its files, also those of tasks that died
+before sending a message. What stays unreachable: the files of a batch
+whose driver died before commit or abort (a restart replays the batch
+under a new writer id). No version references them, so
+``cleanup_old_versions`` removes them once they are older than its
+unverified-file age (7 days), or at once with ``delete_unverified=True``.
 """
 
 from __future__ import annotations
@@ -62,6 +71,12 @@ LOOKBACK = 1000
 #: Test hook: raise right after committing this batch id (as if the driver
 #: died before Spark recorded the batch).
 _FAIL_AFTER_COMMIT = "LANCELET_STREAM_FAIL_AFTER_COMMIT"
+#: Test hook (read when the query starts, carried to the tasks by the
+#: writer): the task of partition 0 of this batch id dies (``os._exit``)
+#: right after writing its files, without sending a message.
+_FAIL_TASK = "LANCELET_STREAM_FAIL_TASK"
+#: The local property Spark sets on a micro-batch's jobs.
+_BATCH_PROPERTY = "streaming.sql.batchId"
 
 
 @dataclass
@@ -174,6 +189,11 @@ class LanceletStreamWriter(DataSourceStreamArrowWriter):
         plan_write(opts.uri, self.schema, mode="append", data_storage_version=opts.data_storage_version,
                    storage_options=opts.storage_options)
         self.writer_id = secrets.token_hex(4)
+        self.fail_task = os.environ.get(_FAIL_TASK)
+
+    def _batch_job(self, batch_id) -> str:
+        """The file prefix (without its ``-``) of every task of a batch."""
+        return f"{self.writer_id}b{batch_id}"
 
     def _plan(self, prefix_job: str):
         import dataclasses
@@ -189,18 +209,30 @@ class LanceletStreamWriter(DataSourceStreamArrowWriter):
         from lancelet.spark.source import stage_batches
 
         tc = TaskContext.get()
-        job = f"{self.writer_id}s{tc.stageId()}p{tc.partitionId()}" if tc is not None else secrets.token_hex(6)
+        batch = tc.getLocalProperty(_BATCH_PROPERTY) if tc is not None else None
+        if batch is not None:
+            job = self._batch_job(batch)
+        elif tc is not None:  # no batch id: a prefix of the task's own, found only through its message
+            job = f"{self.writer_id}s{tc.stageId()}p{tc.partitionId()}"
+        else:
+            job = secrets.token_hex(6)
         plan = self._plan(job)
-        return StagedStream(plan.file_prefix, stage_batches(plan, iterator))
+        staged = StagedStream(plan.file_prefix, stage_batches(plan, iterator))
+        if self.fail_task is not None and batch == self.fail_task and tc.partitionId() == 0 and staged.fragments:
+            os._exit(17)
+        return staged
 
     def _messages(self, messages) -> List[StagedStream]:
         return [m for m in messages if isinstance(m, StagedStream)]
 
-    def _close(self, staged: List[StagedStream], keep: List[str]) -> None:
+    def _close(self, staged: List[StagedStream], keep: List[str], batch_id: Optional[int] = None) -> None:
         so = self.opts.storage_options
-        for m in staged:
-            _native.staged_close_job(self.opts.uri, m.prefix, so)
-            _native.staged_cleanup(self.opts.uri, m.prefix, keep, so)
+        prefixes = {m.prefix for m in staged}
+        if batch_id is not None:
+            prefixes.add(f"{self._batch_job(batch_id)}-")
+        for prefix in sorted(prefixes):
+            _native.staged_close_job(self.opts.uri, prefix, so)
+            _native.staged_cleanup(self.opts.uri, prefix, keep, so)
 
     def commit(self, messages, batchId: int) -> None:
         staged = self._messages(messages)
@@ -209,14 +241,14 @@ class LanceletStreamWriter(DataSourceStreamArrowWriter):
         so = self.opts.storage_options
         if not frags or committed_batch(self.opts.uri, qid, batchId, so) is not None:
             # nothing to add, or a replay of a batch already in the table
-            self._close(staged, [])
+            self._close(staged, [], batchId)
             return
         rv = _native.staged_latest_version(self.opts.uri, so)
         commit = _inputs.commit_args(commit_message=f"streaming batch {batchId}",
                                      transaction_properties={QUERY_ID: qid, BATCH_ID: str(batchId)})
         _native.staged_commit(self.opts.uri, "append", rv, self.opts.data_storage_version, self.schema, frags,
                               self.opts.enable_stable_row_ids, so, commit=commit)
-        self._close(staged, _native.staged_file_names(frags))
+        self._close(staged, _native.staged_file_names(frags), batchId)
         if os.environ.get(_FAIL_AFTER_COMMIT) == str(batchId):
             raise RuntimeError(f"{_FAIL_AFTER_COMMIT}: failing after committing batch {batchId}")
 
@@ -225,4 +257,4 @@ class LanceletStreamWriter(DataSourceStreamArrowWriter):
         # happened (a failure after it), its files are the table's now.
         if committed_batch(self.opts.uri, query_id(self.checkpoint), batchId, self.opts.storage_options) is not None:
             return
-        self._close(self._messages(messages), [])
+        self._close(self._messages(messages), [], batchId)

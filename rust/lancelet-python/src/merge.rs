@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use lancelet::io::StorageOptions;
+use lancelet::table::ops::merge_deletions as deletions_core;
 use lancelet::table::ops::merge_insert::{MergeInsertParams, MergeStats, WhenMatched, WhenNotMatchedBySource};
 use lancelet::table::ops::merge_staged::{self, MergeCommit, MergeJob};
 use pyo3::prelude::*;
@@ -44,8 +46,9 @@ fn merge_columns(py: Python<'_>, ds: &NativeDataset, schema: &Bound<'_, PyAny>, 
 }
 
 /// One merge task over the joined rows of `data` (an Arrow stream):
-/// `(updated fragments, inserted fragments, affected row addresses as
-/// little-endian u64 bytes, (inserted, updated, deleted))`.
+/// `(updated fragments, inserted fragments, [(fragment id, offsets of the
+/// rows it updated or deleted there as little-endian u32 bytes)],
+/// (inserted, updated, deleted))`.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn merge_task(
@@ -54,7 +57,7 @@ fn merge_task(
     data: &Bound<'_, PyAny>,
     spec: JobSpec,
     name_prefix: String,
-) -> PyResult<(Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<u8>, (u64, u64, u64))> {
+) -> PyResult<(Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<(u64, Vec<u8>)>, (u64, u64, u64))> {
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let inner = ds.inner.clone();
@@ -68,39 +71,95 @@ fn merge_task(
             })
         })
         .py_err()?;
-    let affected = out.affected.iter().flat_map(|a| a.to_le_bytes()).collect();
+    let mut affected: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+    for a in &out.affected {
+        affected.entry(a >> 32).or_default().extend_from_slice(&(*a as u32).to_le_bytes());
+    }
+    let affected = affected.into_iter().collect();
     let s = out.stats;
     Ok((out.updated_fragments, out.inserted_fragments, affected, (s.inserted, s.updated, s.deleted)))
+}
+
+/// `(fragment id, encoded DeletionFile or None, serialized rows)`.
+type Deletion = (u64, Option<Vec<u8>>, Vec<u8>);
+
+/// One deletion task: mark `offsets` (little-endian u32s, from every
+/// merge task) of fragment `fragment_id` deleted in a new deletion file
+/// tagged for the job `name_prefix`. Returns the staged deletion and the
+/// file's name under `_deletions/` (None when the fragment goes whole).
+#[pyfunction]
+fn merge_deletions(
+    py: Python<'_>,
+    ds: &NativeDataset,
+    fragment_id: u64,
+    offsets: Vec<u8>,
+    name_prefix: String,
+) -> PyResult<(Deletion, Option<String>)> {
+    let inner = ds.inner.clone();
+    py.detach(move || {
+        guard(move || {
+            if offsets.len() % 4 != 0 {
+                return Err(lancelet::Error::invalid_input("merge deletions: offsets must be whole u32s"));
+            }
+            let offs: Vec<u32> = offsets.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let d = deletions_core::stage_deletion(&inner, fragment_id, &offs, &name_prefix)?;
+            let name = d.path().map(|p| p.trim_start_matches("_deletions/").to_string());
+            Ok((d.encode()?, name))
+        })
+    })
+    .py_err()
 }
 
 /// Commit a distributed merge: `(new dataset or None, why)`; `None` means
 /// a concurrent commit made the job stale and it must run again.
 #[pyfunction]
-#[pyo3(signature = (ds, updated, inserted, affected, stats, commit=None))]
+#[pyo3(signature = (ds, updated, inserted, deletions, stats, commit=None))]
 fn merge_commit(
     py: Python<'_>,
     ds: &NativeDataset,
     updated: Vec<Vec<u8>>,
     inserted: Vec<Vec<u8>>,
-    affected: Vec<u8>,
+    deletions: Vec<Deletion>,
     stats: (u64, u64, u64),
     commit: Option<CommitArgs>,
 ) -> PyResult<(Option<NativeDataset>, Option<String>)> {
     let inner = ds.inner.clone();
     let commit = commit.unwrap_or_default();
     let out = callback::run(py, move |raised| {
-        if affected.len() % 8 != 0 {
-            return Err(lancelet::Error::invalid_input("merge commit: affected addresses must be whole u64s"));
-        }
-        let addrs: Vec<u64> = affected.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
+        let deletions =
+            deletions.iter().map(|(f, d, r)| deletions_core::StagedDeletion::decode(*f, d.as_deref(), r)).collect::<lancelet::Result<Vec<_>>>()?;
         let props = commit.properties(raised)?;
         let stats = MergeStats { inserted: stats.0, updated: stats.1, deleted: stats.2 };
-        merge_staged::commit_merge(&inner, &updated, &inserted, &addrs, stats, &props)
+        merge_staged::commit_merge(&inner, &updated, &inserted, &deletions, stats, &props)
     })?;
     Ok(match out {
         MergeCommit::Committed(c) => (Some(NativeDataset { inner: Arc::new(c.dataset) }), None),
         MergeCommit::Rerun(why) => (None, Some(why)),
     })
+}
+
+/// Delete named files of `_deletions/`.
+#[pyfunction]
+#[pyo3(signature = (uri, names, storage_options=None))]
+fn merge_remove_deletions(py: Python<'_>, uri: String, names: Vec<String>, storage_options: Option<StorageOptions>) -> PyResult<usize> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || deletions_core::remove_deletion_files(&uri, &options, &names))).py_err()
+}
+
+/// Delete the deletion files the job `name_prefix` (read at
+/// `read_version`) wrote that are not in `keep`.
+#[pyfunction]
+#[pyo3(signature = (uri, name_prefix, read_version, keep, storage_options=None))]
+fn merge_cleanup_deletions(
+    py: Python<'_>,
+    uri: String,
+    name_prefix: String,
+    read_version: u64,
+    keep: Vec<String>,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<usize> {
+    let options = storage_options.unwrap_or_default();
+    py.detach(move || guard(move || deletions_core::remove_staged_deletions(&uri, &options, &name_prefix, read_version, &keep))).py_err()
 }
 
 /// The transaction properties recorded with the dataset's version (`None`
@@ -121,7 +180,10 @@ fn transaction_properties(py: Python<'_>, ds: &NativeDataset) -> PyResult<Option
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_columns, m)?)?;
     m.add_function(wrap_pyfunction!(merge_task, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_deletions, m)?)?;
     m.add_function(wrap_pyfunction!(merge_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_remove_deletions, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_cleanup_deletions, m)?)?;
     m.add_function(wrap_pyfunction!(transaction_properties, m)?)?;
     Ok(())
 }

@@ -15,15 +15,16 @@
 //! inserted rows in others) and returns them with the addresses of the
 //! rows it updated or deleted.
 //!
-//! [`commit_merge`] (the driver) checks that no dataset row was updated
-//! or deleted twice (pylance's ambiguous-merge error: two tasks may each
-//! have seen one of the source rows), marks the rows deleted (deletion
-//! files) and commits one `Update` (`REWRITE_ROWS`), exactly what the
-//! single-process merge commits, through the same conflict table: it is
-//! rebased over concurrent appends and over deletes of other rows. When a
-//! concurrent commit makes the job's reads stale the answer is
+//! The addresses of the rows a task updated or deleted are then grouped by
+//! fragment, and one task per touched fragment writes its new deletion
+//! file ([`super::merge_deletions`]). [`commit_merge`] (the driver) commits
+//! one `Update` (`REWRITE_ROWS`) of the staged fragments and deletion
+//! files, exactly what the single-process merge commits, through the same
+//! conflict table: it is rebased over concurrent appends and over deletes
+//! of other rows (merging deletion vectors where both touched a fragment).
+//! When a concurrent commit makes the job's reads stale the answer is
 //! [`MergeCommit::Rerun`]: the caller runs the whole job again on the
-//! latest version (the job's data files are its to remove).
+//! latest version (the job's files are its to remove).
 
 use std::sync::Arc;
 
@@ -38,16 +39,19 @@ use crate::proto::table as pb;
 use crate::table::commit::{commit_or_rerun, Outcome};
 use crate::table::conflict::AffectedRows;
 use crate::table::dataset::{Dataset, VersionRef};
+use crate::table::deletion::deletion_file_path;
+use crate::table::ops::merge_deletions::StagedDeletion;
 use crate::table::ops::merge_insert::{
     all_field_ids, condition_batch, filter_u32, inserted_rows, plan, updated_rows, MergeInsertParams, MergeStats, WhenMatched,
     WhenNotMatchedBySource, OUT_BATCH,
 };
-use crate::table::ops::rewrite::{prepare_update, MovedRows};
 use crate::table::ops::update::MAX_ROWS_PER_FILE;
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::row_meta::encode_row_ids;
 use crate::table::scan::{RowFilter, ROW_ADDR, ROW_ID};
+use crate::table::transaction::new_transaction;
 use crate::table::write::{dataset_file_version, stage_fragments, StageTarget};
+use pb::transaction::Operation;
 
 /// Prefix of the dataset-side columns of a joined batch: `__t_{column}`,
 /// `__t__rowaddr`, `__t__rowid`.
@@ -307,16 +311,19 @@ fn decode(staged: &[Vec<u8>]) -> Result<Vec<pb::DataFragment>> {
 }
 
 /// Commit a distributed merge of `ds` (the version its tasks read): the
-/// tasks' updated fragments (their rows replace rows listed in `affected`),
-/// inserted fragments, and every address they updated or deleted. Marks
-/// those rows deleted and commits one `Update` with `props`' transaction
-/// properties. A row address listed twice is pylance's ambiguous-merge
-/// error (nothing committed).
+/// tasks' updated fragments (their rows replace rows the staged deletions
+/// remove), inserted fragments, and the deletion files tasks staged per
+/// touched fragment ([`stage_deletion`](super::merge_deletions::stage_deletion)).
+/// Commits one `Update` with `props`' transaction properties. Two staged
+/// deletions of one fragment, or one written for another version, are
+/// refused (nothing committed). When the commit was rebased over a
+/// concurrent delete of the same fragments, the staged files it replaced
+/// by merged ones are removed.
 pub fn commit_merge(
     ds: &Arc<Dataset>,
     updated_fragments: &[Vec<u8>],
     inserted_fragments: &[Vec<u8>],
-    affected: &[u64],
+    deletions: &[StagedDeletion],
     stats: MergeStats,
     props: &CommitProperties,
 ) -> Result<MergeCommit> {
@@ -329,29 +336,59 @@ pub fn commit_merge(
             )));
         }
     }
-    let mut rows: AffectedRows = AffectedRows::new();
-    for &a in affected {
-        let frag = a >> 32;
-        if ds.fragment_index(frag).is_none() {
-            return Err(Error::invalid_input(format!(
-                "merge commit: row address {a} names fragment {frag}, which version {} does not have",
-                ds.version()
-            )));
+    let mut affected = AffectedRows::new();
+    let (mut updated, mut removed, mut staged_files) = (Vec::new(), Vec::new(), Vec::new());
+    for d in deletions {
+        let fid = d.fragment_id;
+        let i = ds.fragment_index(fid).ok_or_else(|| {
+            Error::invalid_input(format!("merge commit: a staged deletion names fragment {fid}, which version {} does not have", ds.version()))
+        })?;
+        if affected.insert(fid, d.rows.clone()).is_some() {
+            return Err(Error::invalid_input(format!("merge commit: fragment {fid} has two staged deletions")));
         }
-        if !rows.entry(frag).or_default().insert(a as u32) {
-            return Err(ambiguous_error(&format!("_rowaddr = {a} (fragment {frag}, row {})", a as u32)));
+        match &d.deletion_file {
+            Some(f) if f.read_version != ds.version() => {
+                return Err(Error::invalid_input(format!(
+                    "merge commit: the staged deletion file of fragment {fid} was written for version {}, not {}",
+                    f.read_version,
+                    ds.version()
+                )));
+            }
+            Some(f) => {
+                let mut frag = ds.fragments()[i].clone();
+                frag.deletion_file = Some(*f);
+                updated.push(frag);
+                staged_files.extend(d.path());
+            }
+            None => removed.push(fid),
         }
     }
-    let moved = MovedRows { new_fragments, moved_ids: Vec::new(), affected: rows, preserved_fields: all_field_ids(ds) };
-    let p = prepare_update(ds, moved, || Ok(()), stats)?;
-    let txn = p.txn.ok_or_else(|| Error::Internal { what: "an update prepared no transaction".into() })?;
-    let opts =
-        crate::table::commit::CommitOptions { affected_rows: p.affected.map(Arc::new), owned_files: p.written.clone(), ..props.commit_options() };
+    let mut written: Vec<String> = new_fragments.iter().flat_map(|f| f.files.iter().map(|d| format!("data/{}", d.path))).collect();
+    written.extend(staged_files.iter().cloned());
+    let txn = new_transaction(
+        ds.version(),
+        Operation::Update(pb::transaction::Update {
+            removed_fragment_ids: removed,
+            updated_fragments: updated,
+            new_fragments,
+            fields_modified: vec![],
+            fields_for_preserving_frag_bitmap: all_field_ids(ds),
+            update_mode: pb::transaction::UpdateMode::RewriteRows as i32,
+        }),
+    );
+    let opts = crate::table::commit::CommitOptions { affected_rows: Some(Arc::new(affected)), owned_files: written, ..props.commit_options() };
     match commit_or_rerun(ds.root(), &txn, &opts)? {
-        Outcome::Committed(v) => Ok(MergeCommit::Committed(Box::new(Committed::new(ds.checkout(VersionRef::Number(v))?, p.result)))),
-        Outcome::Rerun(why) => {
-            crate::table::commit::remove_files(ds.root(), &p.written);
-            Ok(MergeCommit::Rerun(why))
+        Outcome::Committed(v) => {
+            let new = ds.checkout(VersionRef::Number(v))?;
+            // A rebase over a concurrent delete of a touched fragment wrote a
+            // merged deletion file in place of the task's.
+            let kept: std::collections::HashSet<String> =
+                new.fragments().iter().filter_map(|f| f.deletion_file.as_ref().map(|d| deletion_file_path(f.id, d))).collect();
+            let stale: Vec<String> = staged_files.into_iter().filter(|p| !kept.contains(p)).collect();
+            crate::table::commit::remove_files(ds.root(), &stale);
+            Ok(MergeCommit::Committed(Box::new(Committed::new(new, stats))))
         }
+        // the kernel removed the owned files (data and deletion files)
+        Outcome::Rerun(why) => Ok(MergeCommit::Rerun(why)),
     }
 }

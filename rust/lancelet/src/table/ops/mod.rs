@@ -11,6 +11,7 @@
 //! * [`merge_insert`]: upsert / delete by key columns (`Update`);
 //! * [`merge_staged`]: a distributed merge_insert: tasks decide and write
 //!   the rows of a join, the driver commits one `Update`;
+//! * [`merge_deletions`]: its deletion files, one task per touched fragment;
 //! * [`retry`]: the re-run loop (`conflict_retries`, `retry_timeout`);
 //! * [`index`]: create / replace / optimize / drop scalar indices (`CreateIndex`);
 //! * [`inverted_index`]: build INVERTED (full-text search) indices (`CreateIndex`);
@@ -23,6 +24,7 @@ pub mod delete;
 pub mod index;
 pub mod inverted_index;
 pub(crate) mod keys;
+pub mod merge_deletions;
 pub mod merge_insert;
 pub mod merge_staged;
 pub mod retry;
