@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 
 import lancelet
-from lancelet.exceptions import UnsupportedError
 
 STAT_KEYS = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed",
              "index_files_removed", "deletion_files_removed", "failed_deletes")
@@ -104,7 +103,7 @@ def test_nothing_left_behind(tmp_path, writer, version, stable, policy):
 
 
 def _branch_history(path: str) -> dict:
-    """pylance makes branches (lancelet cannot yet): ``feat`` from main's
+    """pylance makes branches: ``feat`` from main's
     version 2, ``feat/sub`` from ``feat``, commits on both, a tag on a
     branch version; then main moves on (deletes, an update, a compaction)
     so that main's own newer versions need none of version 2's files."""
@@ -186,12 +185,16 @@ def test_tags_on_branches(tmp_path):
     tags = ds.tags.list()
     assert tags == {k: {**v} for k, v in lance.dataset(base).tags.list().items()}
     assert tags["on-branch"]["branch"] == "feat" and tags["on-branch"]["version"] == 3
-    # main's version 3 is not what the tag names: opening it by the tag
-    # would be a silently wrong answer
-    with pytest.raises(UnsupportedError, match="branch"):
-        lancelet.dataset(base, version="on-branch")
-    with pytest.raises(UnsupportedError, match="branch"):
-        ds.tags.create("copy", "on-branch")
+    # the tag names feat's version 3, not main's: both libraries open that
+    by_tag = lancelet.dataset(base, version="on-branch")
+    assert by_tag.version == 3
+    assert by_tag.to_table().equals(lance.dataset(base, version="on-branch").to_table())
+    assert not by_tag.to_table().equals(lancelet.dataset(base, version=3).to_table())
+    # a tag copied from it names the same branch version, in pylance too
+    ds.tags.create("copy", "on-branch")
+    assert lance.dataset(base).tags.list()["copy"]["branch"] == "feat"
+    assert lance.dataset(base, version="copy").to_table().equals(by_tag.to_table())
+    ds.tags.delete("copy")
     # and a tag on a branch version does not keep main's version 3
     kw = dict(older_than=timedelta(0), delete_unverified=True)
     s_theirs, left_theirs, _, kept_theirs = _in_place(

@@ -58,6 +58,7 @@ use crate::table::branches::{branch_root, list_branches};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::deletion::deletion_file_path;
 use crate::table::manifest::{list_versions, read_manifest, VERSIONS_DIR};
+use crate::table::ops::branch::{in_nested_tree, nested_trees};
 use crate::table::ops::{report, Progress};
 use crate::table::properties::{CommitProperties, Committed};
 
@@ -295,7 +296,7 @@ fn cleanup(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) ->
     for obj in ds.root().list_recursive()? {
         // The trees of branches nested in this one's (`b/data` below `b`)
         // are theirs.
-        if nested.iter().any(|n| obj.path.starts_with(n.as_str())) {
+        if in_nested_tree(&nested, &obj.path) {
             continue;
         }
         let Some(kind) = kind_of(&obj.path) else { continue };
@@ -362,16 +363,14 @@ fn branch_needs(ds: &Dataset) -> Result<(Refs, HashSet<u64>, Vec<String>)> {
     let main = ds.main_root()?;
     let mut refs = Refs::default();
     let mut parents = HashSet::new();
-    let mut nested = Vec::new();
-    for b in list_branches(&main)? {
+    let all = list_branches(&main)?;
+    let nested = ds.branch().map(|own| nested_trees(&all, own)).unwrap_or_default();
+    for b in all {
         if b.parent_branch.as_deref() == ds.branch() {
             parents.insert(b.parent_version);
         }
         if Some(b.name.as_str()) == ds.branch() {
             continue;
-        }
-        if let Some(rest) = ds.branch().and_then(|own| b.name.strip_prefix(&format!("{own}/"))) {
-            nested.push(format!("{rest}/"));
         }
         let root = branch_root(&main, &b.name)?;
         for l in list_versions(&root)? {

@@ -248,17 +248,41 @@ pub fn delete_branch(ds: &Dataset, name: &str) -> Result<()> {
     }
     main.child(&format!("{BRANCHES_DIR}/{}", branch_file_name(name)))?.delete()?;
     let root = branch_root(&main, name)?;
-    let nested: Vec<String> = all.iter().filter_map(|b| b.name.strip_prefix(&format!("{name}/")).map(|rest| format!("{rest}/"))).collect();
-    if nested.is_empty() {
-        root.delete_all()?;
-    } else {
-        for obj in root.list_recursive()? {
-            if !nested.iter().any(|n| obj.path.starts_with(n.as_str())) {
-                root.child(&obj.path)?.delete().or_else(|e| if matches!(e, Error::NotFound { .. }) { Ok(()) } else { Err(e) })?;
-            }
+    let nested = nested_trees(&all, name);
+    // Each top-level entry of the tree goes whole, unless a nested branch's
+    // tree lies in it: then file by file.
+    let mut whole: Vec<String> = Vec::new();
+    for obj in root.list_recursive()? {
+        if in_nested_tree(&nested, &obj.path) {
+            continue;
         }
+        let top = obj.path.split('/').next().unwrap_or_default().to_string();
+        if obj.path.contains('/') && !nested.iter().any(|n| n.starts_with(&format!("{top}/"))) {
+            if !whole.contains(&top) {
+                whole.push(top);
+            }
+            continue;
+        }
+        root.child(&obj.path)?.delete().or_else(|e| if matches!(e, Error::NotFound { .. }) { Ok(()) } else { Err(e) })?;
+    }
+    for top in whole {
+        root.child(&top)?.delete_all()?;
     }
     Ok(())
+}
+
+/// The trees of other branches inside branch `name`'s (`b/s` inside `b`),
+/// as prefixes relative to its root (`s/`).
+pub fn nested_trees(all: &[BranchInfo], name: &str) -> Vec<String> {
+    all.iter().filter_map(|b| b.name.strip_prefix(&format!("{name}/")).map(|rest| format!("{rest}/"))).collect()
+}
+
+/// Whether `path` (relative to a branch's root) lies in one of the nested
+/// trees: below one of their prefixes and in a directory there (a tree's
+/// files all are; `data/x.lance` of branch `b` is `b`'s own even when a
+/// branch `b/data` exists, whose files are `data/data/...`, `data/_versions/...`).
+pub fn in_nested_tree(nested: &[String], path: &str) -> bool {
+    nested.iter().any(|n| path.strip_prefix(n.as_str()).is_some_and(|rest| rest.contains('/')))
 }
 
 /// Replace the `metadata` of branch `name`'s record.
