@@ -23,8 +23,8 @@ from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 
 if TYPE_CHECKING:
-    from lancelet.merge_insert import MergeInsertBuilder
     from lancelet._branches import Branches
+    from lancelet.merge_insert import MergeInsertBuilder
     from lancelet.optimize import CleanupStats, DatasetOptimizer
 
 __all__ = ["dataset", "write_dataset", "Dataset", "LanceDataset", "LanceFragment", "DataFile", "Scanner", "Tags"]

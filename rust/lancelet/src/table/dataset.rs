@@ -497,6 +497,14 @@ impl Dataset {
         f.deletion_file.as_ref().map(|d| deletion_file_path(f.id, d))
     }
 
+    /// The directory of an index of this version (`_indices/{uuid}` under
+    /// the root its base id names: a branch's inherited indices live with
+    /// the parent's files).
+    pub fn index_dir(&self, m: &pb::IndexMetadata) -> Result<Storage> {
+        let uuid = crate::index::meta::uuid_string(m.uuid.as_ref().map(|u| u.uuid.as_slice()).unwrap_or_default());
+        resolve(&self.root, &self.file.manifest.base_paths, m.base_id, crate::index::meta::INDICES_DIR, &uuid)
+    }
+
     /// Table config (manifest field 16).
     pub fn config(&self) -> HashMap<String, String> {
         self.file.manifest.config.clone()
