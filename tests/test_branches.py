@@ -381,7 +381,7 @@ def test_inherited_index_on_a_branch(tmp_path, maker):
     for lib in LIBS.values():
         d = lib.dataset(uri).checkout_version(("b", None))
         assert _ids(d, filter="id = 7 OR id = 507") == [7, 507]
-    assert "BTREE" in lancelet.dataset(uri).checkout_version(("b", 2)).scanner(filter="id = 7").explain_plan()
+    assert "ScalarIndexQuery" in lancelet.dataset(uri).checkout_version(("b", 2)).scanner(filter="id = 7").explain_plan()
     main_before = _main_files(uri)
     b = lancelet.dataset(uri).checkout_version(("b", None))
     b.delete("id % 2 = 1")
