@@ -375,7 +375,7 @@ def test_inherited_index_on_a_branch(tmp_path, maker):
     uri = str(tmp_path / "ds")
     lance.write_dataset(_table(range(600)), uri, max_rows_per_file=100)
     lance.dataset(uri).create_scalar_index("id", "BTREE")
-    b = LIBS[maker].dataset(uri).create_branch("b", 2)
+    LIBS[maker].dataset(uri).create_branch("b", 2)
     assert len(lancelet.dataset(uri).checkout_version(("b", 2)).list_indices()) == 1
     for lib in LIBS.values():
         d = lib.dataset(uri).checkout_version(("b", None))
