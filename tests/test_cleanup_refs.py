@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 
 import lancelet
-from lancelet.exceptions import UnsupportedError
 
 STAT_KEYS = ("bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed",
              "index_files_removed", "deletion_files_removed", "failed_deletes")
@@ -104,7 +103,7 @@ def test_nothing_left_behind(tmp_path, writer, version, stable, policy):
 
 
 def _branch_history(path: str) -> dict:
-    """pylance makes branches (lancelet cannot yet): ``feat`` from main's
+    """pylance makes branches: ``feat`` from main's
     version 2, ``feat/sub`` from ``feat``, commits on both, a tag on a
     branch version; then main moves on (deletes, an update, a compaction)
     so that main's own newer versions need none of version 2's files."""
@@ -129,7 +128,7 @@ def _branch_history(path: str) -> dict:
     return {b: lance.dataset(path).checkout_version((b, None)).to_table() for b in ("feat", "feat/sub")}
 
 
-def _in_place(tmp_path, path: str, clean):
+def _in_place(tmp_path, path: str, clean, branches=("feat", "feat/sub")):
     """Run ``clean(path)`` on the dataset where it was made: branch
     manifests name the main line's files by the absolute path of its root,
     so a copy elsewhere would not show what a cleanup must keep. The
@@ -139,7 +138,7 @@ def _in_place(tmp_path, path: str, clean):
         shutil.copytree(path, snap)
     stats = clean(path)
     left = _files(path)
-    reads = {b: lance.dataset(path).checkout_version((b, None)).to_table() for b in ("feat", "feat/sub")}
+    reads = {b: lance.dataset(path).checkout_version((b, None)).to_table() for b in branches}
     kept = [v["version"] for v in lance.dataset(path).versions()]
     shutil.rmtree(path)
     shutil.copytree(snap, path)
@@ -186,12 +185,16 @@ def test_tags_on_branches(tmp_path):
     tags = ds.tags.list()
     assert tags == {k: {**v} for k, v in lance.dataset(base).tags.list().items()}
     assert tags["on-branch"]["branch"] == "feat" and tags["on-branch"]["version"] == 3
-    # main's version 3 is not what the tag names: opening it by the tag
-    # would be a silently wrong answer
-    with pytest.raises(UnsupportedError, match="branch"):
-        lancelet.dataset(base, version="on-branch")
-    with pytest.raises(UnsupportedError, match="branch"):
-        ds.tags.create("copy", "on-branch")
+    # the tag names feat's version 3, not main's: both libraries open that
+    by_tag = lancelet.dataset(base, version="on-branch")
+    assert by_tag.version == 3
+    assert by_tag.to_table().equals(lance.dataset(base, version="on-branch").to_table())
+    assert not by_tag.to_table().equals(lancelet.dataset(base, version=3).to_table())
+    # a tag copied from it names the same branch version, in pylance too
+    ds.tags.create("copy", "on-branch")
+    assert lance.dataset(base).tags.list()["copy"]["branch"] == "feat"
+    assert lance.dataset(base, version="copy").to_table().equals(by_tag.to_table())
+    ds.tags.delete("copy")
     # and a tag on a branch version does not keep main's version 3
     kw = dict(older_than=timedelta(0), delete_unverified=True)
     s_theirs, left_theirs, _, kept_theirs = _in_place(
@@ -200,3 +203,123 @@ def test_tags_on_branches(tmp_path):
         tmp_path, base, lambda p: lancelet.dataset(p).cleanup_old_versions(**kw))
     assert (_stats(s_ours), left_ours, kept_ours) == (_stats(s_theirs), left_theirs, kept_theirs)
     assert 3 not in kept_ours
+
+
+def _lancelet_branch_history(path: str) -> dict:
+    """:func:`_branch_history`'s shape, every commit and branch made by
+    lancelet."""
+    lancelet.write_dataset(_table(300), path, max_rows_per_file=100)
+    ds = lancelet.dataset(path)
+    ds.delete("id < 10")                                     # main v2
+    feat = ds.create_branch("feat", 2)
+    feat.delete("id = 150")                                  # feat v3
+    feat.insert(_table(50, 1000))                            # feat v4
+    sub = lancelet.dataset(path).create_branch("feat/sub", ("feat", 3))
+    sub.delete("id = 250")
+    lancelet.dataset(path).tags.create("on-branch", ("feat", 3))
+    ds = lancelet.dataset(path)
+    ds.delete("id = 50")                                     # main v3
+    ds.update({"s": "'u'"}, where="id < 120")                # main v4
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    with open(os.path.join(path, "data", "orphan.lance"), "wb") as f:
+        f.write(b"o" * 10)
+    return {b: lance.dataset(path).checkout_version((b, None)).to_table() for b in ("feat", "feat/sub")}
+
+
+def test_lancelet_branches_keep_what_they_need(tmp_path):
+    """Branches and a tag on a branch made by lancelet: both libraries'
+    cleanups of the main line keep the same files, and every branch reads
+    after either."""
+    base = str(tmp_path / "base")
+    before = _lancelet_branch_history(base)
+    kw = dict(POLICIES["older-than-0-unverified"], error_if_tagged_old_versions=False)
+    s_theirs, left_theirs, reads_theirs, kept_theirs = _in_place(
+        tmp_path, base, lambda p: lance.dataset(p).cleanup_old_versions(**kw))
+    s_ours, left_ours, reads_ours, kept_ours = _in_place(
+        tmp_path, base, lambda p: lancelet.dataset(p).cleanup_old_versions(**kw))
+    assert (_stats(s_ours), left_ours, kept_ours) == (_stats(s_theirs), left_theirs, kept_theirs)
+    assert s_ours.old_versions >= 2 and 2 in kept_ours  # the version feat was made from stays
+    for b, want in before.items():
+        assert reads_ours[b].equals(want) and reads_theirs[b].equals(want), b
+
+
+def _branch_cleanup_history(path: str, maker) -> None:
+    """A branch ``b`` with five versions of its own (appends and deletes):
+    a tag names its version 3, ``b/c`` is made from its version 4; main
+    has versions of its own too."""
+    maker.write_dataset(_table(100), path, max_rows_per_file=50)
+    maker.dataset(path).create_branch("b", 1)
+    for i in range(4):
+        b = maker.dataset(path).checkout_version(("b", None))
+        if i % 2:
+            b.delete(f"id % {i + 3} = 0")
+        else:
+            b.insert(_table(10, 1000 + 100 * i))
+    maker.dataset(path).tags.create("tb", ("b", 3))
+    c = maker.dataset(path).create_branch("b/c", ("b", 4))
+    c.insert(_table(5, 5000))
+    maker.write_dataset(_table(10, 9000), path, mode="append")
+
+
+@pytest.mark.parametrize("maker", [lance, lancelet], ids=["pylance-branches", "lancelet-branches"])
+def test_cleanup_on_a_branch(tmp_path, maker):
+    """Cleaning a branch (opened on it) removes its old versions and their
+    files, as pylance's does; it keeps the version a tag on it names, the
+    version a branch was made from and the files that branch uses, and
+    never touches the main line."""
+    base = str(tmp_path / "base")
+    _branch_cleanup_history(base, maker)
+    want = {(b, v["version"]): lance.dataset(base).checkout_version((b, v["version"])).to_table()
+            for b in ("b", "b/c") for v in lance.dataset(os.path.join(base, "tree", b)).versions()}
+    main_files = [p for p in _files(base) if not p.startswith("tree/")]
+    kw = dict(older_than=timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False)
+
+    def clean(lib):
+        return lambda p: lib.dataset(p).checkout_version(("b", None)).cleanup_old_versions(**kw)
+
+    s_theirs, left_theirs, _, _ = _in_place(tmp_path, base, clean(lance), ("b", "b/c"))
+    s_ours, left_ours, _, _ = _in_place(tmp_path, base, clean(lancelet), ("b", "b/c"))
+    assert _stats(s_ours) == _stats(s_theirs)
+    assert left_ours == left_theirs
+    assert s_ours.old_versions >= 1
+    assert [p for p in left_ours if not p.startswith("tree/")] == main_files
+    # what stays reads as before in both libraries (b: tagged 3, parent 4, latest)
+    clean(lancelet)(base)
+    left = {(b, v["version"]) for b in ("b", "b/c") for v in lance.dataset(os.path.join(base, "tree", b)).versions()}
+    assert {("b", 3), ("b", 4), ("b", 5)} <= left
+    for key in left:
+        for lib in (lance, lancelet):
+            assert lib.dataset(base).checkout_version(key).to_table().equals(want[key]), key
+    # a tagged branch version in range stops lancelet's cleanup, as pylance's
+    with pytest.raises(ValueError, match="tb"):
+        lancelet.dataset(base).checkout_version(("b", None)).cleanup_old_versions(older_than=timedelta(0))
+
+
+def test_shallow_clone_from_a_tag_survives_cleanups(tmp_path):
+    """A clone made from a tag (pylance's shallow_clone): the source's
+    cleanup keeps the tagged version's files, so the clone reads on; the
+    clone's cleanup never touches the source's files."""
+    src, clone = str(tmp_path / "src"), str(tmp_path / "clone")
+    lancelet.write_dataset(_table(200), src, max_rows_per_file=50)
+    ds = lancelet.dataset(src)
+    ds.delete("id < 20")                                     # v2
+    ds.tags.create("release", 2)
+    lance.dataset(src).shallow_clone(clone, "release")
+    ds = lancelet.dataset(src)
+    ds.update({"s": "'u'"}, where="id < 100")                # v3
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    want = lance.dataset(clone).to_table()
+    kw = dict(older_than=timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False)
+    stats = lancelet.dataset(src).cleanup_old_versions(**kw)
+    assert stats.old_versions >= 1
+    for lib in (lance, lancelet):
+        assert lib.dataset(clone).to_table().equals(want)
+    # the clone moves on and cleans up: the source keeps every file
+    c = lancelet.dataset(clone)
+    c.delete("id % 3 = 0")
+    c.insert(_table(5, 7000))
+    src_files = {p: os.path.getsize(os.path.join(src, p)) for p in _files(src)}
+    lancelet.dataset(clone).cleanup_old_versions(**kw)
+    assert {p: os.path.getsize(os.path.join(src, p)) for p in _files(src)} == src_files
+    assert lance.dataset(clone).to_table().equals(lancelet.dataset(clone).to_table())
+    assert lance.dataset(src, version="release").to_table().equals(want)

@@ -26,10 +26,12 @@ from lancelet.exceptions import (
     CommitConflictError,
     CorruptFileError,
     InvalidInputError,
+    InvalidReferenceError,
     LanceletError,
     LanceletIOError,
     NotFoundError,
     ReferenceExistsError,
+    ReferenceNotFoundError,
     UnsupportedError,
 )
 
@@ -50,6 +52,7 @@ def templates(tmp_path_factory, lance_mod):
     d = lancelet.write_dataset(table(), str(ds), max_rows_per_file=50)
     d.insert(table(50, 100))
     d.tags.create("t1", 1)
+    d.create_branch("b1", 1)
     legacy = root / "legacy"
     lance_mod.write_dataset(table(10), str(legacy), data_storage_version="legacy")
     v23 = root / "v23"
@@ -225,6 +228,13 @@ CASES = {
     "missing-tag": (lambda e: lancelet.dataset(e.uri, version="nope"), NotFoundError, ["nope"]),
     "tag-missing-version": (lambda e: e.ds.tags.create("t9", 99), NotFoundError, ["version 99"]),
     "tag-delete-missing": (lambda e: e.ds.tags.delete("nope"), NotFoundError, ["nope"]),
+    "branch-missing": (lambda e: e.ds.checkout_version(("nob", 1)), NotFoundError, ["nob", "b1"]),
+    "branch-missing-version": (lambda e: e.ds.create_branch("b9", 99), NotFoundError, ["version 99"]),
+    "branch-delete-missing": (lambda e: e.ds.branches.delete("nob"), ReferenceNotFoundError, ["nob"]),
+    "branch-name-reserved": (lambda e: e.ds.create_branch("main", 1), InvalidReferenceError,
+                             ["bad branch name", "main"]),
+    "branch-name-chars": (lambda e: e.ds.create_branch("a b", 1), InvalidReferenceError, ["bad branch name", "a b"]),
+    "branch-exists": (lambda e: e.ds.create_branch("b1", 1), ReferenceExistsError, ["b1"]),
     "missing-file": (lambda e: lancelet.file.LanceFileReader(str(e.root / "nope.lance")), NotFoundError,
                      ["nope.lance"]),
     "missing-data-file": (_missing_data, NotFoundError, [".lance"]),
@@ -299,6 +309,10 @@ FAILING_CALLS = {
     "tag-exists": CASES["tag-exists"][0],
     "tag-missing-version": CASES["tag-missing-version"][0],
     "tag-delete-missing": CASES["tag-delete-missing"][0],
+    "branch-bad-name": CASES["branch-name-chars"][0],
+    "branch-exists": CASES["branch-exists"][0],
+    "branch-missing-version": CASES["branch-missing-version"][0],
+    "branch-delete-missing": CASES["branch-delete-missing"][0],
     "staged-commit-garbage": _staged_garbage,
     "staged-write-stream-fails": lambda e: lancelet.distributed.plan_write(e.uri, table(1).schema).write(_bad_stream()),
 }

@@ -23,6 +23,7 @@ from lancelet._progress import progress_callback
 from lancelet.exceptions import InvalidInputError, UnsupportedError
 
 if TYPE_CHECKING:
+    from lancelet._branches import Branches
     from lancelet.merge_insert import MergeInsertBuilder
     from lancelet.optimize import CleanupStats, DatasetOptimizer
 
@@ -222,26 +223,35 @@ class Tags:
             raise NotFoundError(f"not found: tag {tag!r} of dataset {self._ds.uri}")
         return tags[tag]["version"]
 
-    def create(self, tag: str, version: int) -> None:
-        """Create ``tag`` pointing at ``version`` (``_refs/tags/{tag}.json``).
+    def create(self, tag: str, version: Union[int, str, Tuple[Optional[str], Optional[int]]]) -> None:
+        """Create ``tag`` pointing at ``version`` (``_refs/tags/{tag}.json``):
+        a number (of this version's branch), another tag's name (its
+        version, on its branch), or a ``(branch, version)`` tuple (``None``
+        or ``"main"``: the main line; a version of ``None``: the latest).
         ``tag`` must be a str (else TypeError) of letters, digits, ``.``,
         ``-`` and ``_``, not empty, not starting with ``.`` (else
         InvalidInputError): a tag is a file under ``_refs/tags/``."""
+        from lancelet import _branches
+
         _args.string(tag, "tag")
-        v, t = _version_args(version)
         if version is None:
             raise TypeError("version must be a number or a tag name, got None")
-        if v is None:
-            target = self.list().get(t)
-            if target is not None and target["branch"] is not None:
-                from lancelet.exceptions import UnsupportedError
-                raise UnsupportedError(f"tag {t!r} points at version {target['version']} of branch "
-                                       f"{target['branch']!r}; lancelet does not tag branch versions yet")
-            v = self.get_version(t)
-        _native.tag_create(self._ds._native, tag, v)
+        kind, name, v = _branches.version_target(version)
+        if kind == "number":
+            branch = _native.branch_of(self._ds._native)
+        elif kind == "tag":
+            target = self.list().get(name)
+            if target is None:
+                self.get_version(name)  # NotFoundError naming it
+            branch, v = target["branch"], target["version"]
+        else:
+            branch = name
+            if v is None:
+                v = _native.branch_checkout(self._ds._native, branch, None).version
+        _native.branch_tag_create(self._ds._native, tag, branch, v)
 
     def delete(self, tag: str) -> None:
-        _native.tag_delete(self._ds._native, _args.string(tag, "tag"))
+        _native.branch_tag_delete(self._ds._native, _args.string(tag, "tag"))
 
 
 class Scanner:
@@ -311,14 +321,32 @@ class Scanner:
 class Dataset:
     """One version of a Lance dataset, opened for reading."""
 
-    def __init__(self, uri: PathLike, version: Union[int, str, None] = None,
-                 storage_options: Optional[Dict[str, str]] = None, _native_ds: Any = None) -> None:
+    def __init__(self, uri: PathLike, version: Union[int, str, Tuple[Optional[str], Optional[int]], None] = None,
+                 storage_options: Optional[Dict[str, str]] = None, _native_ds: Any = None,
+                 _main_uri: Optional[str] = None) -> None:
         self._uri = _inputs.uri(uri)
         if _native_ds is None:
-            v, tag = _version_args(version)
-            _native_ds = _native.Dataset(self._uri, v, tag, _inputs.storage_options(storage_options))
+            if isinstance(version, tuple):
+                from lancelet import _branches
+
+                main = _native.Dataset(self._uri, None, None, _inputs.storage_options(storage_options))
+                _native_ds = _branches.checkout(Dataset(self._uri, _native_ds=main), version)
+            else:
+                v, tag = _version_args(version)
+                _native_ds = _native.Dataset(self._uri, v, tag, _inputs.storage_options(storage_options))
         self._native = _native_ds
         self._schema = pa.schema(self._native.schema())
+        self._main = _main_uri
+
+    @property
+    def _main_uri(self) -> str:
+        """The URI of the dataset this version's branch belongs to."""
+        if self._main is None:
+            branch = _native.branch_of(self._native)
+            uri = self._uri.rstrip("/")
+            suffix = f"/tree/{branch}"
+            self._main = uri[: -len(suffix)] if branch and uri.endswith(suffix) else self._uri
+        return self._main
 
     # -- metadata ----------------------------------------------------------
     @property
@@ -367,10 +395,42 @@ class Dataset:
         return [{"version": v, "timestamp": _timestamp(s, n), "metadata": dict(md)}
                 for v, s, n, md in self._native.versions()]
 
-    def checkout_version(self, version: Union[int, str]) -> "Dataset":
-        """The same dataset at another version (number or tag)."""
-        v, tag = _version_args(version)
-        return Dataset(self._uri, _native_ds=self._native.checkout(v, tag))
+    def checkout_version(self, version: Union[int, str, Tuple[Optional[str], Optional[int]]]) -> "Dataset":
+        """The same dataset at another version: a number (of this version's
+        branch), a tag name, or a ``(branch, version)`` tuple (``None`` or
+        ``"main"`` for the main line; a version of ``None``: the latest)."""
+        from lancelet import _branches
+
+        return Dataset(self._uri, _native_ds=_branches.checkout(self, version), _main_uri=self._main)
+
+    def checkout_latest(self) -> None:
+        """Move this object to the latest version of its branch (returns
+        None, as pylance 14's does)."""
+        self._become(self._native.checkout(None, None))
+
+    # -- branches (lancelet/_branches.py) -----------------------------------
+    def create_branch(self, branch: str, reference: Union[int, str, Tuple[Optional[str], Optional[int]], None] = None,
+                      storage_options: Optional[Dict[str, str]] = None) -> "Dataset":
+        """Create branch ``branch`` from ``reference``: a version number of
+        this version's branch, a tag name, a ``(branch, version)`` tuple
+        (``None``/``"main"``: the main line, a version of ``None``: its
+        latest), or ``None`` (the latest of this version's branch). Returns
+        the branch's first version (its URI is ``{uri}/tree/{branch}``).
+        A name pylance refuses (``main``, ``a b``, ``x.lock`` ...) is
+        :class:`InvalidReferenceError`, a name in use
+        :class:`ReferenceExistsError`, an unknown source
+        :class:`NotFoundError`; nothing is written then."""
+        from lancelet import _branches
+
+        return _branches.create_branch(self, branch, reference, storage_options)
+
+    @property
+    def branches(self) -> "Branches":
+        """The dataset's branches: ``list()``, ``list_ordered(order)``,
+        ``delete(name)``, ``replace_metadata(name, metadata)``."""
+        from lancelet._branches import Branches
+
+        return Branches(self)
 
     def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
         _no_filter(filter)

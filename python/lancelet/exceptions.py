@@ -17,6 +17,8 @@ __all__ = [
     "IndexExistsError",
     "ReferenceExistsError",
     "InvalidInputError",
+    "InvalidReferenceError",
+    "ReferenceNotFoundError",
     "CommitConflictError",
     "LanceletIOError",
     "InternalError",
@@ -57,6 +59,17 @@ class ReferenceExistsError(AlreadyExistsError, ValueError):
 
 class InvalidInputError(LanceletError, ValueError):
     """The arguments or data passed in are wrong (e.g. a schema mismatch)."""
+
+
+class InvalidReferenceError(InvalidInputError, OSError):
+    """A branch name pylance refuses, or a branch that cannot be deleted
+    (others were made from it, tags name its versions). Also an
+    ``OSError``, the class pylance raises for it."""
+
+
+class ReferenceNotFoundError(NotFoundError, ValueError):
+    """An unknown branch to delete or describe. Also a ``ValueError``, the
+    class pylance raises for it."""
 
 
 class CommitConflictError(LanceletError):

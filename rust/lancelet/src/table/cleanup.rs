@@ -14,7 +14,22 @@
 //! is a dataset root; see [`crate::table::branches`]). A branch's parent
 //! version keeps its manifest, but only what the branch itself references
 //! joins the working set (pylance 14 removes the parent's transaction
-//! file, for one). Every other file of those kinds is removed when
+//! file, for one).
+//!
+//! Cleaning a branch (`ds` checked out on it) works the same way on the
+//! branch's own tree: its versions, its own files (those without a base
+//! id), the tags naming its versions, the branches made from it and the
+//! files other branches reference in it (through a base path to its
+//! tree); files of the main line or of a parent branch it uses are never
+//! touched, and neither are the trees of branches nested inside its own
+//! (`b/s` below `b`).
+//!
+//! Shallow clones: a clone's cleanup only ever removes files below the
+//! clone's root (the source's files have a base id). The source cannot
+//! know its clones, so a clone must be made from a tag (as pylance's docs
+//! imply): the tag keeps the version, and with it every file the clone
+//! uses, until the tag is deleted. Every other file of those kinds is
+//! removed when
 //!
 //! * an old manifest references it (it is then known not to belong to a
 //!   write in progress), or
@@ -43,6 +58,7 @@ use crate::table::branches::{branch_root, list_branches};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::deletion::deletion_file_path;
 use crate::table::manifest::{list_versions, read_manifest, VERSIONS_DIR};
+use crate::table::ops::branch::{in_nested_tree, nested_trees};
 use crate::table::ops::{report, Progress};
 use crate::table::properties::{CommitProperties, Committed};
 
@@ -224,11 +240,13 @@ pub fn cleanup_old_versions(ds: &Dataset, policy: &CleanupPolicy, props: &Commit
 
 fn cleanup(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) -> Result<CleanupStats> {
     let tags = ds.tags()?;
-    let tagged: HashMap<u64, Vec<&str>> = tags.iter().filter(|t| t.branch.is_none()).fold(HashMap::new(), |mut m, t| {
+    // Tags naming versions of the branch being cleaned (the main line's
+    // when `ds.branch()` is `None`).
+    let tagged: HashMap<u64, Vec<&str>> = tags.iter().filter(|t| t.branch.as_deref() == ds.branch()).fold(HashMap::new(), |mut m, t| {
         m.entry(t.version).or_default().push(t.name.as_str());
         m
     });
-    let (branch_refs, branch_parents) = branch_needs(ds)?;
+    let (branch_refs, branch_parents, nested) = branch_needs(ds)?;
     let locations = list_versions(ds.root())?;
     let total = locations.len() as u64;
     let read = std::sync::atomic::AtomicU64::new(0);
@@ -276,6 +294,11 @@ fn cleanup(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) ->
     let unverified_before = SystemTime::now() - Duration::from_secs(UNVERIFIED_DAYS * 24 * 3600);
     let mut doomed: Vec<(String, u64, Kind)> = Vec::new();
     for obj in ds.root().list_recursive()? {
+        // The trees of branches nested in this one's (`b/data` below `b`)
+        // are theirs.
+        if in_nested_tree(&nested, &obj.path) {
+            continue;
+        }
         let Some(kind) = kind_of(&obj.path) else { continue };
         let maybe_in_progress = !policy.delete_unverified && obj.last_modified >= unverified_before;
         let (referenced, known_old) = match kind {
@@ -331,23 +354,36 @@ fn cleanup(ds: &Dataset, policy: &CleanupPolicy, progress: &Option<Progress>) ->
     Ok(stats)
 }
 
-/// What the branches need of the main line: every file of it that a
-/// version of any branch references, and the versions branches were made
-/// from (their manifests stay).
-fn branch_needs(ds: &Dataset) -> Result<(Refs, HashSet<u64>)> {
+/// What the branches need of the line being cleaned (the main line, or
+/// the branch `ds` is on): every file of it that a version of any other
+/// branch references, the versions branches were made from (their
+/// manifests stay), and the directories (relative to `ds`'s root) of
+/// branches whose trees lie inside its own.
+fn branch_needs(ds: &Dataset) -> Result<(Refs, HashSet<u64>, Vec<String>)> {
+    let main = ds.main_root()?;
     let mut refs = Refs::default();
     let mut parents = HashSet::new();
-    for b in list_branches(ds.root())? {
-        if b.parent_branch.is_none() {
+    let all = list_branches(&main)?;
+    let nested = ds.branch().map(|own| nested_trees(&all, own)).unwrap_or_default();
+    for b in all {
+        if b.parent_branch.as_deref() == ds.branch() {
             parents.insert(b.parent_version);
         }
-        let root = branch_root(ds.root(), &b.name)?;
+        if Some(b.name.as_str()) == ds.branch() {
+            continue;
+        }
+        let root = branch_root(&main, &b.name)?;
         for l in list_versions(&root)? {
-            let file = read_manifest(&root, &l.name)?;
+            // A version removed by a cleanup of that branch running now
+            // is no longer needed.
+            let file = match read_manifest(&root, &l.name) {
+                Err(Error::NotFound { .. }) => continue,
+                other => other?,
+            };
             refs.extend(&refs_of(&file, Owner::Branch)?);
         }
     }
-    Ok((refs, parents))
+    Ok((refs, parents, nested))
 }
 
 /// Remove one file below the dataset root; one already gone is fine.

@@ -28,6 +28,7 @@ use crate::file::schema::LanceSchema;
 use crate::file::FileReader;
 use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
+use crate::table::branches::{branch_root, require_branch, MAIN, TREE_DIR};
 use crate::table::deletion::{decode_deletions, deletion_file_path, live_ranges};
 use crate::table::features::{check_reader_flags, STABLE_ROW_IDS};
 use crate::table::file_cache::{FileCache, IndexCache, SearchCache};
@@ -168,7 +169,14 @@ impl Dataset {
         let number = match version {
             None => versions.last().expect("non-empty").version,
             Some(VersionRef::Number(n)) => n,
-            Some(VersionRef::Tag(t)) => Self::tag_target(&root, uri, &t)?,
+            Some(VersionRef::Tag(t)) => {
+                // A tag on a branch names a version of that branch.
+                let (branch, v) = Self::tag_target(&root, uri, &t)?;
+                if let Some(b) = branch {
+                    return Self::open_in(branch_root(&root, &b)?, uri, Some(VersionRef::Number(v)));
+                }
+                v
+            }
         };
         let Some(location) = versions.iter().find(|l| l.version == number).cloned() else {
             let have: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
@@ -177,7 +185,8 @@ impl Dataset {
         Self::open_location(root, uri, location)
     }
 
-    fn tag_target(root: &Storage, uri: &str, tag: &str) -> Result<u64> {
+    /// The branch (`None`: the main line) and version tag `tag` names.
+    fn tag_target(root: &Storage, uri: &str, tag: &str) -> Result<(Option<String>, u64)> {
         if tag.is_empty() || tag.contains('/') || tag.contains("..") {
             return Err(Error::invalid_input(format!("bad tag name {tag:?}")));
         }
@@ -190,16 +199,8 @@ impl Dataset {
         let text = String::from_utf8_lossy(&bytes);
         let corrupt = |what: String| Error::corrupt_in(s.display().to_string(), what);
         let version = tag_version(&text).ok_or_else(|| corrupt("tag file has no \"version\" number".into()))?;
-        // A tag on a branch names a version of the branch, not of the main
-        // line: opening the main line's version of that number would be a
-        // silently wrong answer.
-        if let Some(branch) = tag_branch(&text).map_err(|e| e.in_file(s.display()))? {
-            return Err(Error::unsupported(format!(
-                "tag {tag:?} of dataset {uri} points at version {version} of branch {branch:?}; lancelet does not \
-                 open branch versions by tag yet (open {uri}/tree/{branch} at version {version} instead)"
-            )));
-        }
-        Ok(version)
+        let branch = tag_branch(&text).map_err(|e| e.in_file(s.display()))?;
+        Ok((branch, version))
     }
 
     fn open_location(root: Storage, uri: &str, location: ManifestLocation) -> Result<Self> {
@@ -240,15 +241,54 @@ impl Dataset {
         })
     }
 
-    /// The same dataset at another version.
+    /// The same dataset at another version: a number on this version's
+    /// branch, or a tag (of the dataset: tags live at the main root).
     pub fn checkout(&self, version: VersionRef) -> Result<Self> {
-        Self::open_in(self.root.fresh(), &self.uri, Some(version))
+        self.checkout_ref(Some(version))
     }
 
-    /// The same dataset at another version, or at the latest when `None`
-    /// (a fresh look at the version list).
+    /// The same dataset at another version, or at the latest of this
+    /// version's branch when `None` (a fresh look at the version list).
     pub fn checkout_ref(&self, version: Option<VersionRef>) -> Result<Self> {
-        Self::open_in(self.root.fresh(), &self.uri, version)
+        let root = match &version {
+            Some(VersionRef::Tag(_)) => self.main_root()?,
+            _ => self.root.fresh(),
+        };
+        Self::open_in(root, &self.uri, version)
+    }
+
+    /// Version `version` (the latest when `None`) of branch `branch` of this
+    /// dataset (`None` or `"main"`: the main line). An unknown branch is
+    /// `NotFound` naming the branches there are.
+    pub fn checkout_branch(&self, branch: Option<&str>, version: Option<u64>) -> Result<Self> {
+        let main = self.main_root()?;
+        let root = match branch {
+            None | Some(MAIN) => main,
+            Some(b) => {
+                require_branch(&main, b)?;
+                branch_root(&main, b)?
+            }
+        };
+        Self::open_in(root, &self.uri, version.map(VersionRef::Number))
+    }
+
+    /// The branch this version belongs to (`Manifest.branch`; `None`: the
+    /// main line).
+    pub fn branch(&self) -> Option<&str> {
+        self.file.manifest.branch.as_deref()
+    }
+
+    /// The root of the dataset whose branch this version is: this root
+    /// for the main line, else the directory holding `tree/{branch}` (where
+    /// tags and branch records live). A branch copied away from its
+    /// dataset counts as a dataset of its own.
+    pub fn main_root(&self) -> Result<Storage> {
+        let Some(b) = self.branch() else { return Ok(self.root.fresh()) };
+        let display = self.root.display().trim_end_matches('/');
+        match display.strip_suffix(&format!("/{TREE_DIR}/{b}")) {
+            Some(main) if !main.is_empty() && !main.ends_with(':') && !main.ends_with('/') => self.root.open_uri(main),
+            _ => Ok(self.root.fresh()),
+        }
     }
 
     /// The URI it was opened with.
@@ -319,7 +359,7 @@ impl Dataset {
 
     /// Every tag, sorted by name.
     pub fn tags(&self) -> Result<Vec<TagInfo>> {
-        let dir = self.root.child(TAGS_DIR)?;
+        let dir = self.main_root()?.child(TAGS_DIR)?;
         let mut out = Vec::new();
         for (name, _) in dir.list()? {
             let Some(tag) = name.strip_suffix(".json") else { continue };
@@ -480,6 +520,14 @@ impl Dataset {
     pub fn deletion_file_name(&self, i: usize) -> Option<String> {
         let f = self.fragment(i);
         f.deletion_file.as_ref().map(|d| deletion_file_path(f.id, d))
+    }
+
+    /// The directory of an index of this version (`_indices/{uuid}` under
+    /// the root its base id names: a branch's inherited indices live with
+    /// the parent's files).
+    pub fn index_dir(&self, m: &pb::IndexMetadata) -> Result<Storage> {
+        let uuid = crate::index::meta::uuid_string(m.uuid.as_ref().map(|u| u.uuid.as_slice()).unwrap_or_default());
+        resolve(&self.root, &self.file.manifest.base_paths, m.base_id, crate::index::meta::INDICES_DIR, &uuid)
     }
 
     /// Table config (manifest field 16).

@@ -153,6 +153,9 @@ pub fn next_indices(
                 m.index_details = ri.new_index_details.clone().or(m.index_details.take());
                 m.index_version = Some(ri.new_index_version as i32);
                 m.files = ri.new_index_files.clone();
+                // The rewritten files are this dataset's own, even when
+                // the old ones were a parent branch's.
+                m.base_id = None;
             }
             // Indices holding row ids stay valid; so do all with stable
             // row ids. (Deferred remaps keep the old fragments: queries map

@@ -82,28 +82,45 @@ fn shorten(name: &str) -> String {
     }
 }
 
-/// The JSON text of a tag file.
-pub fn tag_json(version: u64, manifest_size: u64, now: std::time::Duration) -> String {
+/// The JSON text of a tag file (`branch`: the branch whose version it
+/// names, `None` for the main line).
+pub fn tag_json(branch: Option<&str>, version: u64, manifest_size: u64, now: std::time::Duration) -> String {
     let t = rfc3339(now);
+    let branch = branch.map(|b| serde_json::Value::String(b.to_string()).to_string()).unwrap_or_else(|| "null".into());
     format!(
-        "{{\n  \"branch\": null,\n  \"version\": {version},\n  \"createdAt\": \"{t}\",\n  \"updatedAt\": \"{t}\",\n  \"manifestSize\": {manifest_size},\n  \"metadata\": {{}}\n}}"
+        "{{\n  \"branch\": {branch},\n  \"version\": {version},\n  \"createdAt\": \"{t}\",\n  \"updatedAt\": \"{t}\",\n  \"manifestSize\": {manifest_size},\n  \"metadata\": {{}}\n}}"
     )
 }
 
-/// Create tag `name` → `version`.
+/// Create tag `name` → `version` of the main line of the dataset at `root`.
 pub fn create_tag(root: &Storage, name: &str, version: u64) -> Result<()> {
+    create_branch_tag(root, name, None, version)
+}
+
+/// Create tag `name` → `version` of branch `branch` (`None`: the main
+/// line) of the dataset at `root` (the main root: tags live there). An
+/// unknown branch or version is `NotFound`; nothing is written then.
+pub fn create_branch_tag(root: &Storage, name: &str, branch: Option<&str>, version: u64) -> Result<()> {
     check_tag_name(name)?;
-    let versions = list_versions(root)?;
+    let vroot = match branch {
+        None => root.clone(),
+        Some(b) => {
+            crate::table::branches::require_branch(root, b)?;
+            crate::table::branches::branch_root(root, b)?
+        }
+    };
+    let versions = list_versions(&vroot)?;
     let Some(loc) = versions.iter().find(|l| l.version == version) else {
-        return Err(Error::not_found(format!("version {version} of dataset {} (cannot tag it)", root.display())));
+        let on = branch.map(|b| format!(" branch {b:?} of")).unwrap_or_default();
+        return Err(Error::not_found(format!("version {version} of{on} dataset {} (cannot tag it)", root.display())));
     };
     let size = match loc.size {
         Some(s) => s,
-        None => root.child(&format!("_versions/{}", loc.name))?.size()?,
+        None => vroot.child(&format!("_versions/{}", loc.name))?.size()?,
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let s = root.child(&format!("{TAGS_DIR}/{name}.json"))?;
-    s.write_new(Bytes::from(tag_json(version, size, now))).map_err(|e| match e {
+    s.write_new(Bytes::from(tag_json(branch, version, size, now))).map_err(|e| match e {
         e @ Error::AlreadyExists { .. } => e.reworded(format!("tag {name:?} of dataset {}", root.display())).as_reference_exists(),
         e => e,
     })
@@ -134,7 +151,7 @@ mod tests {
     #[test]
     fn json_matches_pylance_shape() {
         let text = std::fs::read_to_string(crate::testdata::pylance14("ops_history/_refs/tags/t1.json")).unwrap();
-        let ours = tag_json(2, 459, std::time::Duration::new(1_795_326_099, 471_464_177));
+        let ours = tag_json(None, 2, 459, std::time::Duration::new(1_795_326_099, 471_464_177));
         assert_eq!(ours, text.trim_end());
     }
 

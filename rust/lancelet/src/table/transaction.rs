@@ -32,7 +32,7 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::ids::{new_uuid, random_bytes16};
 use crate::proto::table as pb;
-use crate::table::features::{DELETION_FILES, MIXED_DATA_FILE_VERSIONS, STABLE_ROW_IDS, TABLE_CONFIG};
+use crate::table::features::{BASE_PATHS, DELETION_FILES, MIXED_DATA_FILE_VERSIONS, STABLE_ROW_IDS, TABLE_CONFIG};
 
 use pb::transaction::Operation;
 
@@ -105,6 +105,11 @@ pub fn feature_flags(m: &pb::Manifest, stable: bool) -> (u64, u64) {
     let versions: HashSet<(u32, u32)> = m.fragments.iter().flat_map(|f| &f.files).map(|d| (d.file_major_version, d.file_minor_version)).collect();
     if versions.len() > 1 {
         r |= MIXED_DATA_FILE_VERSIONS;
+    }
+    // Files under other roots (branches, clones): pylance 14 sets the flag
+    // for both readers and writers.
+    if !m.base_paths.is_empty() {
+        r |= BASE_PATHS;
     }
     let mut w = r;
     if !m.config.is_empty() {
@@ -198,6 +203,8 @@ pub fn build_manifest(
         m.data_format = p.data_format.clone();
         m.base_paths = p.base_paths.clone();
         m.fragments = p.fragments.clone();
+        // A branch's versions stay on it (see table/branches.rs).
+        m.branch = p.branch.clone();
     }
     let need_prev = || prev.ok_or_else(|| Error::not_found(format!("a dataset to apply {} to", op_name(txn.operation.as_ref()))));
     let mut max_id = prev_max;

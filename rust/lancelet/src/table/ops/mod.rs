@@ -5,6 +5,7 @@
 //! table ([`crate::table::conflict`]), and [`retry`] re-runs an operation
 //! on the latest version when that table says so.
 //!
+//! * [`branch`]: create, list and delete branches (a `Clone` first version);
 //! * [`delete`]: delete rows matching a predicate (`Delete`);
 //! * [`update`]: set columns to SQL values where a predicate holds
 //!   (`Update`, rows rewritten);
@@ -20,6 +21,7 @@
 
 use crate::error::Result;
 
+pub mod branch;
 pub mod delete;
 pub mod index;
 pub mod inverted_index;

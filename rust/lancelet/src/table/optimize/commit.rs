@@ -147,10 +147,7 @@ fn deferred_reuse(old_ds: &Dataset, groups: &[pb::transaction::RewriteGroup], ve
         }
         out.push(frag_reuse::Group::new(old, g.new_fragments.iter().map(|f| (f.id, f.physical_rows)).collect(), kept));
     }
-    let dir = |idx: &pb::IndexMetadata| -> Result<crate::io::Storage> {
-        let uuid = idx.uuid.as_ref().map(|u| crate::index::meta::uuid_string(&u.uuid)).unwrap_or_default();
-        old_ds.root().child(&format!("{}/{uuid}", crate::index::meta::INDICES_DIR))
-    };
+    let dir = |idx: &pb::IndexMetadata| -> Result<crate::io::Storage> { old_ds.index_dir(idx) };
     let dir = match previous {
         Some(p) => dir(p)?,
         None => old_ds.root().clone(),
