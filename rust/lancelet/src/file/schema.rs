@@ -193,11 +193,33 @@ fn metadata_from_pb(md: &HashMap<String, Vec<u8>>) -> HashMap<String, String> {
 impl LanceSchema {
     /// Build the field tree from flat protobuf rows.
     pub fn from_pb(fields: &[pb::Field], metadata: &HashMap<String, Vec<u8>>) -> Result<Self> {
+        // pylance 14 writes the members of a blob v2 descriptor (a packed
+        // struct stored as one column) as rows with id -1 and parent -1
+        // right after the struct: they belong to the struct before them.
+        let adopted: Vec<pb::Field>;
+        let fields = if fields.iter().any(|f| f.id == -1) {
+            let mut parent = None;
+            adopted = fields
+                .iter()
+                .map(|f| {
+                    let mut f = f.clone();
+                    if f.id == -1 && f.parent_id == -1 {
+                        if let Some(p) = parent {
+                            f.parent_id = p;
+                        }
+                    } else if f.id != -1 {
+                        parent = (f.logical_type == "struct").then_some(f.id);
+                    }
+                    f
+                })
+                .collect();
+            adopted.as_slice()
+        } else {
+            fields
+        };
         let mut children_of: HashMap<i32, Vec<&pb::Field>> = HashMap::new();
         let mut ids = std::collections::HashSet::new();
-        // pylance 14 writes the members of a blob v2 descriptor (a packed
-        // struct stored as one column) with id -1 each: such rows carry no
-        // id of their own and have no children.
+        // Such members carry no id of their own and have no children.
         let mut anonymous = 0usize;
         for f in fields {
             if f.id == -1 {
