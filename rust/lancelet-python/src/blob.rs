@@ -46,7 +46,13 @@ pub fn take_blobs(py: Python<'_>, ds: &NativeDataset, column: String, kind: &str
                 let (addrs, found) = match kind.as_str() {
                     "indices" => (ds.addresses_of_indices(&values)?, vec![true; values.len()]),
                     "ids" => ds.addresses_of_row_ids(&values)?,
-                    "addresses" => ds.addresses_of_row_ids(&values).map(|(a, f)| if ds.has_stable_row_ids() { (values.clone(), vec![true; values.len()]) } else { (a, f) })?,
+                    "addresses" => ds.addresses_of_row_ids(&values).map(|(a, f)| {
+                        if ds.has_stable_row_ids() {
+                            (values.clone(), vec![true; values.len()])
+                        } else {
+                            (a, f)
+                        }
+                    })?,
                     other => return Err(lancelet::Error::invalid_input(format!("take_blobs selection {other:?}"))),
                 };
                 let mut got = take_blob_locations(&ds, &column, &addrs)?.into_iter();

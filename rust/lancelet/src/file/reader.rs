@@ -645,7 +645,9 @@ fn decode_leaf(
             chunks: chunk_refs.as_deref(),
         };
         let decoded = match &layout.layout {
-            Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size, matches!(dt, DataType::Struct(_))).map(|(l, s)| (l, s, false)),
+            Some(Layout::BlobLayout(b)) => {
+                decode_blob_page(b, &input, storage, file_size, matches!(dt, DataType::Struct(_))).map(|(l, s)| (l, s, false))
+            }
             _ => decode_page(layout, &input).map(|(l, s, sel)| (l, s, sel || got.zip.is_some())),
         };
         let at_page = |e: Error| e.context(format!("page at row {first_row}"));

@@ -630,7 +630,8 @@ impl Storage {
                 _ => s.to_string(),
             }
         };
-        let path = Path::parse(stem(self.path.as_ref())).map_err(|e| Error::invalid_input(format!("sidecar of {}: {e}", self.display)).with_source(e))?;
+        let path =
+            Path::parse(stem(self.path.as_ref())).map_err(|e| Error::invalid_input(format!("sidecar of {}: {e}", self.display)).with_source(e))?;
         let mut dir = Storage { path, display: stem(&self.display), ..self.clone_parts() };
         if let Some(d) = self.local_dir.as_ref() {
             dir.local_dir = Some(d.with_extension(""));

@@ -62,9 +62,9 @@ impl BlobHandling {
             "all_binary" => Ok(Self::AllBinary),
             "blobs_descriptions" => Ok(Self::BlobsDescriptions),
             "all_descriptions" => Ok(Self::AllDescriptions),
-            other => Err(Error::invalid_input(format!(
-                "blob_handling {other:?}: expected one of 'all_binary', 'blobs_descriptions', 'all_descriptions'"
-            ))),
+            other => {
+                Err(Error::invalid_input(format!("blob_handling {other:?}: expected one of 'all_binary', 'blobs_descriptions', 'all_descriptions'")))
+            }
         }
     }
 
@@ -167,7 +167,12 @@ pub fn as_v2_descriptor(array: ArrayRef, want: &DataType) -> Result<ArrayRef> {
         .zip(fs.iter())
         .map(|(c, f)| {
             if c.data_type() != f.data_type() {
-                return Err(Error::corrupt(format!("blob v2 descriptor member {:?} has type {}, expected {}", f.name(), c.data_type(), f.data_type())));
+                return Err(Error::corrupt(format!(
+                    "blob v2 descriptor member {:?} has type {}, expected {}",
+                    f.name(),
+                    c.data_type(),
+                    f.data_type()
+                )));
             }
             Ok(c.clone())
         })
@@ -301,11 +306,7 @@ pub fn read_locations(locations: &[Option<BlobLocation>]) -> Result<ArrayRef> {
             values[r] = Some(b);
         }
     }
-    let arr: LargeBinaryArray = locations
-        .iter()
-        .zip(values)
-        .map(|(l, v)| l.as_ref().map(|_| v.map(|b| b.to_vec()).unwrap_or_default()))
-        .collect();
+    let arr: LargeBinaryArray = locations.iter().zip(values).map(|(l, v)| l.as_ref().map(|_| v.map(|b| b.to_vec()).unwrap_or_default())).collect();
     Ok(Arc::new(arr))
 }
 
@@ -365,6 +366,43 @@ mod tests {
         assert_eq!(sidecar_name(1), format!("1{}.blob", "0".repeat(31)));
         assert_eq!(sidecar_name(2), format!("01{}.blob", "0".repeat(30)));
         assert_eq!(sidecar_name(3), format!("11{}.blob", "0".repeat(30)));
+    }
+
+    #[test]
+    fn pylance_descriptor_rows_belong_to_their_struct() {
+        use crate::file::schema::LanceSchema;
+        use crate::proto::file as pb;
+        let row = |name: &str, id: i32, parent: i32, lt: &str, nullable: bool| pb::Field {
+            name: name.into(),
+            id,
+            parent_id: parent,
+            logical_type: lt.into(),
+            nullable,
+            metadata: if lt == "struct" {
+                [(BLOB_KEY.to_string(), b"true".to_vec()), ("lance-encoding:packed".to_string(), b"true".to_vec())].into()
+            } else {
+                Default::default()
+            },
+            ..Default::default()
+        };
+        // As pylance 14 writes a v2 blob column into a data file.
+        let rows = vec![
+            row("id", 0, -1, "int64", true),
+            row("b", 1, -1, "struct", true),
+            row("kind", -1, -1, "uint8", false),
+            row("position", -1, -1, "uint64", false),
+            row("size", -1, -1, "uint64", false),
+            row("blob_id", -1, -1, "uint32", false),
+            row("blob_uri", -1, -1, "string", false),
+        ];
+        let s = LanceSchema::from_pb(&rows, &Default::default()).unwrap();
+        assert_eq!(s.fields.len(), 2);
+        assert_eq!(s.fields[1].arrow.data_type(), &v2_descriptor_type());
+        assert!(is_v2_descriptor(&s.fields[1].arrow));
+        // Two ids alike are still refused.
+        let mut dup = rows.clone();
+        dup[1].id = 0;
+        assert!(LanceSchema::from_pb(&dup, &Default::default()).is_err());
     }
 
     #[test]

@@ -11,7 +11,6 @@
 //! `struct<position: uint64, size: uint64>` ([`describe_blob_field`]) and
 //! no blob byte is fetched.
 
-
 use arrow_schema::{DataType, Field, Fields};
 
 use crate::error::{Error, Result};
