@@ -142,7 +142,11 @@ pub fn read_field(f: &LanceField, handling: BlobHandling) -> LanceField {
             LanceField { id: f.id, arrow, children: descriptor_children(&dt) }
         }
         (Some(BlobVersion::V2), false) => {
-            LanceField { id: f.id, arrow: Field::new(f.arrow.name(), DataType::LargeBinary, f.arrow.is_nullable()), children: Vec::new() }
+            // pylance keeps the field's metadata but the extension name.
+            let mut keep = f.arrow.metadata().clone();
+            keep.remove("ARROW:extension:name");
+            let arrow = Field::new(f.arrow.name(), DataType::LargeBinary, f.arrow.is_nullable()).with_metadata(keep);
+            LanceField { id: f.id, arrow, children: Vec::new() }
         }
         _ => f.clone(),
     }
