@@ -447,11 +447,17 @@ class Dataset:
                 offset: Optional[int] = None, batch_size: Optional[int] = None,
                 fragments: Optional[Iterable[LanceFragment]] = None, *, with_row_id: bool = False,
                 with_row_address: bool = False, row_range: Optional[Tuple[int, int]] = None,
-                use_scalar_index: Optional[bool] = None, **unsupported: Any) -> Scanner:
+                use_scalar_index: Optional[bool] = None, blob_handling: Optional[str] = None,
+                **unsupported: Any) -> Scanner:
         """Plan a scan. ``row_range=(start, end)`` keeps only the physical
         rows ``start <= offset < end`` of each fragment scanned (how a
-        distributed task reads one slice of a large fragment)."""
+        distributed task reads one slice of a large fragment).
+        ``blob_handling``: blob columns read as their descriptors
+        (``"blobs_descriptions"``, the default, or ``"all_descriptions"``) or
+        as their bytes (``"all_binary"``), as pylance's."""
         filter = _filter(filter)
+        from lancelet.blob import check_blob_handling
+        blob_handling = check_blob_handling(blob_handling)
         nearest = unsupported.pop("nearest", None)
         full_text_query = unsupported.pop("full_text_query", None)
         prefilter = bool(unsupported.pop("prefilter", False))
@@ -471,6 +477,8 @@ class Dataset:
             with_row_id=bool(with_row_id), with_row_address=bool(with_row_address), batch_size=bs, fragments=frag_ids,
             filter=filter, row_range=_row_range(row_range),
             use_scalar_index=True if use_scalar_index is None else bool(use_scalar_index))
+        if nearest is None and full_text_query is None:
+            kw["blob_handling"] = blob_handling
         if nearest is not None:
             from lancelet import _nearest
             kw["nearest"] = _nearest.scan_params(self.schema, nearest, kw, prefilter=prefilter, fast_search=fast_search)
@@ -499,6 +507,15 @@ class Dataset:
         """Rows at positions ``indices`` of the dataset (after deletions)."""
         stream = self._native.take(_int_list(indices, "row indices"), _columns(columns))
         return _args.read_all(pa.RecordBatchReader.from_stream(stream))
+
+    def take_blobs(self, blob_column: str, ids: Any = None, addresses: Any = None, indices: Any = None, *,
+                   buffer_size: int = 512 * 1024) -> List[Any]:
+        """File-like :class:`lancelet.blob.BlobFile` objects for the blobs of
+        ``blob_column`` at the selected rows (exactly one of ``ids``,
+        ``addresses`` or ``indices``); ``None`` for null blobs. Bytes are read
+        lazily, in ranges, as the files are read."""
+        from lancelet.blob import take_blobs
+        return take_blobs(self, blob_column, ids=ids, addresses=addresses, indices=indices, buffer_size=buffer_size)
 
     def take_row_ids(self, row_ids: Any, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """Rows with these row ids (stable ids, else row addresses); deleted

@@ -182,7 +182,7 @@ impl NativeDataset {
     }
 
     /// Stream a scan batch by batch.
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None, use_scalar_index=true))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None, use_scalar_index=true, blob_handling=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -197,14 +197,18 @@ impl NativeDataset {
         filter: Option<String>,
         row_range: Option<(u64, u64)>,
         use_scalar_index: bool,
+        blob_handling: Option<String>,
     ) -> PyResult<ArrowStream> {
-        let opts = scan_options(columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, row_range, use_scalar_index);
+        let mut opts = scan_options(columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, row_range, use_scalar_index);
+        if let Some(h) = blob_handling {
+            opts.blob_handling = lancelet::table::blobs::BlobHandling::parse(&h).py_err()?;
+        }
         let stream = py.detach(|| guard(|| self.scanner(opts, filter)?.stream())).py_err()?;
         Ok(ArrowStream::new(Box::new(StreamReader { schema: stream.schema(), inner: stream })))
     }
 
     /// The whole scan, read before returning (errors keep their types).
-    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None, use_scalar_index=true))]
+    #[pyo3(signature = (columns=None, limit=None, offset=0, with_row_id=false, with_row_address=false, batch_size=None, fragments=None, filter=None, row_range=None, use_scalar_index=true, blob_handling=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan_all(
         &self,
@@ -219,8 +223,12 @@ impl NativeDataset {
         filter: Option<String>,
         row_range: Option<(u64, u64)>,
         use_scalar_index: bool,
+        blob_handling: Option<String>,
     ) -> PyResult<ArrowStream> {
-        let opts = scan_options(columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, row_range, use_scalar_index);
+        let mut opts = scan_options(columns, limit, offset, with_row_id, with_row_address, batch_size, fragments, row_range, use_scalar_index);
+        if let Some(h) = blob_handling {
+            opts.blob_handling = lancelet::table::blobs::BlobHandling::parse(&h).py_err()?;
+        }
         let (schema, batches) = py
             .detach(|| {
                 guard(|| {
@@ -310,6 +318,7 @@ fn scan_options(
         filter: None,
         row_range: row_range.map(|(s, e)| s..e),
         disable_scalar_index: !use_scalar_index,
+        blob_handling: Default::default(),
     }
 }
 

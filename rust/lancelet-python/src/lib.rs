@@ -4,6 +4,7 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+mod blob;
 mod branches;
 mod callback;
 mod commit_args;
@@ -160,6 +161,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
     branches::register(m)?;
+    blob::register(m)?;
     ops::register(m)?;
     merge::register(m)?;
     evolve::register(m)?;

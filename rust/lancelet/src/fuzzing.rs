@@ -591,6 +591,19 @@ fn read_data_file(data: &[u8], version: Option<FileVersion>, kind: Option<PageKi
     if let Some(b) = ok(r.read_range(&all, 0..n.min(MAX_READ_ROWS))) {
         assert_eq!(b.num_rows() as u64, n.min(MAX_READ_ROWS));
     }
+    // Blob columns as their descriptions; v2 descriptors resolved to the
+    // bytes they point at (sidecars and external objects are missing here).
+    if let Some(p) = ok(r.read_pieces_described(&all, &[0..n.min(MAX_READ_ROWS)])) {
+        for (c, f) in all.iter().zip(r.schema().fields()) {
+            if crate::table::blobs::is_v2_descriptor(f) {
+                if let Some(col) = ok(p.concat_column(*c)) {
+                    if let Some(locs) = ok(crate::table::blobs::v2_locations(&col, r.storage(), r.storage())) {
+                        let _ = ok(crate::table::blobs::read_locations(&locs));
+                    }
+                }
+            }
+        }
+    }
     if n > 0 {
         let idx = [n - 1, 0, n / 2, n - 1];
         if let Some(b) = ok(r.take(&all, &idx)) {

@@ -400,26 +400,51 @@ impl FileReader {
     /// Like [`FileReader::read_ranges`], with each column as the arrays of
     /// its pages (see [`ColumnPieces`]) where that saves a copy.
     pub fn read_pieces(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<ColumnPieces> {
-        self.read_pieces_inner(projection, ranges).map_err(|e| e.in_file(self.path()))
+        self.read_pieces_inner(projection, ranges, false).map_err(|e| e.in_file(self.path()))
     }
 
-    fn read_pieces_inner(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<ColumnPieces> {
+    /// Like [`FileReader::read_pieces`], with every blob column (see
+    /// [`crate::file::structural::blob::describe_blob_field`]) read as its
+    /// `(position, size)` descriptions instead of its bytes: no blob byte
+    /// is fetched.
+    pub fn read_pieces_described(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<ColumnPieces> {
+        self.read_pieces_inner(projection, ranges, true).map_err(|e| e.in_file(self.path()))
+    }
+
+    /// The storage handle of this file (blob readers fetch ranges of it).
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    fn read_pieces_inner(&self, projection: &[usize], ranges: &[Range<u64>], described: bool) -> Result<ColumnPieces> {
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         if let Some(legacy) = &self.legacy {
             let batch = legacy.read_ranges(projection, ranges)?;
             return ColumnPieces::from_arrays(batch.columns().to_vec(), num_rows as usize);
         }
-        let fields: Vec<&Field> = projection.iter().map(|&i| self.arrow_schema.field(i)).collect();
+        let owned: Vec<Field> = projection
+            .iter()
+            .map(|&i| {
+                let f = self.arrow_schema.field(i);
+                if described {
+                    crate::file::structural::blob::describe_blob_field(f)
+                } else {
+                    f.clone()
+                }
+            })
+            .collect();
+        let fields: Vec<&Field> = owned.iter().collect();
         let family = self.version.traits().expect("2.x version").family;
         let ranges: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
         let ranges = ranges.as_slice();
         let columns: Vec<Vec<ArrayRef>> = match family {
             _ if ranges.is_empty() => fields.iter().map(|f| vec![arrow_array::new_empty_array(f.data_type())]).collect(),
-            PageFamily::Structural => self.read_structural(projection, ranges)?,
+            PageFamily::Structural => self.read_structural(projection, &fields, ranges)?,
             PageFamily::ArrayEncoding => projection
                 .iter()
-                .map(|&fi| {
-                    crate::file::v2_0::read_field(self, &self.columns, &self.arrow_schema.fields()[fi], self.field_columns[fi].clone(), ranges)
+                .zip(&fields)
+                .map(|(&fi, f)| {
+                    crate::file::v2_0::read_field(self, &self.columns, f, self.field_columns[fi].clone(), ranges)
                         .map(|a| vec![a])
                         .map_err(|e| e.context(format!("column {:?}", self.arrow_schema.field(fi).name())))
                 })
@@ -444,11 +469,10 @@ impl FileReader {
 
     /// The projected columns, each as one array, or for a top-level column
     /// that owns its leaf as one array per page (no concatenation).
-    fn read_structural(&self, projection: &[usize], ranges: &[Range<u64>]) -> Result<Vec<Vec<ArrayRef>>> {
+    fn read_structural(&self, projection: &[usize], fields: &[&Field], ranges: &[Range<u64>]) -> Result<Vec<Vec<ArrayRef>>> {
         // (leaf field, column index) for every projected leaf, in order.
         let mut leaves: Vec<LeafPlan> = Vec::new();
-        for &fi in projection {
-            let f = self.arrow_schema.field(fi);
+        for (&fi, f) in projection.iter().zip(fields) {
             let mut cols = self.field_columns[fi].clone();
             collect_leaves(f, &mut cols, &mut Vec::new(), &mut leaves);
         }
@@ -498,8 +522,7 @@ impl FileReader {
         };
         let mut per_leaf = decoded.into_iter();
         let mut out = Vec::with_capacity(projection.len());
-        for &fi in projection {
-            let field = self.arrow_schema.field(fi);
+        for field in fields.iter().copied() {
             let mut mine = per_leaf.by_ref().take(leaf_count(field)).collect::<Result<Vec<LeafOut>>>()?;
             if let [LeafOut::Arrays(_)] = mine.as_slice() {
                 let Some(LeafOut::Arrays(arrays)) = mine.pop() else { unreachable!("matched above") };
@@ -622,7 +645,9 @@ fn decode_leaf(
             chunks: chunk_refs.as_deref(),
         };
         let decoded = match &layout.layout {
-            Some(Layout::BlobLayout(b)) => decode_blob_page(b, &input, storage, file_size).map(|(l, s)| (l, s, false)),
+            Some(Layout::BlobLayout(b)) => {
+                decode_blob_page(b, &input, storage, file_size, matches!(dt, DataType::Struct(_))).map(|(l, s)| (l, s, false))
+            }
             _ => decode_page(layout, &input).map(|(l, s, sel)| (l, s, sel || got.zip.is_some())),
         };
         let at_page = |e: Error| e.context(format!("page at row {first_row}"));

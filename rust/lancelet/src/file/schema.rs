@@ -193,10 +193,38 @@ fn metadata_from_pb(md: &HashMap<String, Vec<u8>>) -> HashMap<String, String> {
 impl LanceSchema {
     /// Build the field tree from flat protobuf rows.
     pub fn from_pb(fields: &[pb::Field], metadata: &HashMap<String, Vec<u8>>) -> Result<Self> {
+        // pylance 14 writes the members of a blob v2 descriptor (a packed
+        // struct stored as one column) as rows with id -1 and parent -1
+        // right after the struct: they belong to the struct before them.
+        let adopted: Vec<pb::Field>;
+        let fields = if fields.iter().any(|f| f.id == -1) {
+            let mut parent = None;
+            adopted = fields
+                .iter()
+                .map(|f| {
+                    let mut f = f.clone();
+                    if f.id == -1 && f.parent_id == -1 {
+                        if let Some(p) = parent {
+                            f.parent_id = p;
+                        }
+                    } else if f.id != -1 {
+                        parent = (f.logical_type == "struct").then_some(f.id);
+                    }
+                    f
+                })
+                .collect();
+            adopted.as_slice()
+        } else {
+            fields
+        };
         let mut children_of: HashMap<i32, Vec<&pb::Field>> = HashMap::new();
         let mut ids = std::collections::HashSet::new();
+        // Such members carry no id of their own and have no children.
+        let mut anonymous = 0usize;
         for f in fields {
-            if !ids.insert(f.id) {
+            if f.id == -1 {
+                anonymous += 1;
+            } else if !ids.insert(f.id) {
                 return Err(Error::corrupt(format!("schema has duplicate field id {}", f.id)));
             }
             children_of.entry(f.parent_id).or_default().push(f);
@@ -204,7 +232,7 @@ impl LanceSchema {
         let roots = children_of.get(&-1).cloned().unwrap_or_default();
         let mut seen = 0usize;
         let fields = roots.into_iter().map(|f| build_field(f, &children_of, 0, &mut seen)).collect::<Result<Vec<_>>>()?;
-        if seen != fields_len(fields.iter()) || seen != ids.len() {
+        if seen != fields_len(fields.iter()) || seen != ids.len() + anonymous {
             return Err(Error::corrupt("schema has fields whose parent does not exist"));
         }
         Ok(LanceSchema { fields, metadata: metadata_from_pb(metadata) })
@@ -249,7 +277,7 @@ fn build_field(f: &pb::Field, children_of: &HashMap<i32, Vec<&pb::Field>>, depth
         return Err(Error::corrupt("schema nests deeper than 64 levels (cycle?)"));
     }
     *seen += 1;
-    let kids = children_of.get(&f.id).cloned().unwrap_or_default();
+    let kids = if f.id == -1 { Vec::new() } else { children_of.get(&f.id).cloned().unwrap_or_default() };
     let children = kids.into_iter().map(|c| build_field(c, children_of, depth + 1, seen)).collect::<Result<Vec<_>>>()?;
     let lt = f.logical_type.as_str();
     let want_one_child = |what: &str| -> Result<Field> {

@@ -626,6 +626,41 @@ impl Storage {
         })
     }
 
+    /// A handle on `rel` below the directory named after this object
+    /// without its extension (`data/f.lance` -> `data/f/<rel>`): where the
+    /// blob sidecar files of a data file live.
+    pub fn sidecar(&self, rel: &str) -> Result<Storage> {
+        let stem = |s: &str| -> String {
+            match s.rsplit_once('.') {
+                Some((a, ext)) if !ext.contains('/') => a.to_string(),
+                _ => s.to_string(),
+            }
+        };
+        let path =
+            Path::parse(stem(self.path.as_ref())).map_err(|e| Error::invalid_input(format!("sidecar of {}: {e}", self.display)).with_source(e))?;
+        let mut dir = Storage { path, display: stem(&self.display), ..self.clone_parts() };
+        if let Some(d) = self.local_dir.as_ref() {
+            dir.local_dir = Some(d.with_extension(""));
+        }
+        dir.child(rel)
+    }
+
+    /// The fields of this handle but its file map.
+    fn clone_parts(&self) -> Storage {
+        Storage {
+            store: self.store.clone(),
+            path: self.path.clone(),
+            display: self.display.clone(),
+            reads: self.reads.clone(),
+            bytes_read: self.bytes_read.clone(),
+            options: self.options.clone(),
+            local_dir: self.local_dir.clone(),
+            request_cost: self.request_cost,
+            file_map: FileMapCell::default(),
+            manifest_store: self.manifest_store.clone(),
+        }
+    }
+
     /// The objects directly below this path (treated as a directory): names
     /// relative to it and sizes. A missing directory lists as empty.
     pub fn list(&self) -> Result<Vec<(String, u64)>> {

@@ -508,7 +508,7 @@ impl Dataset {
         let f = self.fragment(i);
         let rows = self.physical_rows(i)?;
         let schema = schema_of(fields, &self.schema.metadata);
-        FragmentReader::open(f, rows, fields, schema, |df| self.open_data_file(f, df))
+        FragmentReader::open(f, rows, fields, schema, |df| self.open_data_file(f, df)).map(|r| r.with_root(self.root.clone()))
     }
 
     /// Index of the fragment with this id.

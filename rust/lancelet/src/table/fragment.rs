@@ -58,6 +58,8 @@ pub struct FragmentReader {
     sources: Vec<Source>,
     fields: Vec<LanceField>,
     schema: SchemaRef,
+    /// The dataset root (external blob URIs are opened through it).
+    root: Option<Storage>,
 }
 
 /// The field ids a field and its descendants carry.
@@ -144,7 +146,7 @@ impl FragmentReader {
                 _ => Source::Split { parts },
             });
         }
-        Ok(FragmentReader { fragment_id: fragment.id, physical_rows, files, sources, fields: fields.to_vec(), schema })
+        Ok(FragmentReader { fragment_id: fragment.id, physical_rows, files, sources, fields: fields.to_vec(), schema, root: None })
     }
 
     /// The fragment id.
@@ -229,11 +231,18 @@ impl FragmentReader {
             let top = self.files[file].1[slot];
             projections[file].iter().position(|&p| p == top).expect("projected above")
         };
+        // v1 blob columns asked for as descriptions are read as such (no
+        // blob byte fetched); see `table/blobs.rs`.
+        let described = which.iter().any(|&i| crate::table::blobs::is_v1_description(&self.fields[i].arrow));
         let read = self
             .files
             .iter()
             .zip(&projections)
-            .map(|((reader, _), proj)| if proj.is_empty() { Ok(None) } else { reader.read_pieces(proj, ranges).map(Some) })
+            .map(|((reader, _), proj)| match (proj.is_empty(), described) {
+                (true, _) => Ok(None),
+                (false, false) => reader.read_pieces(proj, ranges).map(Some),
+                (false, true) => reader.read_pieces_described(proj, ranges).map(Some),
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut columns = Vec::with_capacity(which.len());
         for &i in which {
@@ -246,7 +255,7 @@ impl FragmentReader {
                     .column(position(*file, *slot))
                     .iter()
                     .map(|piece| {
-                        adapt(piece.clone(), file_field, field)
+                        self.adapt_piece(piece.clone(), *file, file_field, field)
                             .map_err(|e| e.in_file(self.files[*file].0.path()).context(format!("column {:?}", field.arrow.name())))
                     })
                     .collect::<Result<Vec<_>>>()?,
@@ -262,6 +271,48 @@ impl FragmentReader {
             columns.push(col);
         }
         ColumnPieces::new(columns, n as usize)
+    }
+
+    /// A column piece read from file `file` given the requested type: v2
+    /// blob descriptors become the requested descriptor type, or the blob
+    /// bytes they point at when `large_binary` is requested.
+    fn adapt_piece(&self, piece: ArrayRef, file: usize, file_field: &LanceField, field: &LanceField) -> Result<ArrayRef> {
+        use crate::table::blobs;
+        if !blobs::is_v2_descriptor(&file_field.arrow) {
+            return adapt(piece, file_field, field);
+        }
+        match field.arrow.data_type() {
+            DataType::LargeBinary => {
+                let file_storage = self.files[file].0.storage();
+                let root = self.root.clone().unwrap_or_else(|| file_storage.clone());
+                blobs::read_locations(&blobs::v2_locations(&piece, file_storage, &root)?)
+            }
+            dt if blobs::is_v2_descriptor(&field.arrow) => blobs::as_v2_descriptor(piece, dt),
+            dt => Err(Error::unsupported(format!(
+                "blob v2 column {:?} read as {dt}: read it with blob_handling, or with take_blobs",
+                field.arrow.name()
+            ))),
+        }
+    }
+
+    /// Set the dataset root external blob URIs are opened through.
+    pub fn with_root(mut self, root: Storage) -> Self {
+        self.root = Some(root);
+        self
+    }
+
+    /// The data file the field at position `i` (of [`Self::fields`]) is
+    /// read from, when it is read from exactly one.
+    pub fn file_of(&self, i: usize) -> Option<&Arc<FileReader>> {
+        match self.sources.get(i)? {
+            Source::File { file, .. } => Some(&self.files[*file].0),
+            _ => None,
+        }
+    }
+
+    /// The dataset root, when set.
+    pub fn root(&self) -> Option<&Storage> {
+        self.root.as_ref()
     }
 
     /// Read physical rows at `offsets` (any order, repeats allowed).

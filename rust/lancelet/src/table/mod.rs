@@ -24,9 +24,11 @@
 //! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits);
 //! * [`optimize`]: compaction (plan, tasks, ReserveFragments + Rewrite);
 //!   [`cleanup`]: removing old versions and the files only they use;
-//! * [`branches`]: reading the branch records pylance writes.
+//! * [`branches`]: reading the branch records pylance writes;
+//! * [`blobs`]: blob columns (v1, v2): descriptors, bytes, sidecars.
 
 pub mod apply_rewrite;
+pub mod blobs;
 pub mod branches;
 pub mod cleanup;
 pub mod commit;

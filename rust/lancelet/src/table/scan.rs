@@ -77,6 +77,9 @@ pub struct ScanOptions {
     /// Do not answer the filter from scalar indices (pylance's
     /// `use_scalar_index=False`).
     pub disable_scalar_index: bool,
+    /// What blob columns read as (bytes by default here; pylance's
+    /// default, the descriptors, is chosen by the Python layer).
+    pub blob_handling: crate::table::blobs::BlobHandling,
 }
 
 /// One fragment's part of the plan.
@@ -168,7 +171,7 @@ impl Scanner {
         if opts.batch_size == Some(0) {
             return Err(Error::invalid_input("batch_size must be positive"));
         }
-        let mut read_fields = ds.project(opts.columns.as_deref())?;
+        let mut read_fields = crate::table::blobs::read_fields(&ds.project(opts.columns.as_deref())?, opts.blob_handling);
         let num_projected = read_fields.len();
         let mut filter_row_cols = (false, false);
         if let Some(f) = &opts.filter {
@@ -179,7 +182,7 @@ impl Scanner {
                 } else if name == ROW_ADDR && !in_schema(ROW_ADDR) {
                     filter_row_cols.1 = true;
                 } else if !read_fields.iter().any(|x| x.arrow.name() == &name) {
-                    read_fields.extend(ds.project(Some(&[name]))?);
+                    read_fields.extend(crate::table::blobs::read_fields(&ds.project(Some(&[name]))?, opts.blob_handling));
                 }
             }
         }
@@ -604,6 +607,13 @@ impl Dataset {
     /// Rows at dataset positions `indices` (counted over surviving rows in
     /// fragment order; any order, repeats allowed).
     pub fn take(self: &Arc<Self>, indices: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
+        let addrs = self.addresses_of_indices(indices)?;
+        self.take_addresses(&addrs, columns)
+    }
+
+    /// The row addresses of dataset positions `indices` (counted over
+    /// surviving rows in fragment order).
+    pub fn addresses_of_indices(self: &Arc<Self>, indices: &[u64]) -> Result<Vec<u64>> {
         let n = self.fragments().len();
         let counts = crate::process::install(|| (0..n).into_par_iter().map(|i| self.live_rows(i)).collect::<Result<Vec<_>>>())?;
         let mut starts = Vec::with_capacity(n + 1);
@@ -642,7 +652,7 @@ impl Dataset {
                 off.ok_or_else(|| Error::corrupt(format!("fragment {} has fewer live rows than its deletion count says", self.fragments()[fi].id)))?;
             addrs.push((self.fragments()[fi].id << 32) | off);
         }
-        self.take_addresses(&addrs, columns)
+        Ok(addrs)
     }
 
     /// Rows with these row ids (stable ids, or addresses without them), in
@@ -654,6 +664,13 @@ impl Dataset {
     /// Like [`Self::take_row_ids`], and also tells for each id whether its
     /// row was found (not deleted): the batch holds the found rows, in order.
     pub fn take_row_ids_found(self: &Arc<Self>, ids: &[u64], columns: Option<&[String]>) -> Result<(RecordBatch, Vec<bool>)> {
+        let (addrs, found) = self.addresses_of_row_ids(ids)?;
+        Ok((self.take_addresses(&addrs, columns)?, found))
+    }
+
+    /// The addresses of the live rows with these row ids (stable ids, or
+    /// addresses without them), and for each id whether its row is live.
+    pub fn addresses_of_row_ids(self: &Arc<Self>, ids: &[u64]) -> Result<(Vec<u64>, Vec<bool>)> {
         let mut found = Vec::with_capacity(ids.len());
         let mut addrs = Vec::with_capacity(ids.len());
         if self.has_stable_row_ids() {
@@ -683,12 +700,22 @@ impl Dataset {
                 }
             }
         }
-        Ok((self.take_addresses(&addrs, columns)?, found))
+        Ok((addrs, found))
     }
 
     /// Rows at these (valid, live) row addresses, in order.
     pub fn take_addresses(self: &Arc<Self>, addrs: &[u64], columns: Option<&[String]>) -> Result<RecordBatch> {
-        let fields = self.project(columns)?;
+        self.take_addresses_with(addrs, columns, crate::table::blobs::BlobHandling::AllBinary)
+    }
+
+    /// Like [`Self::take_addresses`], blob columns read as `blob_handling` says.
+    pub fn take_addresses_with(
+        self: &Arc<Self>,
+        addrs: &[u64],
+        columns: Option<&[String]>,
+        blob_handling: crate::table::blobs::BlobHandling,
+    ) -> Result<RecordBatch> {
+        let fields = crate::table::blobs::read_fields(&self.project(columns)?, blob_handling);
         let schema = crate::table::fragment::schema_of(&fields, &self.lance_schema().metadata);
         // Group by fragment, keeping for every input where its row lands.
         let mut groups: Vec<(usize, Vec<u64>)> = Vec::new();
