@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lancelet import file, optimize
 from lancelet._native import __version__
+from lancelet._bases import DatasetBasePath
 from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet.exceptions import (
     AlreadyExistsError,
@@ -24,6 +25,7 @@ from lancelet.exceptions import (
 )
 
 __all__ = [
+    "DatasetBasePath",
     "__version__",
     "file",
     "optimize",

@@ -611,6 +611,34 @@ class Dataset:
         pylance 14's does)."""
         self._become(_native.dataset_restore(self._native, _inputs.commit_args()))
 
+    # -- bases and clones (lancelet._bases) ----------------------------------
+    def base_paths(self) -> Dict[int, Any]:
+        """``{id: DatasetBasePath}``: the base paths this version's manifest
+        registers (a fresh dict; the dataset's own root is not one unless
+        registered)."""
+        from lancelet import _bases
+
+        return _bases.base_paths(self)
+
+    def shallow_clone(self, target_path: PathLike, reference: Any,
+                      storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "Dataset":
+        """Clone version ``reference`` (a number, a tag name, or ``(branch,
+        version)``) to ``target_path`` without copying data: the clone's
+        manifest reads this dataset's files through base path 0 (or the
+        next free id); what is written to the clone stays in the clone.
+        A target holding a dataset is ``AlreadyExistsError``."""
+        from lancelet import _bases
+
+        return _bases.shallow_clone(self, target_path, reference, storage_options, **kwargs)
+
+    def deep_clone(self, target_path: PathLike, reference: Any,
+                   storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "Dataset":
+        """Clone version ``reference`` to ``target_path`` copying its data,
+        deletion and index files, so that the clone stands alone."""
+        from lancelet import _bases
+
+        return _bases.deep_clone(self, target_path, reference, storage_options, **kwargs)
+
     # -- maintenance (lancelet.optimize) ------------------------------------
     @property
     def optimize(self) -> "DatasetOptimizer":

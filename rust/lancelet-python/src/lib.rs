@@ -4,6 +4,7 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+mod bases;
 mod callback;
 mod commit_args;
 mod dataset;
@@ -158,6 +159,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::NativeDataset>()?;
     m.add_class::<namespace::NativeDirNamespace>()?;
     write::register(m)?;
+    bases::register(m)?;
     ops::register(m)?;
     merge::register(m)?;
     evolve::register(m)?;

@@ -350,6 +350,12 @@ impl Dataset {
         })
     }
 
+    /// The directory holding the files of index entry `m` (resolved
+    /// through the manifest's base paths when the entry has a `base_id`).
+    pub fn index_dir(&self, m: &pb::IndexMetadata) -> Result<Storage> {
+        crate::index::meta::index_dir(&self.root, &self.file.manifest.base_paths, m)
+    }
+
     /// The deleted offsets of fragment `i`, if it has a deletion file.
     pub fn deletions(&self, i: usize) -> Result<Option<RoaringBitmap>> {
         let f = self.fragment(i);

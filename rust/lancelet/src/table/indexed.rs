@@ -18,7 +18,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::index::frag_reuse::{self, FragReuse};
-use crate::index::meta::{IndexInfo, INDICES_DIR};
+use crate::index::meta::IndexInfo;
 use crate::index::rowset::{Part, RowSet};
 use crate::index::{IndexKind, IndexQuery, ScalarIndex};
 use crate::io::Storage;
@@ -151,11 +151,10 @@ impl DatasetIndices {
         if infos.is_empty() {
             return Ok(DatasetIndices::default());
         }
-        let root = ds.root();
         let reuse = match infos.iter().find(|i| i.is_system() && i.name() == frag_reuse::NAME) {
             Some(r) => {
                 let details = r.pb.index_details.as_ref().ok_or_else(|| Error::corrupt("the fragment reuse index has no details"))?;
-                Some(Arc::new(FragReuse::from_details(details, &root.child(&format!("{INDICES_DIR}/{}", r.uuid))?)?))
+                Some(Arc::new(FragReuse::from_details(details, &ds.index_dir(&r.pb)?)?))
             }
             None => None,
         };
@@ -174,7 +173,7 @@ impl DatasetIndices {
                 Some(r) => r.remap_coverage(&info.fragment_bitmap, !keyed_by_row_id),
                 None => info.fragment_bitmap.clone(),
             };
-            let dir = root.child(&format!("{INDICES_DIR}/{}", info.uuid))?;
+            let dir = ds.index_dir(&info.pb)?;
             out.push(Arc::new(UsableIndex {
                 column: field.arrow.name().clone(),
                 kind,

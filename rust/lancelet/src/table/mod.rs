@@ -24,11 +24,14 @@
 //! * [`evolve`]: add/drop/alter columns and `merge` (Merge/Project commits);
 //! * [`optimize`]: compaction (plan, tasks, ReserveFragments + Rewrite);
 //!   [`cleanup`]: removing old versions and the files only they use;
-//! * [`branches`]: reading the branch records pylance writes.
+//! * [`branches`]: reading the branch records pylance writes;
+//! * [`clone`]: shallow and deep clones of a version; [`bases`]: the
+//!   base paths of multi-base datasets.
 
 pub mod apply_rewrite;
 pub mod branches;
 pub mod cleanup;
+pub mod clone;
 pub mod commit;
 pub mod commit_store;
 pub mod conflict;

@@ -32,7 +32,7 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::ids::{new_uuid, random_bytes16};
 use crate::proto::table as pb;
-use crate::table::features::{DELETION_FILES, MIXED_DATA_FILE_VERSIONS, STABLE_ROW_IDS, TABLE_CONFIG};
+use crate::table::features::{BASE_PATHS, DELETION_FILES, MIXED_DATA_FILE_VERSIONS, STABLE_ROW_IDS, TABLE_CONFIG};
 
 use pb::transaction::Operation;
 
@@ -105,6 +105,10 @@ pub fn feature_flags(m: &pb::Manifest, stable: bool) -> (u64, u64) {
     let versions: HashSet<(u32, u32)> = m.fragments.iter().flat_map(|f| &f.files).map(|d| (d.file_major_version, d.file_minor_version)).collect();
     if versions.len() > 1 {
         r |= MIXED_DATA_FILE_VERSIONS;
+    }
+    // pylance sets it whenever bases are registered, used or not.
+    if !m.base_paths.is_empty() {
+        r |= BASE_PATHS;
     }
     let mut w = r;
     if !m.config.is_empty() {

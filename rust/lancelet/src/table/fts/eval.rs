@@ -22,7 +22,6 @@ use super::{FtsQuery, FtsScan, Hit, Occur, Operator};
 use crate::error::{Error, Result};
 use crate::index::inverted::tokenizer::{Token, Tokenizer, TokenizerParams};
 use crate::index::inverted::{InvertedIndex, Stats, DETAILS_TYPE_URL};
-use crate::index::meta::INDICES_DIR;
 use crate::table::dataset::Dataset;
 use crate::table::scan::{ScanOptions, Scanner};
 
@@ -114,7 +113,7 @@ pub fn find(ds: &Arc<Dataset>, column: &str) -> Result<Option<ColumnIndex>> {
     let mut index: Option<InvertedIndex> = None;
     for e in &entries {
         covered |= &e.fragment_bitmap;
-        let dir = ds.root().child(&format!("{INDICES_DIR}/{}", e.uuid))?;
+        let dir = ds.index_dir(&e.pb)?;
         let opened = InvertedIndex::open(&dir).map_err(|err| err.context(format!("INVERTED index {:?} ({})", e.name(), e.uuid)))?;
         match &mut index {
             None => index = Some(opened),

@@ -27,7 +27,7 @@ use roaring::RoaringBitmap;
 use super::flat::{self, in_range, Kernel};
 use super::{ElementType, Hit, NearestScan, VectorColumn};
 use crate::error::{Error, Result};
-use crate::index::meta::{IndexInfo, INDICES_DIR};
+use crate::index::meta::IndexInfo;
 use crate::index::vector::{AllowedRows, AnnQuery, DistanceType, VectorIndex};
 use crate::proto::type_url::VECTOR_INDEX_DETAILS;
 use crate::table::dataset::Dataset;
@@ -52,7 +52,7 @@ impl IndexRoute {
         self.segments
             .iter()
             .map(|s| {
-                let dir = ds.root().child(&format!("{INDICES_DIR}/{}", s.uuid))?;
+                let dir = ds.index_dir(&s.pb)?;
                 crate::index::vector::open::open(&dir, &s.pb).map_err(|e| e.context(format!("vector index {:?} ({})", s.name(), s.uuid)))
             })
             .collect()

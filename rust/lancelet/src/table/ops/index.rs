@@ -307,7 +307,7 @@ pub fn optimize_indices_with(
         // ZONEMAP and BLOOMFILTER keep their zone sizes (read from the newest
         // segment's files).
         let params = match segments.last() {
-            Some(s) if !kind.remappable() => IndexParams::of_index(kind, &ds.root().child(&format!("{INDICES_DIR}/{}", s.uuid))?)?,
+            Some(s) if !kind.remappable() => IndexParams::of_index(kind, &ds.index_dir(&s.pb)?)?,
             _ => IndexParams::default(),
         };
         match build_segment(ds, &column, kind, &params, info.name(), dataset_version, &props.progress) {

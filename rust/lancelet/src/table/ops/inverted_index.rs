@@ -182,7 +182,7 @@ pub(crate) fn optimize_inverted(
 ) -> Result<Option<pb::IndexMetadata>> {
     let all: roaring::RoaringBitmap = ds.fragments().iter().map(|f| f.id as u32).collect();
     let newest = segments.last().ok_or_else(|| Error::internal("an index without segments"))?;
-    let old_dir = ds.root().child(&format!("{INDICES_DIR}/{}", newest.uuid))?;
+    let old_dir = ds.index_dir(&newest.pb)?;
     let (params, parts) = read_metadata(&old_dir)?;
     let name = newest.name().to_string();
     if segments.len() > 1 {
@@ -248,7 +248,7 @@ pub fn remap_inverted(
         return Ok(None);
     }
     let old = index.uuid.as_ref().ok_or_else(|| Error::corrupt(format!("index {:?} has no uuid", index.name)))?;
-    let old_dir = ds.root().child(&format!("{INDICES_DIR}/{}", crate::index::meta::uuid_string(&old.uuid)))?;
+    let old_dir = ds.index_dir(index)?;
     let (params, _) = read_metadata(&old_dir)?;
     let [field_id] = index.fields[..] else {
         return Err(Error::corrupt(format!("INVERTED index {:?} has {} fields", index.name, index.fields.len())));

@@ -39,7 +39,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::ids::new_uuid;
-use crate::index::meta::{uuid_bytes, uuid_string, IndexInfo, INDICES_DIR};
+use crate::index::meta::{uuid_bytes, IndexInfo, INDICES_DIR};
 use crate::index::rowset::fragment_bitmap_bytes;
 use crate::index::vector::build::{self, BuildParams, Vectors};
 use crate::index::vector::open::describe;
@@ -68,8 +68,7 @@ pub fn is_vector(info: &IndexInfo) -> bool {
 }
 
 fn index_dir(ds: &Dataset, m: &pb::IndexMetadata) -> Result<crate::io::Storage> {
-    let uuid = uuid_string(m.uuid.as_ref().map(|u| u.uuid.as_slice()).unwrap_or_default());
-    ds.root().child(&format!("{INDICES_DIR}/{uuid}"))
+    ds.index_dir(m)
 }
 
 /// Optimize the vector index whose entries are `segments` (manifest

@@ -25,7 +25,7 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::ids::new_uuid;
 use crate::index::frag_reuse::FragReuse;
-use crate::index::meta::{uuid_bytes, uuid_string, INDICES_DIR};
+use crate::index::meta::{uuid_bytes, INDICES_DIR};
 use crate::index::remap::remap;
 use crate::index::IndexKind;
 use crate::proto::table as pb;
@@ -167,7 +167,7 @@ pub fn remap_index(ds: &Dataset, index: &pb::IndexMetadata, moved: &dyn Fn(u64) 
         return Ok(None);
     }
     let old = index.uuid.as_ref().ok_or_else(|| Error::corrupt(format!("index {:?} has no uuid", index.name)))?;
-    let src = ds.root().child(&format!("{INDICES_DIR}/{}", uuid_string(&old.uuid)))?;
+    let src = ds.index_dir(index)?;
     let uuid = new_uuid();
     let dst = ds.root().child(&format!("{INDICES_DIR}/{uuid}"))?;
     let files = remap(kind, &src, &dst, index_file_version(ds)?, &|a| moved(a).unwrap_or(Some(a)))
