@@ -3,6 +3,7 @@
 //! call returns the new version as a `Dataset`.
 
 use lancelet::io::StorageOptions;
+use lancelet::proto::table as pb;
 use lancelet::table::clone;
 use pyo3::prelude::*;
 use pyo3::wrap_pyfunction;
@@ -12,6 +13,24 @@ use crate::dataset::NativeDataset;
 
 /// `(id, name, is_dataset_root, path)` of one base path.
 pub type BaseRow = (u32, Option<String>, bool, String);
+
+/// `(id, name, is_dataset_root, path)` as Python hands a `DatasetBasePath`
+/// over (`id` `None` when to be given).
+pub type BaseArg = (Option<u32>, Option<String>, bool, String);
+
+/// The core's `(id, base)` of one argument.
+pub fn base_of((id, name, is_dataset_root, path): BaseArg) -> (Option<u32>, pb::BasePath) {
+    (id, pb::BasePath { id: id.unwrap_or(0), name, is_dataset_root, path })
+}
+
+/// Register more base paths (`UpdateBases`).
+#[pyfunction]
+#[pyo3(signature = (ds, bases, commit=None))]
+fn dataset_add_bases(py: Python<'_>, ds: &NativeDataset, bases: Vec<BaseArg>, commit: Option<CommitArgs>) -> PyResult<NativeDataset> {
+    let inner = ds.inner.clone();
+    let new: Vec<pb::BasePath> = bases.into_iter().map(|b| base_of(b).1).collect();
+    run_op(py, commit, move |props, _| clone::add_bases(&inner, &new, props)).map(|r| r.0)
+}
 
 /// Shallow-clone the dataset's version to `target`.
 #[pyfunction]
@@ -55,5 +74,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset_shallow_clone, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_deep_clone, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_base_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_add_bases, m)?)?;
     Ok(())
 }

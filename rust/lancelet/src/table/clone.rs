@@ -26,6 +26,9 @@
 //!
 //! Both refuse a target that already holds a version (`AlreadyExists`)
 //! before writing anything, and take back what they wrote when they fail.
+//!
+//! [`add_bases`], the other operation on base paths, commits an
+//! `UpdateBases` transaction (see [`crate::table::bases`]).
 
 use bytes::Bytes;
 use prost::Message;
@@ -48,6 +51,21 @@ pub struct CloneMetrics {
     pub files_copied: u64,
     /// Bytes copied (0 for a shallow clone).
     pub bytes_copied: u64,
+}
+
+/// Register more base paths (`UpdateBases`; ids are given at commit, one
+/// past the largest in use). A name or path already registered is
+/// `InvalidInput`, checked before anything is written.
+pub fn add_bases(ds: &Dataset, new_bases: &[pb::BasePath], props: &CommitProperties) -> Result<Committed<()>> {
+    if new_bases.is_empty() {
+        return Err(Error::invalid_input("add_bases needs at least one base path"));
+    }
+    let ided: Vec<(Option<u32>, pb::BasePath)> = new_bases.iter().map(|b| (None, pb::BasePath { id: 0, ..b.clone() })).collect();
+    crate::table::bases::register(&ds.manifest().base_paths, &ided)?;
+    let op = pb::transaction::Operation::UpdateBases(pb::transaction::UpdateBases { new_bases: ided.into_iter().map(|(_, b)| b).collect() });
+    let txn = new_transaction(ds.version(), op);
+    let v = crate::table::commit::commit(ds.root(), &txn, &props.commit_options())?;
+    Ok(Committed::new(ds.checkout(VersionRef::Number(v))?, ()))
 }
 
 /// The target's root, refused when it already holds a dataset version.
@@ -80,7 +98,13 @@ pub fn shallow_clone(src: &Dataset, target: &str, options: &StorageOptions, prop
     for i in indices.iter_mut() {
         i.base_id = i.base_id.or(Some(id));
     }
-    let op = pb::transaction::Clone { is_shallow: true, ref_name: None, ref_version: src.version(), ref_path: src.root().display().to_string(), branch_name: None };
+    let op = pb::transaction::Clone {
+        is_shallow: true,
+        ref_name: None,
+        ref_version: src.version(),
+        ref_path: src.root().display().to_string(),
+        branch_name: None,
+    };
     write_first_version(src, &dst, m, indices, op, props)?;
     let ds = Dataset::open_in(dst.fresh(), target, Some(VersionRef::Number(src.version())))?;
     Ok(Committed::new(ds, CloneMetrics::default()))

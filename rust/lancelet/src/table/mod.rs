@@ -29,6 +29,7 @@
 //!   base paths of multi-base datasets.
 
 pub mod apply_rewrite;
+pub mod bases;
 pub mod branches;
 pub mod cleanup;
 pub mod clone;
