@@ -8,8 +8,8 @@ PyCapsule interface without copies.
 from __future__ import annotations
 
 from lancelet import file, optimize
-from lancelet._native import __version__
 from lancelet._bases import DatasetBasePath
+from lancelet._native import __version__
 from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet.exceptions import (
     AlreadyExistsError,

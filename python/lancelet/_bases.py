@@ -29,7 +29,7 @@ class DatasetBasePath:
     __slots__ = ("_id", "_name", "_path", "_root")
 
     def __init__(self, path: Any, name: Optional[str] = None, is_dataset_root: bool = False,
-                 id: Optional[int] = None) -> None:  # noqa: A002 - pylance's argument name
+                 id: Optional[int] = None) -> None:
         self._path = _args.uri(path)
         self._name = _args.optional_string(name, "name")
         if not isinstance(is_dataset_root, bool):
