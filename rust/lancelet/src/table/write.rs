@@ -33,7 +33,7 @@ use crate::file::version::PageFamily;
 use crate::file::{FileVersion, FileWriter};
 use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
-use crate::table::commit::{commit, remove_files, CommitOptions};
+use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::hooks::step;
 use crate::table::manifest::{list_versions, read_manifest};
