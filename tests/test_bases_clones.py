@@ -121,7 +121,7 @@ def test_clone_of_a_clone_reads_both_sources(tmp_path):
     c1 = lancelet.dataset(str(src)).shallow_clone(str(tmp_path / "c1"), 4)
     lancelet.write_dataset(tbl(rng, 900, 10), str(tmp_path / "c1"), mode="append")
     c2 = lance.dataset(str(tmp_path / "c1")).shallow_clone(str(tmp_path / "c2"), 5)
-    c2l = lancelet.dataset(str(tmp_path / "c2")).shallow_clone(str(tmp_path / "c3"), 5)
+    c2l = lancelet.dataset(str(tmp_path / "c1")).shallow_clone(str(tmp_path / "c3"), 5)
     assert sorted(c2.base_paths()) == [0, 1] and sorted(c2l.base_paths()) == [0, 1]
     assert ({b.path for b in c2.base_paths().values()} == {b.path for b in c2l.base_paths().values()}
             == {str(src), str(tmp_path / "c1")})
