@@ -8,6 +8,7 @@ PyCapsule interface without copies.
 from __future__ import annotations
 
 from lancelet import file, optimize
+from lancelet._bases import DatasetBasePath
 from lancelet._native import __version__
 from lancelet.dataset import Dataset, LanceDataset, dataset, write_dataset
 from lancelet.exceptions import (
@@ -24,6 +25,7 @@ from lancelet.exceptions import (
 )
 
 __all__ = [
+    "DatasetBasePath",
     "__version__",
     "file",
     "optimize",

@@ -688,6 +688,46 @@ class Dataset:
         pylance 14's does)."""
         self._become(_native.dataset_restore(self._native, _inputs.commit_args()))
 
+    # -- bases and clones (lancelet._bases) ----------------------------------
+    def base_paths(self) -> Dict[int, Any]:
+        """``{id: DatasetBasePath}``: the base paths this version's manifest
+        registers (a fresh dict; the dataset's own root is not one unless
+        registered)."""
+        from lancelet import _bases
+
+        return _bases.base_paths(self)
+
+    def add_bases(self, new_bases: List[Any], transaction_properties: Optional[Dict[str, str]] = None) -> "Dataset":
+        """Register more base paths (``DatasetBasePath`` list; ids are given
+        one past the largest in use) in a new version; this object moves to
+        it and is returned, as pylance's is. A name or path already
+        registered is ``InvalidInputError``."""
+        from lancelet import _bases
+
+        rows = _bases.bases_arg(new_bases, "new_bases")
+        commit = _inputs.commit_args(transaction_properties=transaction_properties)
+        self._become(_native.dataset_add_bases(self._native, rows, commit))
+        return self
+
+    def shallow_clone(self, target_path: PathLike, reference: Any,
+                      storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "Dataset":
+        """Clone version ``reference`` (a number, a tag name, or ``(branch,
+        version)``) to ``target_path`` without copying data: the clone's
+        manifest reads this dataset's files through base path 0 (or the
+        next free id); what is written to the clone stays in the clone.
+        A target holding a dataset is ``AlreadyExistsError``."""
+        from lancelet import _bases
+
+        return _bases.shallow_clone(self, target_path, reference, storage_options, **kwargs)
+
+    def deep_clone(self, target_path: PathLike, reference: Any,
+                   storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "Dataset":
+        """Clone version ``reference`` to ``target_path`` copying its data,
+        deletion and index files, so that the clone stands alone."""
+        from lancelet import _bases
+
+        return _bases.deep_clone(self, target_path, reference, storage_options, **kwargs)
+
     # -- maintenance (lancelet.optimize) ------------------------------------
     @property
     def optimize(self) -> "DatasetOptimizer":
@@ -736,6 +776,7 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
                   namespace_client: Any = None, table_id: Optional[List[str]] = None,
                   commit_message: Optional[str] = None, transaction_properties: Optional[Dict[str, str]] = None,
+                  initial_bases: Optional[List[Any]] = None, target_bases: Optional[List[str]] = None,
                   **kwargs: Any) -> Dataset:
     """Write ``data`` as a Lance dataset at ``uri`` (pylance's signature):
     ``mode`` is ``"create"`` (fail if it exists), ``"append"`` or
@@ -754,7 +795,12 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
 
     ``commit_message`` and ``transaction_properties`` (a dict of strings)
     are recorded in the new version's transaction, as pylance records them
-    (the message under ``__lance_commit_message``)."""
+    (the message under ``__lance_commit_message``).
+
+    ``initial_bases`` (``DatasetBasePath`` list; a new dataset only)
+    registers base paths; ``target_bases`` (names or paths of registered
+    bases) puts the new data files under the first one instead of
+    ``data/``."""
     if namespace_client is not None or table_id is not None:
         from lancelet.namespace.resolve import table_location, undo_declare
 
@@ -765,7 +811,7 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
                                  data_storage_version=data_storage_version,
                                  enable_stable_row_ids=enable_stable_row_ids, storage_options=storage_options,
                                  commit_message=commit_message, transaction_properties=transaction_properties,
-                                 **kwargs)
+                                 initial_bases=initial_bases, target_bases=target_bases, **kwargs)
         except BaseException:
             if mode == "create":
                 undo_declare(namespace_client, table_id)
@@ -787,8 +833,12 @@ def write_dataset(data: Any, uri: Optional[PathLike] = None, schema: Optional[pa
     # A table's chunks are resident anyway: the writer may gather them into
     # larger units of work (a stream's batches would be held longer).
     group = _RESIDENT_GROUP_BYTES if isinstance(stream, pa.Table) else 0
+    from lancelet import _bases
+
+    bases = _bases.bases_arg(initial_bases, "initial_bases")
+    targets = _bases.target_bases_arg(target_bases)
     native_ds = _native.write_dataset(uri, stream, mode, max_rows, version, bool(enable_stable_row_ids), options,
-                                      group_bytes=group, commit=commit)
+                                      group_bytes=group, commit=commit, initial_bases=bases, target_bases=targets)
     return Dataset(uri, _native_ds=native_ds)
 
 def _namespace_args(uri: Any, namespace_client: Any, table_id: Any) -> None:

@@ -4,6 +4,7 @@
 
 #[allow(dead_code)]
 mod arrow_ffi;
+mod bases;
 mod blob;
 mod branches;
 mod callback;
@@ -162,6 +163,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     write::register(m)?;
     branches::register(m)?;
     blob::register(m)?;
+    bases::register(m)?;
     ops::register(m)?;
     merge::register(m)?;
     evolve::register(m)?;

@@ -28,7 +28,7 @@ fn batches(
 
 /// Write an Arrow stream as a dataset (mode create / append / overwrite).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, group_bytes=0, commit=None))]
+#[pyo3(signature = (uri, data, mode="create", max_rows_per_file=1048576, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, group_bytes=0, commit=None, initial_bases=None, target_bases=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_dataset(
     py: Python<'_>,
@@ -41,6 +41,8 @@ fn write_dataset(
     storage_options: Option<lancelet::io::StorageOptions>,
     group_bytes: usize,
     commit: Option<CommitArgs>,
+    initial_bases: Option<Vec<crate::bases::BaseArg>>,
+    target_bases: Option<Vec<String>>,
 ) -> PyResult<NativeDataset> {
     let params = WriteParams {
         group_bytes,
@@ -49,6 +51,8 @@ fn write_dataset(
         data_storage_version: file_version(data_storage_version)?,
         enable_stable_row_ids,
         storage_options: storage_options.unwrap_or_default(),
+        initial_bases: initial_bases.unwrap_or_default().into_iter().map(crate::bases::base_of).collect(),
+        target_bases: target_bases.unwrap_or_default(),
     };
     let reader = crate::arrow_ffi::import_stream(data)?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);

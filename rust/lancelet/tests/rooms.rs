@@ -314,6 +314,7 @@ const KERNEL_USES: &[&str] = &[
     "dataset",
     "index_section",
     "apply_rewrite",
+    "bases",
 ];
 
 #[test]

@@ -18,10 +18,31 @@ use roaring::RoaringBitmap;
 use super::rowset::{fragment_bitmap_bytes, parse_fragment_bitmap};
 use super::{frag_reuse, IndexKind};
 use crate::error::{Error, Result};
+use crate::io::Storage;
 use crate::proto::table as pb;
 
 /// Directory of index files, relative to the dataset root.
 pub const INDICES_DIR: &str = "_indices";
+
+/// The directory of index entry `m`: `_indices/{uuid}` under the dataset
+/// root, or under the base path its `base_id` names (a shallow clone's
+/// indices stay in the source dataset, base 0 of the clone). A base that
+/// is a dataset root holds them under its own `_indices/`; any other base
+/// holds `{uuid}/` at its top.
+pub fn index_dir(root: &Storage, bases: &[pb::BasePath], m: &pb::IndexMetadata) -> Result<Storage> {
+    let uuid = uuid_string(m.uuid.as_ref().map(|u| u.uuid.as_slice()).unwrap_or_default());
+    let Some(id) = m.base_id else { return root.child(&format!("{INDICES_DIR}/{uuid}")) };
+    let base = bases
+        .iter()
+        .find(|b| b.id == id)
+        .ok_or_else(|| Error::corrupt(format!("index {:?} ({uuid}) names base path {id}, which the manifest does not list", m.name)))?;
+    let base_root = root.open_uri(&base.path)?;
+    if base.is_dataset_root {
+        base_root.child(&format!("{INDICES_DIR}/{uuid}"))
+    } else {
+        base_root.child(&uuid)
+    }
+}
 
 /// A UUID's 16 bytes in the hyphenated form.
 pub fn uuid_string(b: &[u8]) -> String {

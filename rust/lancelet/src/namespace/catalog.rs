@@ -341,6 +341,6 @@ pub fn commit(ns_root: &Storage, snap: &Snapshot, remove: &[usize], add: &[NewRo
 }
 
 fn stage(root: &Storage, schema: &LanceSchema, version: FileVersion, rows: RecordBatch) -> Result<Vec<pb::DataFragment>> {
-    let target = StageTarget { root, schema, version, max_rows_per_file: 1 << 20, name_prefix: "", group_bytes: 0 };
+    let target = StageTarget { root, schema, version, max_rows_per_file: 1 << 20, name_prefix: "", group_bytes: 0, place: None };
     stage_fragments(&target, std::iter::once(Ok(rows)))
 }

@@ -26,11 +26,15 @@
 //!   [`cleanup`]: removing old versions and the files only they use;
 //! * [`branches`]: reading the branch records pylance writes;
 //! * [`blobs`]: blob columns (v1, v2): descriptors, bytes, sidecars.
+//! * [`clone`]: shallow and deep clones of a version; [`bases`]: the
+//!   base paths of multi-base datasets.
 
 pub mod apply_rewrite;
+pub mod bases;
 pub mod blobs;
 pub mod branches;
 pub mod cleanup;
+pub mod clone;
 pub mod commit;
 pub mod commit_store;
 pub mod conflict;

@@ -125,7 +125,7 @@ pub fn write_fragments(
     check_prefix(name_prefix)?;
     let (schema, version, _) = plan.target()?;
     let root = open_root_with(&plan.uri, &plan.storage_options)?;
-    let t = StageTarget { root: &root, schema: &schema, version, max_rows_per_file, name_prefix, group_bytes: 0 };
+    let t = StageTarget { root: &root, schema: &schema, version, max_rows_per_file, name_prefix, group_bytes: 0, place: None };
     Ok(stage_fragments(&t, batches)?.iter().map(|f| f.encode_to_vec()).collect())
 }
 

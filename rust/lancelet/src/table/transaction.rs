@@ -107,7 +107,7 @@ pub fn feature_flags(m: &pb::Manifest, stable: bool) -> (u64, u64) {
         r |= MIXED_DATA_FILE_VERSIONS;
     }
     // Files under other roots (branches, clones): pylance 14 sets the flag
-    // for both readers and writers.
+    // whenever bases are registered, used or not, for readers and writers.
     if !m.base_paths.is_empty() {
         r |= BASE_PATHS;
     }
@@ -216,6 +216,9 @@ pub fn build_manifest(
             // The manifest names the version of the files the overwrite wrote
             // (pylance refuses files newer than the manifest's version).
             m.data_format = Some(pb::DataStorageFormat { file_format: "lance".into(), version: opts.data_storage_version.clone() });
+            // Bases registered at creation (ids given by the writer); an
+            // overwrite keeps the bases already registered.
+            m.base_paths.extend(o.initial_bases.iter().cloned());
             let mut next = 0u64;
             m.fragments = place_new(&o.fragments, &mut next, stable.then_some(&mut next_row_id), version)?;
             max_id = m.fragments.iter().map(|f| f.id).max();
@@ -279,6 +282,10 @@ pub fn build_manifest(
         Some(Operation::CreateIndex(_)) => {
             // Only the index section changes (see index_section.rs).
             need_prev()?;
+        }
+        Some(Operation::UpdateBases(u)) => {
+            need_prev()?;
+            crate::table::bases::apply_update(&mut m, &u.new_bases)?;
         }
         Some(Operation::Restore(r)) => {
             need_prev()?;

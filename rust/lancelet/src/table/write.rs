@@ -33,7 +33,7 @@ use crate::file::version::PageFamily;
 use crate::file::{FileVersion, FileWriter};
 use crate::io::{Storage, StorageOptions};
 use crate::proto::table as pb;
-use crate::table::commit::{commit, remove_files, CommitOptions};
+use crate::table::commit::{commit, CommitOptions};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::hooks::step;
 use crate::table::manifest::{list_versions, read_manifest};
@@ -85,6 +85,12 @@ pub struct WriteParams {
     /// it for an Arrow table's many small chunks, which are resident
     /// anyway; a stream's batches would be held this much longer.
     pub group_bytes: usize,
+    /// Base paths to register with a new dataset: `(id, base)`, ids given
+    /// when `None` (see [`crate::table::bases`]); refused for an existing one.
+    pub initial_bases: Vec<(Option<u32>, pb::BasePath)>,
+    /// Write the data files to this registered base (name or path) instead
+    /// of the dataset's `data/`; the first is used when several are named.
+    pub target_bases: Vec<String>,
 }
 
 impl Default for WriteParams {
@@ -96,6 +102,8 @@ impl Default for WriteParams {
             enable_stable_row_ids: false,
             storage_options: StorageOptions::new(),
             group_bytes: 0,
+            initial_bases: Vec::new(),
+            target_bases: Vec::new(),
         }
     }
 }
@@ -161,6 +169,10 @@ pub fn write_file_version(appending: bool, existing: Option<FileVersion>, reques
 /// Writes batches into data files of at most `max_rows` rows.
 struct FragmentSink<'a> {
     root: &'a Storage,
+    /// Where the files go: `data/` of the root, or a base path's directory
+    /// (then the files record its `base_id`).
+    dir: Storage,
+    base_id: Option<u32>,
     schema: LanceSchema,
     version: FileVersion,
     max_rows: u64,
@@ -198,7 +210,17 @@ impl Drop for FragmentSink<'_> {
                 let _ = f.storage.delete();
             }
         }
-        remove_files(self.root, &data_file_paths(&self.done));
+        remove_in(&self.dir, &self.done);
+    }
+}
+
+/// Remove the fragments' data files from `dir` (where they were written),
+/// best effort.
+fn remove_in(dir: &Storage, fragments: &[pb::DataFragment]) {
+    for f in fragments.iter().flat_map(|f| &f.files) {
+        if let Ok(s) = dir.child(&f.path) {
+            let _ = s.delete();
+        }
     }
 }
 
@@ -221,7 +243,7 @@ impl FragmentSink<'_> {
         while off < batch.num_rows() {
             if self.current.is_none() {
                 let name = format!("{}{}", self.name_prefix, new_data_file_name());
-                let storage = self.root.child(&format!("data/{name}"))?;
+                let storage = self.dir.child(&name)?;
                 self.current = Some((FileWriter::create_with_lance_schema(storage, self.schema.clone(), self.version)?, name));
             }
             let limit = self.planned.front().copied().unwrap_or(self.max_rows);
@@ -275,7 +297,7 @@ impl FragmentSink<'_> {
         let Some((w, name)) = self.current.take() else { return Ok(()) };
         step(self.root, "data_file")?;
         self.join_finishing()?;
-        let storage = self.root.child(&format!("data/{name}"))?;
+        let storage = self.dir.child(&name)?;
         let rows = w.num_rows();
         let handle = std::thread::Builder::new()
             .name("lancelet-finish".into())
@@ -301,7 +323,7 @@ impl FragmentSink<'_> {
                 file_major_version: major,
                 file_minor_version: minor,
                 file_size_bytes: size,
-                base_id: None,
+                base_id: self.base_id,
             }],
             physical_rows: rows,
             ..Default::default()
@@ -319,6 +341,8 @@ pub(crate) struct StageTarget<'a> {
     pub name_prefix: &'a str,
     /// See [`WriteParams::group_bytes`].
     pub group_bytes: usize,
+    /// A base path to write to instead of the dataset's `data/`.
+    pub place: Option<crate::table::bases::DataPlace>,
 }
 
 /// Write batches (conformed to the target schema) into new data files and
@@ -342,8 +366,14 @@ pub(crate) fn stage_fragments_sized(
     // Data files hold the dataset fields the input has, in its order (see
     // `write_schema`); decided by the first batch, kept for the rest.
     let mut arrow: Option<SchemaRef> = None;
+    let (dir, base_id) = match &t.place {
+        Some(p) => (p.dir.clone(), Some(p.base_id)),
+        None => (t.root.child("data")?, None),
+    };
     let mut sink = FragmentSink {
         root: t.root,
+        dir: dir.clone(),
+        base_id,
         schema: t.schema.clone(),
         version: t.version,
         max_rows: t.max_rows_per_file,
@@ -382,11 +412,7 @@ pub(crate) fn stage_fragments_sized(
         Ok(()) => Ok(std::mem::take(&mut sink.done)),
         Err(e) => {
             // The file still finishing is removed when the sink drops.
-            for f in std::mem::take(&mut sink.done) {
-                if let Ok(s) = t.root.child(&format!("data/{}", f.files[0].path)) {
-                    let _ = s.delete();
-                }
-            }
+            remove_in(&dir, &std::mem::take(&mut sink.done));
             Err(e)
         }
     }
@@ -502,6 +528,26 @@ pub fn write_dataset(
         // Check the stream's declared schema before writing anything.
         write_schema(&lance_schema, &schema)?;
     }
+    if !params.initial_bases.is_empty() && latest.is_some() {
+        return Err(Error::invalid_input(format!(
+            "dataset at {uri} exists: initial_bases can only be registered when a dataset is created (use Dataset.add_bases)"
+        )));
+    }
+    let known_bases = match &latest {
+        Some(l) => match &existing {
+            Some(ds) => ds.manifest().base_paths.clone(),
+            None => read_manifest(&root, &l.name)?.manifest.base_paths,
+        },
+        None => Vec::new(),
+    };
+    let initial = crate::table::bases::register(&known_bases, &params.initial_bases)?;
+    let place = match params.target_bases.first() {
+        Some(t) => {
+            let all: Vec<pb::BasePath> = known_bases.iter().chain(initial.iter()).cloned().collect();
+            Some(crate::table::bases::place(&root, crate::table::bases::find(&all, t)?)?)
+        }
+        None => None,
+    };
     let target_spec = StageTarget {
         root: &root,
         schema: &lance_schema,
@@ -509,16 +555,20 @@ pub fn write_dataset(
         max_rows_per_file: params.max_rows_per_file,
         name_prefix: "",
         group_bytes: params.group_bytes,
+        place: place.clone(),
     };
     let fragments = stage_fragments(&target_spec, batches)?;
     let metrics = WriteMetrics::of(&fragments);
-    let owned_files = data_file_paths(&fragments);
+    // Files in a base are not under the root: taken back here on failure.
+    let owned_files = if place.is_some() { Vec::new() } else { data_file_paths(&fragments) };
+    let placed = place.as_ref().map(|p| (p.dir.clone(), fragments.clone()));
     let op = match existing {
         Some(_) => Operation::Append(pb::transaction::Append { fragments }),
         None => Operation::Overwrite(pb::transaction::Overwrite {
             fragments,
             schema: lance_schema.to_pb()?,
             schema_metadata: lance_schema.metadata_pb(),
+            initial_bases: initial,
             ..Default::default()
         }),
     };
@@ -529,14 +579,34 @@ pub fn write_dataset(
         owned_files,
         ..props.commit_options()
     };
-    let v = commit(&root, &txn, &opts)?;
+    let v = match commit(&root, &txn, &opts) {
+        Ok(v) => v,
+        Err(e) => {
+            // Only when the commit surely did not happen (the kernel's
+            // own rule for the files it owns).
+            if matches!(e, Error::AlreadyExists { .. } | Error::Conflict { .. } | Error::InvalidInput { .. } | Error::NotFound { .. }) {
+                if let Some((dir, frags)) = &placed {
+                    remove_in(dir, frags);
+                }
+            }
+            return Err(e);
+        }
+    };
     Ok(Committed::new(Dataset::open_in(root.fresh(), uri, Some(VersionRef::Number(v)))?, metrics))
 }
 
 /// Append batches to an existing dataset (read at `ds`'s version).
 pub fn insert(ds: &Dataset, batches: impl Iterator<Item = Result<RecordBatch>>, props: &CommitProperties) -> Result<Committed<WriteMetrics>> {
     let version = write_file_version(true, Some(dataset_file_version(ds.manifest())?), None)?;
-    let target = StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: 1024 * 1024, name_prefix: "", group_bytes: 0 };
+    let target = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: 1024 * 1024,
+        name_prefix: "",
+        group_bytes: 0,
+        place: None,
+    };
     let fragments = stage_fragments(&target, batches)?;
     let metrics = WriteMetrics::of(&fragments);
     let owned_files = data_file_paths(&fragments);

@@ -30,7 +30,7 @@ fn segments(name: &str) -> (Dataset, Vec<pb::IndexMetadata>) {
 
 fn open_fixture(name: &str) -> Arc<dyn VectorIndex> {
     let (ds, metas) = segments(name);
-    open_all(ds.root(), &metas).unwrap()
+    open_all(ds.root(), &[], &metas).unwrap()
 }
 
 fn usize_of(q: &Value, key: &str) -> Option<usize> {
@@ -156,7 +156,7 @@ fn empty_index_finds_nothing() {
 #[test]
 fn ivf_rq_is_refused_by_name() {
     let (ds, metas) = segments("ivf_rq");
-    match open_all(ds.root(), &metas) {
+    match open_all(ds.root(), &[], &metas) {
         Err(Error::Unsupported { what, .. }) => assert!(what.contains("IVF_RQ"), "{what}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
@@ -171,7 +171,7 @@ fn segments_are_searched_and_merged() {
             .unwrap();
     let q = AnnQuery { vector: vec![0.0; 16], k: 1000, probes: Probes::default(), ef: None, distance_range: (None, None) };
     assert_eq!(one.search(&q, None).unwrap().rows.len(), 150, "the delta holds the 150 appended rows");
-    let both = open_all(ds.root(), &metas).unwrap();
+    let both = open_all(ds.root(), &[], &metas).unwrap();
     let r = both.search(&q, None).unwrap();
     assert_eq!(r.rows.len(), 1000);
     assert!(r.rows.windows(2).all(|w| (w[0].1, w[0].0) <= (w[1].1, w[1].0)));
@@ -189,7 +189,7 @@ fn bench_against_pylance() {
     let exp: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
     let ds = Dataset::open(dir.join("ds").to_str().unwrap(), None).unwrap();
     let metas: Vec<pb::IndexMetadata> = ds.manifest_file().indices().unwrap().into_iter().filter(|i| i.name() == "vec_idx").map(|i| i.pb).collect();
-    let index = open_all(ds.root(), &metas).unwrap();
+    let index = open_all(ds.root(), &[], &metas).unwrap();
     let queries: Vec<Vec<f32>> =
         exp["queries"].as_array().unwrap().iter().map(|q| q.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()).collect();
     for run in exp["runs"].as_array().unwrap() {

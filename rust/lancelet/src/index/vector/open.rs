@@ -126,11 +126,10 @@ fn read_model(reader: &FileReader, index_type: VectorIndexType, metric: Distance
 /// runs on each segment and the results are merged (best `k` by distance,
 /// then row id; `partitions_searched` summed). One segment opens as
 /// itself; empty segments find nothing.
-pub fn open_all(root: &Storage, metas: &[pb::IndexMetadata]) -> Result<Arc<dyn VectorIndex>> {
+pub fn open_all(root: &Storage, bases: &[pb::BasePath], metas: &[pb::IndexMetadata]) -> Result<Arc<dyn VectorIndex>> {
     let mut parts = Vec::with_capacity(metas.len());
     for m in metas {
-        let uuid = crate::index::meta::uuid_string(m.uuid.as_ref().map(|u| u.uuid.as_slice()).unwrap_or_default());
-        let dir = root.child(&format!("{}/{uuid}", crate::index::meta::INDICES_DIR))?;
+        let dir = crate::index::meta::index_dir(root, bases, m)?;
         parts.push(open(&dir, m)?);
     }
     match parts.len() {

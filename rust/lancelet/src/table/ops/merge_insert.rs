@@ -470,8 +470,15 @@ fn run_once(ds: &Arc<Dataset>, source: &RecordBatch, params: &MergeInsertParams,
     let source_keys = BatchKeys::new(&plan.keys.iter().map(|&(_, s)| source.column(s).clone()).collect::<Vec<_>>())?;
     let index = SourceIndex::new(&source_keys);
     let version = dataset_file_version(ds.manifest())?;
-    let target =
-        StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", group_bytes: 0 };
+    let target = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: MAX_ROWS_PER_FILE,
+        name_prefix: "",
+        group_bytes: 0,
+        place: None,
+    };
     let out_schema = ds.schema().clone();
     let (found, inserted, new_fragments) = if plain_upsert(ds, source, params) {
         upsert_overlapped(ds, source, &plan, &index, params, &target, report)?

@@ -255,8 +255,15 @@ pub fn merge_task(ds: &Arc<Dataset>, job: &MergeJob, schema: SchemaRef, joined: 
     let inserts: Vec<u32> = if params.insert_not_matched { src_only } else { Vec::new() };
 
     let version = dataset_file_version(ds.manifest())?;
-    let stage =
-        StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix, group_bytes: 0 };
+    let stage = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: MAX_ROWS_PER_FILE,
+        name_prefix,
+        group_bytes: 0,
+        place: None,
+    };
     let out_schema: SchemaRef = ds.schema().clone();
     let update_batches = updates.chunks(OUT_BATCH).map(|chunk| updated_rows(ds, &source, &out_schema, chunk));
     let mut updated = stage_fragments(&stage, update_batches)?;

@@ -127,8 +127,15 @@ fn run_once(ds: &Arc<Dataset>, params: &UpdateParams, report: &Option<Progress>)
     let mut progress = FragmentProgress::new("update", ds, report)?;
     let mut rows = 0u64;
     let version = dataset_file_version(ds.manifest())?;
-    let target =
-        StageTarget { root: ds.root(), schema: ds.lance_schema(), version, max_rows_per_file: MAX_ROWS_PER_FILE, name_prefix: "", group_bytes: 0 };
+    let target = StageTarget {
+        root: ds.root(),
+        schema: ds.lance_schema(),
+        version,
+        max_rows_per_file: MAX_ROWS_PER_FILE,
+        name_prefix: "",
+        group_bytes: 0,
+        place: None,
+    };
     let batches = scanner.stream()?.map(|b| {
         let b = b?;
         let addrs =

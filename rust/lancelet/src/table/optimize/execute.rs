@@ -139,6 +139,7 @@ pub fn execute_task(ds: &Arc<Dataset>, task: &CompactionTask, options: &Compacti
         max_rows_per_file: options.target_rows_per_fragment,
         name_prefix,
         group_bytes: 0,
+        place: None,
     };
     let mut new_fragments = stage_fragments_sized(&target, &sizes, options.max_bytes_per_file, stream)?;
     let remove_new = |frags: &[pb::DataFragment]| {
