@@ -40,7 +40,7 @@ use crate::table::commit::{remove_files, TRANSACTIONS_DIR};
 use crate::table::dataset::{Dataset, VersionRef};
 use crate::table::deletion::deletion_file_path;
 use crate::table::features::BASE_PATHS;
-use crate::table::manifest::{frame_sections_after, list_versions, ManifestNaming, VERSIONS_DIR};
+use crate::table::manifest::{list_versions, manifest_file_bytes, ManifestNaming, VERSIONS_DIR};
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::transaction::{feature_flags, new_transaction, transaction_file_name, writer_version};
 
@@ -219,22 +219,8 @@ fn write_first_version(
     // v0.1 dictionary values stay at the positions the fields name.
     let prefix = if m.fields.iter().any(|f| f.dictionary.is_some()) { src.manifest_file().leading_bytes() } else { Bytes::new() };
     let index_bytes = crate::table::index_section::encode(indices);
-    let mut pos = prefix.len() as u64;
-    m.index_section = None;
-    if let Some(b) = &index_bytes {
-        m.index_section = Some(pos);
-        pos += 4 + b.len() as u64;
-    }
-    m.transaction_section = Some(pos);
     m.transaction_section_old = None;
-    let m_bytes = m.encode_to_vec();
-    let mut sections: Vec<&[u8]> = Vec::new();
-    if let Some(b) = &index_bytes {
-        sections.push(b);
-    }
-    sections.push(&txn_bytes);
-    sections.push(&m_bytes);
-    let (file, _) = frame_sections_after(&prefix, &sections);
+    let file = manifest_file_bytes(&prefix, &mut m, index_bytes.as_deref(), &txn_bytes);
     let txn_rel = format!("{TRANSACTIONS_DIR}/{txn_name}");
     dst.child(&txn_rel)?.write_all(Bytes::from(txn_bytes.clone()))?;
     let manifest = dst.child(&format!("{VERSIONS_DIR}/{}", ManifestNaming::V2.file_name(version)))?;

@@ -40,7 +40,7 @@ use crate::io::Storage;
 use crate::proto::table as pb;
 use crate::table::conflict::{AffectedRows, Conflict, Kind, Rebase};
 use crate::table::hooks::step;
-use crate::table::manifest::{frame_sections_after, list_versions, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
+use crate::table::manifest::{list_versions, manifest_file_bytes, read_manifest, ManifestFile, ManifestNaming, VERSIONS_DIR};
 use crate::table::transaction::{build_manifest, transaction_file_name, BuildOptions};
 
 /// Directory of transaction files.
@@ -249,20 +249,7 @@ fn try_commit(
             _ => Bytes::new(),
         };
         let index_bytes = crate::table::index_section::encode(indices);
-        let mut pos = prefix.len() as u64;
-        if let Some(b) = &index_bytes {
-            m.index_section = Some(pos);
-            pos += 4 + b.len() as u64;
-        }
-        m.transaction_section = Some(pos);
-        let m_bytes = m.encode_to_vec();
-        let mut sections: Vec<&[u8]> = Vec::new();
-        if let Some(b) = &index_bytes {
-            sections.push(b);
-        }
-        sections.push(&txn_bytes);
-        sections.push(&m_bytes);
-        let (file, _) = frame_sections_after(&prefix, &sections);
+        let file = manifest_file_bytes(&prefix, &mut m, index_bytes.as_deref(), &txn_bytes);
         step(root, "manifest")?;
         let put = match root.manifest_store() {
             // An external store decides (see commit_store); no hint file,

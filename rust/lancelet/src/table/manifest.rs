@@ -208,6 +208,25 @@ pub fn frame_sections(sections: &[&[u8]]) -> (Vec<u8>, Vec<u64>) {
     frame_sections_after(&[], sections)
 }
 
+/// The bytes of a manifest file: `prefix` (a v0.1 manifest's dictionary
+/// values, which its fields address by position), then the index section
+/// when there is one, the transaction, and the manifest itself, whose
+/// `index_section` and `transaction_section` offsets are set here.
+pub fn manifest_file_bytes(prefix: &[u8], m: &mut pb::Manifest, index_bytes: Option<&[u8]>, txn_bytes: &[u8]) -> Vec<u8> {
+    let mut pos = prefix.len() as u64;
+    m.index_section = None;
+    if let Some(b) = index_bytes {
+        m.index_section = Some(pos);
+        pos += 4 + b.len() as u64;
+    }
+    m.transaction_section = Some(pos);
+    let m_bytes = m.encode_to_vec();
+    let mut sections: Vec<&[u8]> = index_bytes.into_iter().collect();
+    sections.push(txn_bytes);
+    sections.push(&m_bytes);
+    frame_sections_after(prefix, &sections).0
+}
+
 /// [`frame_sections`] after `prefix` (unframed bytes at the start of the
 /// file, see [`ManifestFile::leading_bytes`]); offsets are absolute.
 pub fn frame_sections_after(prefix: &[u8], sections: &[&[u8]]) -> (Vec<u8>, Vec<u64>) {

@@ -33,7 +33,7 @@ use crate::table::branches::{
 };
 use crate::table::commit::{remove_files, TRANSACTIONS_DIR};
 use crate::table::dataset::{Dataset, VersionRef};
-use crate::table::manifest::{frame_sections_after, list_versions, read_manifest, VERSIONS_DIR};
+use crate::table::manifest::{list_versions, manifest_file_bytes, read_manifest, VERSIONS_DIR};
 use crate::table::properties::{CommitProperties, Committed};
 use crate::table::transaction::{feature_flags, transaction_file_name, writer_version};
 
@@ -165,19 +165,8 @@ pub fn create_branch(ds: &Dataset, name: &str, source: BranchSource, props: &Com
     let index_bytes = crate::table::index_section::encode(indices);
     // v0.1 dictionary values stay at the positions the fields name.
     let prefix = if m.fields.iter().any(|f| f.dictionary.is_some()) { src.leading_bytes() } else { Bytes::new() };
-    let mut pos = prefix.len() as u64;
-    m.index_section = None;
-    if let Some(b) = &index_bytes {
-        m.index_section = Some(pos);
-        pos += 4 + b.len() as u64;
-    }
-    m.transaction_section = Some(pos);
     m.transaction_section_old = None;
-    let m_bytes = m.encode_to_vec();
-    let mut sections: Vec<&[u8]> = index_bytes.iter().map(Vec::as_slice).collect();
-    sections.push(&txn_bytes);
-    sections.push(&m_bytes);
-    let (file, _) = frame_sections_after(&prefix, &sections);
+    let file = manifest_file_bytes(&prefix, &mut m, index_bytes.as_deref(), &txn_bytes);
     let manifest_size = src.bytes.len() as u64;
 
     let txn_path = format!("{TRANSACTIONS_DIR}/{}", transaction_file_name(&txn));
