@@ -104,7 +104,9 @@ def test_stream_exactly_once_across_failure_kill_and_restart(tmp_path):
     # task's prefix is closed in _staging; more prefixes than committed ones)
     closed = {n[:-len("-closed")] for n in os.listdir(os.path.join(uri, "_staging"))}
     used = {n.split("-")[0] for n in os.listdir(os.path.join(uri, "data"))}
-    assert used < closed and len(closed - used) >= 2
+    # (a batch committed just before the SIGKILL of step 2 may not have had its
+    # prefix marked closed yet: that is a committed batch, not a leftover)
+    assert len(closed - used) >= 2, (used, closed)
     batches = _batches(uri)
     ids = [b for _, b in batches]
     assert len(set(q for q, _ in batches)) == 1
